@@ -1,0 +1,43 @@
+"""Neutral request/response model and the wire-format codecs (SPEC §4)."""
+
+from __future__ import annotations
+
+from turnout.wire.model import (
+    ChatChunk,
+    ChatRequest,
+    ChatResponse,
+    DocumentPart,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    ImagePart,
+    Message,
+    Part,
+    RawBody,
+    TextPart,
+    ThinkingPart,
+    Tool,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    WireFormat,
+)
+
+__all__ = [
+    "ChatChunk",
+    "ChatRequest",
+    "ChatResponse",
+    "DocumentPart",
+    "EmbeddingRequest",
+    "EmbeddingResponse",
+    "ImagePart",
+    "Message",
+    "Part",
+    "RawBody",
+    "TextPart",
+    "ThinkingPart",
+    "Tool",
+    "ToolCall",
+    "ToolCallDelta",
+    "Usage",
+    "WireFormat",
+]

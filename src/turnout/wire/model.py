@@ -1,0 +1,338 @@
+"""The neutral request/response model: the one shape the engine, codecs and providers share.
+
+Every wire format (OpenAI Chat Completions, Anthropic Messages, OpenAI Embeddings) decodes into
+these types and encodes from them. There is no second request model anywhere in turnout.
+
+`ChatRequest.source` carries the caller's original body and format, so that a provider speaking
+the same format forwards those bytes with only `model` replaced (SPEC §4, "same format, same
+bytes"); `ChatResponse.raw` / `ChatChunk.raw` do the same on the way back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from turnout.routing.record import RoutingRecord
+
+__all__ = [
+    "ChatChunk",
+    "ChatRequest",
+    "ChatResponse",
+    "DocumentPart",
+    "EmbeddingRequest",
+    "EmbeddingResponse",
+    "ImagePart",
+    "Message",
+    "Part",
+    "RawBody",
+    "TextPart",
+    "ThinkingPart",
+    "Tool",
+    "ToolCall",
+    "ToolCallDelta",
+    "Usage",
+    "WireFormat",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+WireFormat = Literal["openai-chat", "anthropic-messages", "openai-embeddings"]
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
+
+
+@dataclass(slots=True, frozen=True)
+class TextPart:
+    """Text content. `cache_control` is Anthropic's prompt-cache marker, kept verbatim."""
+
+    text: str
+    cache_control: dict[str, Any] | None = None
+    type: Literal["text"] = "text"
+
+
+@dataclass(slots=True, frozen=True)
+class ImagePart:
+    """An image, by `url` (http(s) or a data: URL) or by base64 `data` with its `media_type`."""
+
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    detail: str | None = None
+    cache_control: dict[str, Any] | None = None
+    type: Literal["image"] = "image"
+
+
+@dataclass(slots=True, frozen=True)
+class DocumentPart:
+    """A document (e.g. a PDF) by base64 `data`, `url`, or plain `text`."""
+
+    data: str | None = None
+    url: str | None = None
+    text: str | None = None
+    media_type: str | None = None
+    title: str | None = None
+    cache_control: dict[str, Any] | None = None
+    type: Literal["document"] = "document"
+
+
+@dataclass(slots=True, frozen=True)
+class ThinkingPart:
+    """A reasoning block. `signature` is the vendor's; `redacted` blocks carry opaque `data`.
+
+    Signed thinking is only meaningful to the family that signed it: cross-family translation
+    drops it on purpose (SPEC §7.4).
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted: bool = False
+    data: str | None = None
+    type: Literal["thinking"] = "thinking"
+
+
+Part = TextPart | ImagePart | DocumentPart | ThinkingPart
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCall:
+    """A tool call made by the assistant. `arguments` is the JSON text of the arguments."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass(slots=True, frozen=True)
+class Tool:
+    """A function tool the model may call. `parameters` is a JSON schema."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    cache_control: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Message:
+    """One conversation message.
+
+    `role="tool"` messages are tool results: `tool_call_id` names the call they answer and
+    `is_error` marks a failed tool. Assistant messages may carry `tool_calls`.
+    """
+
+    role: Role
+    content: list[Part] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message with one text part."""
+        return cls("user", [TextPart(text)])
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system message with one text part."""
+        return cls("system", [TextPart(text)])
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        """An assistant message with one text part."""
+        return cls("assistant", [TextPart(text)])
+
+    @classmethod
+    def tool_result(cls, tool_call_id: str, text: str, *, is_error: bool = False) -> Message:
+        """A tool result answering the call `tool_call_id`."""
+        return cls("tool", [TextPart(text)], tool_call_id=tool_call_id, is_error=is_error)
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts (thinking excluded)."""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+@dataclass(slots=True, frozen=True)
+class RawBody:
+    """The caller's original request body and its wire format, for same-format forwarding."""
+
+    format: WireFormat
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    """A chat request in the neutral model.
+
+    `system` is the system prompt (OpenAI system messages are folded into it on decode, so
+    `messages` hold user/assistant/tool turns). `extra` keeps fields a codec does not model, so
+    they survive a same-format trip. `source` is the caller's own body (see module docstring).
+    """
+
+    messages: list[Message]
+    model: str | None = None
+    system: list[TextPart] = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
+    reasoning_effort: str | None = None
+    thinking: dict[str, Any] | None = None
+    user: str | None = None
+    metadata: dict[str, Any] | None = None
+    stream: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    source: RawBody | None = None
+
+    def with_model(self, model: str | None) -> ChatRequest:
+        """A copy asking for `model` (the original when it already does)."""
+        if model is None or model == self.model:
+            return self
+        return replace(self, model=model)
+
+    @property
+    def prompt_chars(self) -> int:
+        """Characters of text in the system prompt and messages (for cost and size estimates)."""
+        total = sum(len(p.text) for p in self.system)
+        for message in self.messages:
+            for part in message.content:
+                if isinstance(part, TextPart):
+                    total += len(part.text)
+            for call in message.tool_calls:
+                total += len(call.arguments)
+        return total
+
+
+@dataclass(slots=True, frozen=True)
+class Usage:
+    """Token usage of one call. Cache counts are part of, not added to, `input_tokens`' peers."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        """The record's `usage` shape."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+
+@dataclass(slots=True)
+class ChatResponse:
+    """A whole answer.
+
+    `content` holds the assistant's parts (text and thinking); `finish_reason` is neutral
+    (`stop`, `length`, `tool_calls`, `content_filter`, `error`) or None. `raw` is the provider's
+    own body when the caller speaks the same format (the gateway forwards it). `routing` is set
+    by the route that produced the answer.
+    """
+
+    content: list[Part] = field(default_factory=list)
+    model: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = "stop"
+    usage: Usage | None = None
+    id: str | None = None
+    provider_request_id: str | None = None
+    raw: bytes | None = None
+    raw_format: WireFormat | None = None
+    routing: RoutingRecord | None = None
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts (thinking excluded)."""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def message(self) -> Message:
+        """The answer as an assistant message (for appending to a conversation)."""
+        return Message("assistant", list(self.content), tool_calls=list(self.tool_calls))
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallDelta:
+    """A piece of a streamed tool call: `index` identifies the call within the answer."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(slots=True)
+class ChatChunk:
+    """One streamed event in the neutral model.
+
+    A chunk *carries content* (and so commits a stream, SPEC §3.7) when it has a non-empty text,
+    thinking or tool-call delta. The last chunk of a stream has `finish_reason`, `usage` and, when
+    it comes out of a route, `routing`. `raw` is the upstream event's bytes for same-format
+    forwarding.
+    """
+
+    delta: str = ""
+    thinking: str = ""
+    thinking_signature: str | None = None
+    tool_calls: list[ToolCallDelta] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    id: str | None = None
+    provider_request_id: str | None = None
+    raw: bytes | None = None
+    raw_format: WireFormat | None = None
+    routing: RoutingRecord | None = None
+
+    @property
+    def has_content(self) -> bool:
+        """True when this chunk carries answer content (a first token commits a stream)."""
+        return bool(self.delta or self.thinking or self.tool_calls)
+
+
+@dataclass(slots=True)
+class EmbeddingRequest:
+    """An embeddings request: `input` is one string or a list of strings (or token lists)."""
+
+    input: str | list[str] | list[int] | list[list[int]]
+    model: str | None = None
+    dimensions: int | None = None
+    encoding_format: str | None = None
+    user: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    source: RawBody | None = None
+
+    def with_model(self, model: str | None) -> EmbeddingRequest:
+        """A copy asking for `model` (the original when it already does)."""
+        if model is None or model == self.model:
+            return self
+        return replace(self, model=model)
+
+
+@dataclass(slots=True)
+class EmbeddingResponse:
+    """Embedding vectors in input order (`data[i]` for input i), with usage."""
+
+    data: list[list[float]] | list[str]
+    model: str | None = None
+    usage: Usage | None = None
+    provider_request_id: str | None = None
+    raw: bytes | None = None
+    routing: RoutingRecord | None = None
