@@ -1,0 +1,139 @@
+"""Loading the configuration file: YAML, ${VAR}, every error with its path, suggestions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from turnout.config.load import format_path, load_config, parse_config
+from turnout.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MINIMAL = """
+providers:
+  - {name: openai, kind: openai, api_key: "${OPENAI_KEY}"}
+routes:
+  - name: main
+    targets:
+      - {provider: openai, model: gpt-4o-mini, max_retries: 1}
+"""
+
+
+def errors_of(data: object, env: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, env=env or {})
+    return list(info.value.errors)
+
+
+def test_minimal_file_loads_with_defaults_and_env(tmp_path: Path) -> None:
+    """A small file loads; ${VAR} is read from the environment; defaults fill the rest."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(MINIMAL)
+    config = load_config(path, env={"OPENAI_KEY": "sk-test"})
+    assert config.providers[0].api_key == "sk-test"
+    assert config.routes[0].targets[0].max_retries == 1
+    assert config.routes[0].targets[0].timeout == 600
+    assert config.defaults.circuit_breaker.failure_threshold == 3
+    assert config.server.auth == "keys"
+
+
+def test_missing_environment_variable_is_named(tmp_path: Path) -> None:
+    """A ${VAR} that is not set is a load error naming the variable and where it was used."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(MINIMAL)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert info.value.errors == (
+        ("providers[0].api_key", "environment variable OPENAI_KEY is not set"),
+    )
+
+
+def test_every_error_is_reported_at_once_with_its_path() -> None:
+    """All shape errors come back together, each with its full path."""
+    errors = errors_of(
+        {
+            "routes": [
+                {"name": "a", "targets": [{"provider": "p", "max_retries": -1}]},
+                {"name": "b", "targets": []},
+            ],
+            "server": {"auth": "key"},
+        }
+    )
+    paths = [p for p, _ in errors]
+    assert "routes[0].targets[0].max_retries" in paths
+    assert ("routes[1].targets", "must have at least 1 item") in errors
+    assert ("server.auth", "must be one of 'keys' or 'open' (got 'key')") in errors
+
+
+def test_unknown_key_suggests_the_nearest_valid_key() -> None:
+    """An unknown key names itself and the closest valid key of the same object."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "p", "kind": "mock"}],
+            "routes": [
+                {"name": "a", "stratgy": {}, "targets": [{"provider": "p", "max_retrys": 1}]}
+            ],
+        }
+    )
+    assert ("routes[0].stratgy", "unknown key 'stratgy'; did you mean 'strategy'?") in errors
+    assert (
+        "routes[0].targets[0].max_retrys",
+        "unknown key 'max_retrys'; did you mean 'max_retries'?",
+    ) in errors
+
+
+def test_camel_case_aliases_are_accepted() -> None:
+    """AIControls' camelCase option names load like the snake_case ones."""
+    config = parse_config(
+        {
+            "providers": [{"name": "p", "kind": "mock"}],
+            "routes": [
+                {
+                    "name": "a",
+                    "circuitBreaker": {"failureThreshold": 5, "cooldownSeconds": 30},
+                    "targets": [{"provider": "p", "fallbackOnly": True, "maxRetries": 2}],
+                }
+            ],
+        },
+        env={},
+    )
+    route = config.routes[0]
+    assert route.circuit_breaker is not None
+    assert route.circuit_breaker.failure_threshold == 5
+    assert route.targets[0].fallback_only is True
+    assert route.targets[0].max_retries == 2
+
+
+def test_target_must_name_a_provider_of_the_project() -> None:
+    """A target whose provider does not exist is an error at its path."""
+    errors = errors_of({"routes": [{"name": "a", "targets": [{"provider": "ghost"}]}]})
+    assert errors == [("routes[0].targets[0].provider", "no provider named 'ghost' in the project")]
+
+
+def test_routes_and_providers_share_one_name_space() -> None:
+    """A route may not take a provider's name."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "x", "kind": "mock"}],
+            "routes": [{"name": "x", "targets": [{"provider": "x"}]}],
+        }
+    )
+    assert errors == [("routes[0].name", "name 'x' is already taken by providers[0]")]
+
+
+def test_invalid_yaml_names_line_and_column(tmp_path: Path) -> None:
+    """Broken YAML is reported with where it broke."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("routes:\n  - name: [unclosed\n")
+    with pytest.raises(ConfigError, match="invalid YAML at line"):
+        load_config(path, env={})
+
+
+def test_format_path_mixes_keys_and_indices() -> None:
+    """Paths read like routes[2].targets[0].max_retries."""
+    assert format_path(("routes", 2, "targets", 0, "max_retries")) == (
+        "routes[2].targets[0].max_retries"
+    )
