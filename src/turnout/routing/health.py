@@ -1,0 +1,382 @@
+"""The health registry: cooldowns, the circuit breaker and quota parking per health key
+(SPEC §3.5). The per-key state and its pure transitions live in `health_state`.
+
+Rule 1: `Health` is a thin registry over a dict of immutable `KeyState`s; it reads the clock,
+calls a pure transition and stores the result, under one lock.
+Rule 2: at most one probe per key is in flight (half-open, after a park, or forced).
+Rule 3: only retryable failures count, cool or park. Cooldowns are always on; the breaker and
+parking are on only while the registry's breaker is enabled.
+Rule 4: a deadline learned from another replica (`merge`) never shortens a deadline held.
+Rule 5: the hot path (`admit` + `record_success` on a healthy key) reads one dict entry and
+compares a few numbers; it allocates nothing.
+Rule 6: listeners run outside the lock; one that raises is logged and ignored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+from turnout.errors import ConfigError
+from turnout.routing.classify import RETRYABLE
+from turnout.routing.clock import Clock, LoopClock
+from turnout.routing.health_state import (
+    DEFAULT_BREAKER,
+    DISABLED_BREAKER,
+    MAX_SKIP_SECONDS,
+    PARK_DEFAULT_SECONDS,
+    Admission,
+    Breaker,
+    KeyState,
+    KeyStateName,
+    Skip,
+    cooled,
+    counted_failure,
+    freed_probe,
+    is_number,
+    judge,
+    park_seconds,
+    parked,
+    probe_taken,
+    state_name,
+    succeeded,
+    tripped,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Iterator
+
+__all__ = [
+    "DEFAULT_BREAKER",
+    "HEALTH_KEY_BY",
+    "MAX_SKIP_SECONDS",
+    "PARK_DEFAULT_SECONDS",
+    "Admission",
+    "Breaker",
+    "Health",
+    "HealthEvent",
+    "HealthSnapshot",
+    "KeyHealth",
+    "KeyState",
+    "Skip",
+    "key_text",
+]
+
+logger = logging.getLogger(__name__)
+
+HEALTH_KEY_BY = frozenset({"provider", "provider_model", "target"})
+_STATE_TITLES = {
+    "available": "Available",
+    "cooling_down": "CoolingDown",
+    "open": "Open",
+    "half_open": "HalfOpen",
+    "parked": "Parked",
+}
+
+
+def key_text(key: Hashable) -> str:
+    """How a health key reads: `provider`, `provider/model`, `route/target`."""
+    if isinstance(key, tuple):
+        return "/".join(str(part) for part in key if part is not None)
+    return str(key)
+
+
+# ---- snapshot and events -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KeyHealth:
+    """One key in a snapshot: `state`, `failures` in a row, and for a cooldown, open breaker or
+    park, `until` (monotonic) and `seconds_left`."""
+
+    key: Hashable
+    text: str
+    state: KeyStateName
+    failures: int
+    until: float | None
+    seconds_left: float | None
+
+    def __str__(self) -> str:
+        return f"{self.text}={_STATE_TITLES[self.state]}({self.failures})"
+
+
+@dataclass(frozen=True, slots=True)
+class HealthSnapshot:
+    """Every known key's health at `at` (monotonic), sorted by key text.
+
+    `str()` reads like `local=Available(0), northwind=HalfOpen(2)`.
+    """
+
+    at: float
+    keys: tuple[KeyHealth, ...] = ()
+
+    def __str__(self) -> str:
+        return ", ".join(str(entry) for entry in self.keys)
+
+    def __iter__(self) -> Iterator[KeyHealth]:
+        return iter(self.keys)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def get(self, key: Hashable) -> KeyHealth | None:
+        """The entry for `key`, or None when the key is unknown."""
+        return next((entry for entry in self.keys if entry.key == key), None)
+
+
+@dataclass(frozen=True, slots=True)
+class HealthEvent:
+    """A transition of a key under the registry policy.
+
+    `to` is `open`, `half_open`, `closed`, `cooling_down` or `parked`; `at` is when (monotonic);
+    `until` when a cooldown, open breaker or park ends (None otherwise); `failures` the row then.
+    """
+
+    key: Hashable
+    to: Literal["open", "half_open", "closed", "cooling_down", "parked"]
+    at: float
+    until: float | None = None
+    failures: int = 0
+
+
+# ---- the registry --------------------------------------------------------------------------
+
+
+class Health:
+    """The health registry shared by the routes that use it (SPEC §3.5).
+
+    `breaker` is the default policy (default `Breaker(failures=3, open_for=60)`; None = disabled),
+    `key_by` how targets map to health keys (`provider`, `provider_model` (default), `target`),
+    `clock` the time source (default: the event loop's clock). Safe to share between tasks and
+    threads.
+    """
+
+    def __init__(
+        self,
+        breaker: Breaker | None = DEFAULT_BREAKER,
+        key_by: str = "provider_model",
+        clock: Clock | None = None,
+    ) -> None:
+        if key_by not in HEALTH_KEY_BY:
+            allowed = ", ".join(sorted(HEALTH_KEY_BY))
+            raise ConfigError(
+                f"health_key_by must be one of {allowed} (got {key_by!r})",
+                [("health_key_by", f"must be one of {allowed}")],
+            )
+        self.breaker: Breaker = breaker if breaker is not None else DISABLED_BREAKER
+        self.key_by = key_by
+        self.clock: Clock = clock if clock is not None else LoopClock()
+        self._states: dict[Hashable, KeyState] = {}
+        self._lock = threading.Lock()
+        self._tokens = itertools.count(1)
+        self._listeners: list[Callable[[HealthEvent], None]] = []
+
+    def __repr__(self) -> str:
+        return f"Health({self.snapshot()})"
+
+    def key_for(
+        self,
+        *,
+        provider: str,
+        model: str | None,
+        route: str,
+        target: str,
+        health_key: str | None = None,
+    ) -> Hashable:
+        """A target's health key: its own `health_key` if set, else by `key_by`: `provider`,
+        `(provider, model)` or `(route, target)`."""
+        if health_key is not None:
+            return health_key
+        if self.key_by == "provider":
+            return provider
+        if self.key_by == "target":
+            return (route, target)
+        return (provider, model)
+
+    # -- decisions
+
+    def admit(
+        self, key: Hashable, *, lease: float, breaker: Breaker | None = None
+    ) -> Admission | Skip:
+        """May `key` be called now? An `Admission` (maybe the key's single probe, leased for
+        `lease` seconds) or a `Skip`. `breaker` is a route's own policy for this decision only."""
+        policy = breaker if breaker is not None else self.breaker
+        now = self.clock.now()
+        state = self._states.get(key)
+        if state is None:
+            state = self._add(key)
+        if now >= state.skip_until and state.failures < policy.failures and not state.park_probe:
+            return state.plain
+        return self._admit_slowly(key, policy, now, lease)
+
+    def _admit_slowly(
+        self, key: Hashable, policy: Breaker, now: float, lease: float
+    ) -> Admission | Skip:
+        _check_lease(lease)
+        pending: list[HealthEvent] = []
+        with self._lock:
+            state = self._states[key]
+            verdict = judge(state, policy, now)
+            if verdict == "call":
+                return state.plain
+            if isinstance(verdict, Skip):
+                return verdict
+            admission = Admission(key, True, now + lease, next(self._tokens))
+            state = probe_taken(state, token=admission.token, until=now + lease)
+            if state.reported == "open" and state_name(state, self.breaker, now)[0] == "half_open":
+                state = replace(state, reported="half_open")
+                pending.append(HealthEvent(key, "half_open", now, None, state.failures))
+            self._states[key] = state
+        self._emit(pending)
+        return admission
+
+    def admit_forced(self, key: Hashable, *, lease: float) -> Admission | None:
+        """Admit `key` as a probe despite any skip (when every target is unhealthy, or a parked
+        target is the last one left). At most one probe per key is in flight: None if one is."""
+        _check_lease(lease)
+        now = self.clock.now()
+        with self._lock:
+            state = self._states.get(key) or KeyState(Admission(key))
+            if now < state.probe_until:
+                return None
+            admission = Admission(key, True, now + lease, next(self._tokens))
+            self._states[key] = probe_taken(state, token=admission.token, until=now + lease)
+        return admission
+
+    # -- outcomes
+
+    def record_success(self, admission: Admission) -> None:
+        """The call answered: close the breaker, reset the row to 0, free a probe slot."""
+        state = self._states.get(admission.key)
+        if state is not None and state.failures == 0 and not admission.probe:
+            return
+        now = self.clock.now()
+        pending: list[HealthEvent] = []
+        with self._lock:
+            state = self._states.get(admission.key) or KeyState(Admission(admission.key))
+            state = succeeded(state, probe=admission.probe, token=admission.token)
+            if state.reported != "closed":
+                state = replace(state, reported="closed")
+                pending.append(HealthEvent(admission.key, "closed", now))
+            self._states[admission.key] = state
+        self._emit(pending)
+
+    def record_failure(
+        self,
+        admission: Admission,
+        error_class: str,
+        *,
+        retry_after: float | None = None,
+        reset_after: float | None = None,
+    ) -> None:
+        """The call failed with `error_class`. Only retryable classes count: the row grows (a
+        failed probe reopens the breaker); `retry_after` > 0 (seconds) cools the key (at most
+        24 h); `quota_exhausted` parks it (Retry-After, else `reset_after` seconds, else 15 min;
+        at most 24 h; off with the breaker). Other classes only free a probe slot."""
+        if error_class not in RETRYABLE:
+            self.release(admission)
+            return
+        key = admission.key
+        now = self.clock.now()
+        pending: list[HealthEvent] = []
+        with self._lock:
+            state = self._states.get(key) or KeyState(Admission(key))
+            state = counted_failure(
+                state,
+                now=now,
+                window=self.breaker.window,
+                probe=admission.probe,
+                token=admission.token,
+            )
+            if retry_after is not None and retry_after > 0:
+                until = now + min(retry_after, MAX_SKIP_SECONDS)
+                state = cooled(state, until)
+                pending.append(HealthEvent(key, "cooling_down", now, until, state.failures))
+            if error_class == "quota_exhausted" and self.breaker.enabled:
+                seconds = park_seconds(retry_after, reset_after)
+                if seconds is not None:
+                    state = parked(state, now + seconds)
+                    pending.append(HealthEvent(key, "parked", now, now + seconds, state.failures))
+            state = self._note_trip(state, key, now, pending)
+            self._states[key] = state
+        self._emit(pending)
+
+    def _note_trip(
+        self, state: KeyState, key: Hashable, now: float, pending: list[HealthEvent]
+    ) -> KeyState:
+        policy = self.breaker
+        if not policy.enabled or state.failures < policy.failures:
+            return state
+        if state.reported == "open":
+            return state
+        until = state.last_failure + policy.open_for
+        pending.append(HealthEvent(key, "open", now, until, state.failures))
+        return replace(state, reported="open")
+
+    def release(self, admission: Admission) -> None:
+        """The call ended without counting (refused, rejected, lost race, cancelled, terminal
+        4xx, a caller's own credential): free a probe slot and change nothing else."""
+        if not admission.probe:
+            return
+        with self._lock:
+            state = self._states.get(admission.key)
+            if state is not None:
+                self._states[admission.key] = freed_probe(state, admission.token)
+
+    def merge(self, key: Hashable, outcome: str, until: float) -> None:
+        """Apply a cooldown (`cooling_down`), park (`parked`) or trip (`breaker_open` / `open`)
+        learned from another replica, as a `clock.now()` deadline; never shortens one held.
+        Parks and trips are ignored while the breaker is disabled. Emits no event."""
+        if outcome not in {"cooling_down", "parked", "breaker_open", "open"}:
+            raise ValueError(f"cannot merge health outcome {outcome!r}")
+        if outcome != "cooling_down" and not self.breaker.enabled:
+            return
+        if until <= self.clock.now():
+            return
+        with self._lock:
+            state = self._states.get(key) or KeyState(Admission(key))
+            if outcome == "cooling_down":
+                state = cooled(state, until)
+            elif outcome == "parked":
+                state = parked(state, until) if until > state.park_until else state
+            else:
+                state = tripped(state, until)
+            self._states[key] = state
+
+    # -- views
+
+    def snapshot(self) -> HealthSnapshot:
+        """Every known key's state under the registry policy, sorted by key text."""
+        now = self.clock.now()
+        entries = []
+        for key, state in list(self._states.items()):
+            name, until = state_name(state, self.breaker, now)
+            left = None if until is None else max(0.0, until - now)
+            entries.append(KeyHealth(key, key_text(key), name, state.failures, until, left))
+        entries.sort(key=lambda entry: (entry.text, repr(entry.key)))
+        return HealthSnapshot(now, tuple(entries))
+
+    def observe(self, listener: Callable[[HealthEvent], None]) -> None:
+        """Call `listener` with every transition (breaker open / half-open / closed, cooldown
+        set, parked). A listener that raises is logged and ignored."""
+        self._listeners.append(listener)
+
+    def _add(self, key: Hashable) -> KeyState:
+        with self._lock:
+            return self._states.setdefault(key, KeyState(Admission(key)))
+
+    def _emit(self, pending: list[HealthEvent]) -> None:
+        for event in pending:
+            for listener in list(self._listeners):
+                try:
+                    listener(event)
+                except Exception:
+                    logger.exception("health listener %r failed on %s", listener, event.to)
+
+
+def _check_lease(lease: float) -> None:
+    if not (is_number(lease) and lease > 0):
+        raise ValueError(f"a probe lease must be a number of seconds > 0 (got {lease!r})")

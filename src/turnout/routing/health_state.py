@@ -1,0 +1,311 @@
+"""Per-key health state and its pure transitions (SPEC §3.5): the policy (`Breaker`), the
+decisions (`Skip`, `Admission`) and `(state, event, now) -> state` functions.
+
+Rule 1: `KeyState` is immutable; every change is a function below returning a new state.
+Rule 2: a deadline equal to now has passed: a skip holds while `now < until`.
+Rule 3: "open" is derived, never stored: a key is open under a policy while its failures in a row
+reach that policy's threshold and its last counted failure is younger than that policy's
+`open_for`. Two routes with different breaker policies therefore read the same counters.
+Rule 4: the probe slot is a lease (token + end): an expired lease frees it, and only the token
+holding it frees it early.
+Rule 5: a probe's failure keeps the whole row, so it reopens the breaker whatever the window.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from turnout.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Mapping
+
+__all__ = [
+    "DEFAULT_BREAKER",
+    "DISABLED_BREAKER",
+    "MAX_BREAKER_FAILURES",
+    "MAX_SKIP_SECONDS",
+    "PARK_DEFAULT_SECONDS",
+    "Admission",
+    "Breaker",
+    "KeyState",
+    "KeyStateName",
+    "Skip",
+    "SkipOutcome",
+    "cooled",
+    "counted_failure",
+    "freed_probe",
+    "is_number",
+    "judge",
+    "park_seconds",
+    "parked",
+    "probe_taken",
+    "state_name",
+    "succeeded",
+    "tripped",
+]
+
+MAX_SKIP_SECONDS = 86_400.0
+"""No cooldown or park lasts longer than 24 h."""
+PARK_DEFAULT_SECONDS = 900.0
+"""A quota failure with no Retry-After and no vendor reset time parks for 15 min."""
+MAX_BREAKER_FAILURES = 1000
+_NEVER = -math.inf
+
+SkipOutcome = Literal["cooling_down", "breaker_open", "parked"]
+KeyStateName = Literal["available", "cooling_down", "open", "half_open", "parked"]
+
+
+def is_number(value: object) -> bool:
+    """A finite int or float (not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Breaker:
+    """A circuit-breaker policy (exported as `turnout.Breaker`).
+
+    `failures` (default 3, 1 to 1000) retryable failures in a row open the breaker for `open_for`
+    seconds (default 60, > 0); then one probe call is let through (half-open). With `window`
+    (seconds, default None = no window) only failures newer than the window count. `enabled=False`
+    turns off the breaker and quota parking, never cooldowns.
+    """
+
+    failures: int = 3
+    open_for: float = 60.0
+    window: float | None = None
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        _check_breaker(
+            {name: getattr(self, name) for name in _CONFIG_NAMES}, path="Breaker", names=None
+        )
+
+    @classmethod
+    def from_config(cls, spec: Mapping[str, Any], *, path: str = "circuit_breaker") -> Breaker:
+        """Build from config names: `enabled`, `failure_threshold`, `cooldown_seconds`,
+        `failure_window_seconds`. Raises `ConfigError` naming `path.option` and the rule."""
+        unknown = sorted(set(spec) - set(_CONFIG_NAMES.values()))
+        if unknown:
+            allowed = ", ".join(sorted(_CONFIG_NAMES.values()))
+            raise ConfigError(
+                f"{path}.{unknown[0]}: unknown option (allowed: {allowed})",
+                [(f"{path}.{name}", "unknown option") for name in unknown],
+            )
+        values = {attr: spec[name] for attr, name in _CONFIG_NAMES.items() if name in spec}
+        _check_breaker({**_DEFAULTS, **values}, path=path, names=_CONFIG_NAMES)
+        return cls(**values)
+
+
+_CONFIG_NAMES = {
+    "failures": "failure_threshold",
+    "open_for": "cooldown_seconds",
+    "window": "failure_window_seconds",
+    "enabled": "enabled",
+}
+_DEFAULTS: dict[str, Any] = {"failures": 3, "open_for": 60.0, "window": None, "enabled": True}
+
+
+def _check_breaker(
+    values: Mapping[str, Any], *, path: str, names: Mapping[str, str] | None
+) -> None:
+    """Raise `ConfigError` for the first invalid value; `names` maps fields to config names."""
+
+    def fail(attr: str, rule: str) -> None:
+        where = f"{path}.{names[attr] if names else attr}"
+        raise ConfigError(f"{where} {rule}", [(where, rule)])
+
+    failures, open_for, window = values["failures"], values["open_for"], values["window"]
+    if not isinstance(failures, int) or isinstance(failures, bool):
+        fail("failures", f"must be a whole number (got {failures!r})")
+    elif not 1 <= failures <= MAX_BREAKER_FAILURES:
+        fail("failures", f"must be from 1 to {MAX_BREAKER_FAILURES} (got {failures})")
+    if not is_number(open_for) or open_for <= 0:
+        fail("open_for", f"must be a number of seconds > 0 (got {open_for!r})")
+    if window is not None and (not is_number(window) or window <= 0):
+        fail("window", f"must be null or a number of seconds > 0 (got {window!r})")
+    if not isinstance(values["enabled"], bool):
+        fail("enabled", f"must be true or false (got {values['enabled']!r})")
+
+
+DEFAULT_BREAKER = Breaker()
+DISABLED_BREAKER = Breaker(enabled=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Why a key must be skipped now: `outcome` (the attempt entry's outcome) until `until`
+    (a `clock.now()` reading)."""
+
+    outcome: SkipOutcome
+    until: float
+
+    def seconds_left(self, now: float) -> float:
+        """Seconds until the skip ends (never negative)."""
+        return max(0.0, self.until - now)
+
+    def reason(self, now: float) -> str:
+        """The routing record's reason for a skip: whole seconds left, rounded up (`"60 s"`)."""
+        return f"{math.ceil(round(self.seconds_left(now), 3))} s"
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Permission to call a key.
+
+    `probe` is True when this call is the key's single probe (half-open, after a park, or forced);
+    `lease_until` is then when the probe slot frees itself if the call never reports, and `token`
+    identifies the lease. A plain admission has `probe=False`, `lease_until=None`, `token=0`.
+    """
+
+    key: Hashable
+    probe: bool = False
+    lease_until: float | None = None
+    token: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class KeyState:
+    """Everything kept for one health key (see the module rules)."""
+
+    plain: Admission
+    failures: int = 0
+    last_failure: float = _NEVER
+    failure_times: tuple[float, ...] = ()
+    cool_until: float = _NEVER
+    park_until: float = _NEVER
+    park_probe: bool = False
+    open_until: float = _NEVER
+    probe_until: float = _NEVER
+    probe_token: int = 0
+    reported: Literal["closed", "open", "half_open"] = "closed"
+    skip_until: float = _NEVER  # max(cool_until, park_until, open_until), for the hot path
+
+
+# ---- pure transitions ----------------------------------------------------------------------
+
+
+def _deadlines(state: KeyState, **changes: Any) -> KeyState:
+    new = replace(state, **changes)
+    skip_until = max(new.cool_until, new.park_until, new.open_until)
+    return new if skip_until == new.skip_until else replace(new, skip_until=skip_until)
+
+
+def counted_failure(
+    state: KeyState, *, now: float, window: float | None, probe: bool, token: int
+) -> KeyState:
+    """A retryable failure: one more in a row. A probe's failure keeps the whole row (so it
+    reopens the breaker whatever the window); otherwise failures older than `window` drop out."""
+    if window is None:
+        times: tuple[float, ...] = ()
+        failures = state.failures + 1
+    else:
+        kept = (
+            state.failure_times
+            if probe
+            else tuple(t for t in state.failure_times if t > now - window)
+        )
+        times = (*kept[-(MAX_BREAKER_FAILURES - 1) :], now)
+        failures = len(times)
+    freed = freed_probe(state, token)
+    return replace(
+        freed,
+        failures=failures,
+        last_failure=now,
+        failure_times=times,
+        # a probe answers for a park only once the park is over
+        park_probe=freed.park_probe and not (probe and now >= state.park_until),
+    )
+
+
+def succeeded(state: KeyState, *, probe: bool, token: int) -> KeyState:
+    """A success closes the breaker and resets the row; a probe's success also ends cooldown,
+    park and a trip learned from another replica (the key has just proved itself)."""
+    freed = freed_probe(state, token)
+    if not probe:
+        return replace(freed, failures=0, failure_times=(), last_failure=_NEVER)
+    return _deadlines(
+        freed,
+        failures=0,
+        failure_times=(),
+        last_failure=_NEVER,
+        cool_until=_NEVER,
+        park_until=_NEVER,
+        park_probe=False,
+        open_until=_NEVER,
+    )
+
+
+def cooled(state: KeyState, until: float) -> KeyState:
+    """Cool the key until `until`, never shortening a cooldown held."""
+    return _deadlines(state, cool_until=max(state.cool_until, until))
+
+
+def parked(state: KeyState, until: float) -> KeyState:
+    """Park the key until `until` (never shortening a park held); one probe follows the park."""
+    return _deadlines(state, park_until=max(state.park_until, until), park_probe=True)
+
+
+def tripped(state: KeyState, until: float) -> KeyState:
+    """Hold the breaker open until `until` (a trip learned from another replica)."""
+    return _deadlines(state, open_until=max(state.open_until, until))
+
+
+def probe_taken(state: KeyState, *, token: int, until: float) -> KeyState:
+    """The probe slot is leased to `token` until `until`."""
+    return replace(state, probe_token=token, probe_until=until)
+
+
+def freed_probe(state: KeyState, token: int) -> KeyState:
+    """Free the probe slot if `token` holds it (a stale lease frees nothing)."""
+    if token == 0 or token != state.probe_token or state.probe_until == _NEVER:
+        return state
+    return replace(state, probe_until=_NEVER)
+
+
+def judge(state: KeyState, breaker: Breaker, now: float) -> Skip | Literal["call", "probe"]:
+    """Decide a call on `state` under `breaker`: parked -> cooling down -> breaker open ->
+    half-open (one probe; others skip while its lease is live) -> call."""
+    if breaker.enabled and now < state.park_until:
+        return Skip("parked", state.park_until)
+    if now < state.cool_until:
+        return Skip("cooling_down", state.cool_until)
+    if not breaker.enabled:
+        return "call"
+    if now < state.open_until:
+        return Skip("breaker_open", state.open_until)
+    is_tripped = state.failures >= breaker.failures
+    if is_tripped and now < state.last_failure + breaker.open_for:
+        return Skip("breaker_open", state.last_failure + breaker.open_for)
+    if not (is_tripped or state.park_probe):
+        return "call"
+    if now < state.probe_until:
+        return Skip("breaker_open" if is_tripped else "parked", state.probe_until)
+    return "probe"
+
+
+def state_name(state: KeyState, breaker: Breaker, now: float) -> tuple[KeyStateName, float | None]:
+    """The snapshot's view of `state` under `breaker`: a state name and when it ends."""
+    if breaker.enabled and now < state.park_until:
+        return "parked", state.park_until
+    if now < state.cool_until:
+        return "cooling_down", state.cool_until
+    if not breaker.enabled:
+        return "available", None
+    if now < state.open_until:
+        return "open", state.open_until
+    if state.failures >= breaker.failures:
+        open_end = state.last_failure + breaker.open_for
+        return ("open", open_end) if now < open_end else ("half_open", None)
+    return "available", None
+
+
+def park_seconds(retry_after: float | None, reset_after: float | None) -> float | None:
+    """How long a quota failure parks: Retry-After, else the vendor's reset, else 15 min; at most
+    24 h. A zero or negative Retry-After (or reset) parks nothing (None)."""
+    chosen = retry_after if retry_after is not None else reset_after
+    if chosen is None:
+        return PARK_DEFAULT_SECONDS
+    return min(chosen, MAX_SKIP_SECONDS) if chosen > 0 else None
