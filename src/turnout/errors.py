@@ -4,6 +4,7 @@
 
     TurnoutError
     ├── ConfigError (also ValueError)      invalid options; names the field and the rule
+    │                                      (`.status`/`.code`: 400 VALIDATION_FAILED, or 409)
     ├── RoutingError                       how a routed request ended without an answer (§3.4)
     │   ├── RouteExhausted                 transient: retryable failures left no target
     │   ├── RouteIneligible                fatal: every target ineligible for this request
@@ -66,12 +67,28 @@ class ConfigError(TurnoutError, ValueError):
     """An invalid option or configuration. The message names the field and the rule.
 
     `errors` holds every problem found, each as `(path, message)`, when a validator collected
-    several at once.
+    several at once. `status` and `code` are what the admin API answers with: 400
+    `VALIDATION_FAILED` by default, 409 for a save that clashes with other objects (e.g.
+    `route_grant_conflict`).
     """
 
-    def __init__(self, message: str, errors: Sequence[tuple[str, str]] = ()) -> None:
+    status: int = 400
+    code: str = "VALIDATION_FAILED"
+
+    def __init__(
+        self,
+        message: str,
+        errors: Sequence[tuple[str, str]] = (),
+        *,
+        status: int | None = None,
+        code: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.errors: tuple[tuple[str, str], ...] = tuple(errors)
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
 
 
 class RoutingError(TurnoutError):
