@@ -25,6 +25,7 @@ __all__ = [
     "EmbeddingResponse",
     "ImagePart",
     "Message",
+    "NativeBlock",
     "Part",
     "RawBody",
     "TextPart",
@@ -90,7 +91,21 @@ class ThinkingPart:
     type: Literal["thinking"] = "thinking"
 
 
-Part = TextPart | ImagePart | DocumentPart | ThinkingPart
+@dataclass(slots=True, frozen=True)
+class NativeBlock:
+    """A vendor block no codec models (audio input, a vendor file id, a server tool), verbatim.
+
+    It travels only to its own `format` (same-family trips keep it) and is dropped, by name,
+    when a request is translated to another family. Used as a content part and as
+    `Tool.native`.
+    """
+
+    format: WireFormat
+    block: dict[str, Any]
+    type: Literal["native"] = "native"
+
+
+Part = TextPart | ImagePart | DocumentPart | ThinkingPart | NativeBlock
 
 
 @dataclass(slots=True, frozen=True)
@@ -104,12 +119,17 @@ class ToolCall:
 
 @dataclass(slots=True, frozen=True)
 class Tool:
-    """A function tool the model may call. `parameters` is a JSON schema."""
+    """A function tool the model may call. `parameters` is a JSON schema.
+
+    `native` is set for a tool that is not a plain function (Anthropic server tools such as
+    `web_search_*`, OpenAI custom tools): its vendor definition, which no other family can run.
+    """
 
     name: str
     description: str | None = None
     parameters: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None
+    native: NativeBlock | None = None
 
 
 @dataclass(slots=True)
@@ -169,6 +189,8 @@ class ChatRequest:
     `system` is the system prompt (OpenAI system messages are folded into it on decode, so
     `messages` hold user/assistant/tool turns). `extra` keeps fields a codec does not model, so
     they survive a same-format trip. `source` is the caller's own body (see module docstring).
+    `origin` is the wire format a codec decoded the request from (None when built in code):
+    `extra` is sent only to that format (or to every format when None).
     """
 
     messages: list[Message]
@@ -189,6 +211,7 @@ class ChatRequest:
     stream: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     source: RawBody | None = None
+    origin: WireFormat | None = None
 
     def with_model(self, model: str | None) -> ChatRequest:
         """A copy asking for `model` (the original when it already does)."""

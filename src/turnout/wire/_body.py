@@ -1,0 +1,193 @@
+"""Reading and rewriting JSON bodies for the codecs.
+
+Two kinds of failure, kept apart on purpose: a caller's body that does not fit the format is the
+caller's fault (`InvalidRequest`, status 400, the message naming the field, e.g.
+`messages[2].content: expected a string or a list of parts`); an upstream body we cannot read is
+the provider's (`ProviderUnavailable`, error class `provider_error`, SPEC §3.2 row 5).
+
+Plain dict walking with orjson: no schema library on the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
+
+import orjson
+
+from turnout.errors import InvalidRequest, ProviderUnavailable
+
+__all__ = [
+    "OBJECT",
+    "as_list",
+    "as_object",
+    "data_url",
+    "dump_arguments",
+    "invalid",
+    "load_request",
+    "load_upstream",
+    "opt_bool",
+    "opt_int",
+    "opt_number",
+    "opt_object",
+    "opt_str",
+    "parse_arguments",
+    "rewrite",
+    "split_data_url",
+    "upstream_invalid",
+]
+
+
+OBJECT = (dict, Mapping)
+"""What a JSON object may be: a dict (checked first, as orjson makes) or any mapping."""
+
+
+def invalid(path: str, expected: str) -> InvalidRequest:
+    """The 400 error for a caller's field that does not have the expected shape."""
+    return InvalidRequest(f"{path}: expected {expected}", status=400)
+
+
+def upstream_invalid(what: str) -> ProviderUnavailable:
+    """The error for an upstream body the codec cannot read (`provider_error`)."""
+    return ProviderUnavailable(f"unparseable upstream body: {what}", reason="unparseable body")
+
+
+def load_request(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A caller's body as a JSON object (bytes are parsed; a mapping is used as is)."""
+    if isinstance(body, OBJECT):
+        return body
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"request body: invalid JSON ({exc})", status=400) from exc
+    if not isinstance(value, dict):
+        raise invalid("request body", "a JSON object")
+    return value
+
+
+def load_upstream(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:
+    """An upstream body as a JSON object; anything else raises `ProviderUnavailable`."""
+    if isinstance(body, OBJECT):
+        return body
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise upstream_invalid(f"invalid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise upstream_invalid("not a JSON object")
+    return value
+
+
+def as_object(value: Any, path: str) -> Mapping[str, Any]:
+    """`value` when it is a JSON object, else the 400 naming `path`."""
+    if not isinstance(value, OBJECT):
+        raise invalid(path, "an object")
+    return value
+
+
+def as_list(value: Any, path: str) -> list[Any]:
+    """`value` when it is a JSON array, else the 400 naming `path`."""
+    if not isinstance(value, list):
+        raise invalid(path, "a list")
+    return value
+
+
+def _wrong(path: str, expected: str) -> NoReturn:
+    raise invalid(path, expected)
+
+
+def opt_str(obj: Mapping[str, Any], key: str, path: str) -> str | None:
+    """`obj[key]` as a string, None when absent or null."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    _wrong(f"{path}.{key}" if path else key, "a string")
+
+
+def opt_int(obj: Mapping[str, Any], key: str, path: str) -> int | None:
+    """`obj[key]` as an integer (booleans refused), None when absent or null."""
+    value = obj.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    _wrong(f"{path}.{key}" if path else key, "an integer")
+
+
+def opt_number(obj: Mapping[str, Any], key: str, path: str) -> float | None:
+    """`obj[key]` as a float (ints accepted, booleans refused), None when absent or null."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) if isinstance(value, int) else value
+    _wrong(f"{path}.{key}" if path else key, "a number")
+
+
+def opt_bool(obj: Mapping[str, Any], key: str, path: str) -> bool | None:
+    """`obj[key]` as a boolean, None when absent or null."""
+    value = obj.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    _wrong(f"{path}.{key}" if path else key, "a boolean")
+
+
+def opt_object(obj: Mapping[str, Any], key: str, path: str) -> dict[str, Any] | None:
+    """`obj[key]` as a (copied) JSON object, None when absent or null."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, OBJECT):
+        return dict(value)
+    _wrong(f"{path}.{key}" if path else key, "an object")
+
+
+def split_data_url(url: str) -> tuple[str, str] | None:
+    """`(media_type, base64 data)` of a base64 `data:` URL, else None."""
+    if not url.startswith("data:"):
+        return None
+    head, sep, data = url.partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    return head[5:-7] or "application/octet-stream", data
+
+
+def data_url(media_type: str | None, data: str) -> str:
+    """A base64 `data:` URL."""
+    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """Tool-call arguments (JSON text) as an object; `{}` when empty, invalid or not an object.
+
+    Models occasionally emit broken argument JSON; a family that needs an object (Anthropic
+    `tool_use.input`) gets an empty one rather than a failed translation.
+    """
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def dump_arguments(value: Any) -> str:
+    """A tool-call input object as JSON text."""
+    return orjson.dumps(value).decode()
+
+
+def rewrite(source: bytes, edit: Callable[[dict[str, Any]], bool]) -> bytes:
+    """Parse a caller's body, apply `edit` (which says whether it changed anything), re-serialise.
+
+    When nothing changed, the original bytes are returned untouched. Re-serialising keeps every
+    value and key order; only insignificant whitespace and escapes may differ (and integers
+    beyond 64 bits become floats, as orjson reads them).
+    """
+    try:
+        body = orjson.loads(source)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"request body: invalid JSON ({exc})", status=400) from exc
+    if not isinstance(body, dict):
+        raise invalid("request body", "a JSON object")
+    if not edit(body):
+        return source
+    return orjson.dumps(body)
