@@ -1,3 +1,39 @@
-"""Provider adapters: one module per provider kind (SPEC §4)."""
+"""Provider adapters: one module per provider kind (SPEC §4).
+
+=====================  =======================  ==================================================
+kind                   class                    wire format and family
+=====================  =======================  ==================================================
+``openai``             `OpenAI`                 OpenAI Chat Completions + Embeddings; openai
+``anthropic``          `Anthropic`              Anthropic Messages; anthropic
+``openai-compatible``  `OpenAICompatible`       OpenAI Chat Completions; none (presets: deepseek,
+                                                groq, kimi, zai, xai, ollama, vllm)
+``azure-openai``       `AzureOpenAI`            the required ``wire``; its family
+``mock``               `MockProvider`           in-process, scripted, no network; none
+=====================  =======================  ==================================================
+
+Each one is a `turnout.routing.client.ChatClient`: `provider` (its name), `complete`, `stream`,
+`embed` where supported, `price_for(model)`, plus `family`, `wire_format` and `aclose()`. Each
+owns one pooled keep-alive HTTP client, never retries on its own, and maps transport errors and
+statuses to SPEC §3.2's error classes in one place (`turnout.providers.transport`).
+"""
 
 from __future__ import annotations
+
+from turnout.providers.anthropic import Anthropic
+from turnout.providers.azure_openai import AzureOpenAI
+from turnout.providers.base import HttpProvider
+from turnout.providers.mock import MockProvider
+from turnout.providers.openai import OpenAI
+from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
+from turnout.providers.transport import Timeouts
+
+__all__ = [
+    "PRESETS",
+    "Anthropic",
+    "AzureOpenAI",
+    "HttpProvider",
+    "MockProvider",
+    "OpenAI",
+    "OpenAICompatible",
+    "Timeouts",
+]

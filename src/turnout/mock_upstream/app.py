@@ -1,0 +1,371 @@
+"""The mock upstream's request handler: endpoints, fault selection and fault playback.
+
+Rule 1: every request to an API endpoint is logged before its fault is played, so a test can
+read what reached the upstream even when the answer was a hang or a reset.
+Rule 2: a request never waits longer than `hold_limit` seconds (hang, stall): the server drops
+the connection after it, so nothing it does can wedge a test run.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from email.utils import formatdate
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+import orjson
+
+from turnout.mock_upstream import answers
+from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
+from turnout.mock_upstream.log import LoggedRequest, RequestLog
+from turnout.mock_upstream.vendors import bad_body, error_reply
+from turnout.routing.clock import LoopClock
+
+if TYPE_CHECKING:
+    from turnout.mock_upstream.exchange import Exchange, Request
+    from turnout.routing.clock import Clock
+
+__all__ = ["MockUpstreamApp"]
+
+_DEPLOYMENT = re.compile(r"/deployments/([^/]+)/")
+_JSON = "application/json"
+
+
+def _endpoint(method: str, path: str) -> str | None:
+    if method == "POST":
+        if path.endswith("/chat/completions"):
+            return "chat"
+        if path.endswith("/messages/count_tokens"):
+            return "count_tokens"
+        if path.endswith("/messages"):
+            return "messages"
+        if path.endswith("/embeddings"):
+            return "embeddings"
+    elif method == "GET" and path.endswith("/models"):
+        return "models"
+    return None
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def retry_headers(fault: Fault) -> list[tuple[str, str]]:
+    """The `Retry-After` / `retry-after-ms` headers a fault asks for."""
+    headers: list[tuple[str, str]] = []
+    if fault.retry_after is not None:
+        headers.append(("retry-after", _seconds(fault.retry_after)))
+    if fault.retry_after_date is not None:
+        when = formatdate(time.time() + fault.retry_after_date, usegmt=True)
+        headers.append(("retry-after", when))
+    if fault.retry_after_ms is not None:
+        headers.append(("retry-after-ms", _seconds(fault.retry_after_ms)))
+    return headers
+
+
+class _Call:
+    """What one API request is about (parsed once, passed to the playback steps)."""
+
+    __slots__ = ("api", "base", "body", "endpoint", "entry", "fault", "headers", "model")
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        body: dict[str, Any],
+        model: str,
+        base: str,
+        fault: Fault,
+        entry: LoggedRequest,
+        headers: list[tuple[str, str]],
+    ) -> None:
+        self.endpoint = endpoint
+        self.api = "anthropic" if endpoint in {"messages", "count_tokens"} else "openai"
+        self.body = body
+        self.model = model
+        self.base = base
+        self.fault = fault
+        self.entry = entry
+        self.headers = headers
+
+
+class MockUpstreamApp:
+    """The handler the mock upstream's HTTP server calls for every request.
+
+    `log` is the request log; `faults` holds scripts and sequence positions; `hold_limit`
+    (seconds, default 300) bounds hangs and stalls; `clock` (default the loop's) times every
+    delay a fault asks for.
+    """
+
+    def __init__(
+        self, *, log_limit: int = 10_000, hold_limit: float = 300.0, clock: Clock | None = None
+    ) -> None:
+        self.log = RequestLog(log_limit)
+        self.faults = FaultBook()
+        self.hold_limit = hold_limit
+        self.clock: Clock = clock if clock is not None else LoopClock()
+        self._started = time.monotonic()
+
+    async def __call__(self, exchange: Exchange) -> None:
+        request = exchange.request
+        if request.path.startswith("/_mock/"):
+            self._control(exchange)
+            return
+        endpoint = _endpoint(request.method, request.path)
+        if endpoint is None:
+            self._not_found(exchange)
+            return
+        if endpoint == "models":
+            exchange.respond(200, orjson.dumps(answers.models_list()))
+            return
+        call = self._begin(exchange, endpoint)
+        if call is not None:
+            await self._play(exchange, call)
+
+    # --- request intake -------------------------------------------------------------------
+    def _begin(self, exchange: Exchange, endpoint: str) -> _Call | None:
+        request = exchange.request
+        request_id = answers.new_id("req_")
+        headers = [("x-request-id", request_id)]
+        if endpoint in {"messages", "count_tokens"}:
+            headers.append(("request-id", request_id))
+        try:
+            parsed = orjson.loads(request.body)
+        except orjson.JSONDecodeError:
+            parsed = None
+        body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        model = body.get("model")
+        if not isinstance(model, str):
+            match = _DEPLOYMENT.search(request.path)
+            model = match.group(1) if match else ""
+        base, spec = split_model(model)
+        header_spec = request.headers.get("x-mock-fault")
+        if header_spec is not None:
+            spec = header_spec
+        entry = self._log(request, model, body, request_id)
+        if not isinstance(parsed, dict):
+            message = "could not parse the JSON body" if parsed is None else "expected an object"
+            self._invalid(exchange, endpoint, entry, headers, message)
+            return None
+        try:
+            fault = self.faults.pick(base, spec)
+        except ValueError as exc:
+            self._invalid(exchange, endpoint, entry, headers, f"mock fault: {exc}")
+            return None
+        entry.fault = fault
+        return _Call(
+            endpoint, body=body, model=model, base=base, fault=fault, entry=entry, headers=headers
+        )
+
+    def _log(
+        self, request: Request, model: str, body: dict[str, Any], request_id: str
+    ) -> LoggedRequest:
+        entry = LoggedRequest(
+            seq=self.log.next_seq(),
+            time=time.time(),
+            method=request.method,
+            path=request.path,
+            query=request.query,
+            model=model,
+            stream=body.get("stream") is True,
+            request_headers=request.headers,
+            body=request.body,
+            request_id=request_id,
+        )
+        self.log.add(entry)
+        return entry
+
+    def _invalid(
+        self,
+        exchange: Exchange,
+        endpoint: str,
+        entry: LoggedRequest,
+        headers: list[tuple[str, str]],
+        message: str,
+    ) -> None:
+        api = "anthropic" if endpoint in {"messages", "count_tokens"} else "openai"
+        fault = Fault(status=400, message=message)
+        reply = error_reply(fault, api=api, model=entry.model or "", request_id=headers[0][1])
+        entry.status = reply.status
+        exchange.respond(reply.status, reply.body, headers=headers)
+
+    # --- playback ---------------------------------------------------------------------------
+    async def _play(self, exchange: Exchange, call: _Call) -> None:
+        fault = call.fault
+        if fault is NO_FAULT and call.body.get("stream") is not True:
+            call.entry.status = 200
+            exchange.respond(200, orjson.dumps(self._whole(call)), headers=call.headers)
+            return
+        if fault.latency:
+            await self.clock.sleep(fault.latency)
+        if fault.reset:
+            exchange.reset()
+            return
+        if fault.hang:
+            await exchange.hold(self.hold_limit)
+            exchange.drop()
+            return
+        if fault.is_error:
+            reply = error_reply(
+                fault, api=call.api, model=call.model, request_id=call.entry.request_id or ""
+            )
+            call.entry.status = reply.status
+            headers = [*call.headers, *retry_headers(fault)]
+            exchange.respond(reply.status, reply.body, headers=headers)
+            return
+        good = orjson.dumps(self._whole(call))
+        if fault.body is not None:
+            await self._bad(exchange, call, good)
+            return
+        if call.body.get("stream") is True and call.endpoint in {"chat", "messages"}:
+            await self._stream(exchange, call)
+            return
+        status = fault.status if fault.status is not None else 200
+        call.entry.status = status
+        if fault.cut is not None or fault.stall is not None:
+            await self._cut_whole(exchange, call, good)
+            return
+        exchange.respond(status, good, headers=call.headers)
+
+    def _whole(self, call: _Call) -> dict[str, Any]:
+        fault = call.fault
+        if call.endpoint == "embeddings":
+            return answers.embeddings(call.body, call.model)
+        prompt = answers.prompt_tokens(call.body)
+        if call.endpoint == "count_tokens":
+            return {"input_tokens": prompt}
+        text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
+        if call.endpoint == "messages":
+            stop = "refusal" if fault.refuse else "end_turn"
+            return answers.anthropic_message(call.model, text, prompt=prompt, stop_reason=stop)
+        finish = "content_filter" if fault.refuse else "stop"
+        return answers.openai_completion(call.model, text, prompt=prompt, finish=finish)
+
+    async def _bad(self, exchange: Exchange, call: _Call, good: bytes) -> None:
+        fault = call.fault
+        assert fault.body is not None
+        payload, content_type = bad_body(fault.body, good)
+        status = fault.status or (502 if fault.body == "html" else 200)
+        call.entry.status = status
+        headers = [*call.headers, *retry_headers(fault)]
+        exchange.respond(status, payload, content_type=content_type, headers=headers)
+
+    async def _cut_whole(self, exchange: Exchange, call: _Call, good: bytes) -> None:
+        """Headers with the full content-length, half the body, then a drop or a stall."""
+        exchange.cut_body(200, [("content-type", _JSON), *call.headers], good)
+        if call.fault.stall is not None:
+            await exchange.hold(self.hold_limit)
+        exchange.drop()
+
+    @staticmethod
+    def _plan(call: _Call) -> answers.StreamPlan:
+        fault = call.fault
+        prompt = answers.prompt_tokens(call.body)
+        pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
+        if call.endpoint == "messages":
+            stop = "refusal" if fault.refuse else "end_turn"
+            return answers.anthropic_stream(call.model, pieces, prompt=prompt, stop_reason=stop)
+        options = call.body.get("stream_options")
+        include = isinstance(options, dict) and options.get("include_usage") is True
+        finish = "content_filter" if fault.refuse else "stop"
+        return answers.openai_stream(
+            call.model, pieces, prompt=prompt, finish=finish, include_usage=include
+        )
+
+    async def _stream(self, exchange: Exchange, call: _Call) -> None:
+        fault = call.fault
+        plan = self._plan(call)
+        call.entry.status = 200
+        exchange.start_stream(200, headers=call.headers)
+        for event in plan.head:
+            await exchange.send(event)
+        if fault.error_event:
+            await exchange.send(plan.error)
+            exchange.end_stream()
+            return
+        if fault.first_token:
+            await self.clock.sleep(fault.first_token)
+        if not await self._content(exchange, fault, plan):
+            return
+        for event in plan.tail[:-1] if fault.no_done else plan.tail:
+            await exchange.send(event)
+        exchange.end_stream()
+
+    async def _content(self, exchange: Exchange, fault: Fault, plan: answers.StreamPlan) -> bool:
+        """Send the content events, playing cut/stall/end/malformed; False when it ended."""
+        for index in range(len(plan.content) + 1):
+            if index == fault.cut:
+                exchange.drop()
+                return False
+            if index == fault.stall:
+                await exchange.hold(self.hold_limit)
+                exchange.drop()
+                return False
+            if index == fault.end:
+                exchange.end_stream()
+                return False
+            if index == fault.malformed:
+                await exchange.send(plan.malformed)
+            if index < len(plan.content):
+                if index and fault.chunk_delay:
+                    await self.clock.sleep(fault.chunk_delay)
+                await exchange.send(plan.content[index])
+        return True
+
+    # --- control endpoints ------------------------------------------------------------------
+    def _not_found(self, exchange: Exchange) -> None:
+        path = exchange.request.path
+        api = "anthropic" if "/messages" in path else "openai"
+        fault = Fault(status=404, message=f"no mock endpoint {exchange.request.method} {path}")
+        reply = error_reply(fault, api=api, model="", request_id=answers.new_id("req_"))
+        exchange.respond(reply.status, reply.body)
+
+    def _control(self, exchange: Exchange) -> None:
+        request = exchange.request
+        route = (request.method, request.path.rstrip("/"))
+        if route == ("GET", "/_mock/health"):
+            uptime = time.monotonic() - self._started
+            self._json(exchange, 200, {"status": "ok", "requests": len(self.log), "uptime": uptime})
+        elif route == ("GET", "/_mock/requests"):
+            model = parse_qs(request.query).get("model", [None])[0]
+            exchange.respond(200, self.log.to_json(model=model))
+        elif route == ("DELETE", "/_mock/requests"):
+            cleared = len(self.log)
+            self.log.clear()
+            self._json(exchange, 200, {"cleared": cleared})
+        elif route == ("GET", "/_mock/scripts"):
+            self._json(exchange, 200, dict(self.faults.pending()))
+        elif route == ("POST", "/_mock/scripts"):
+            self._post_script(exchange)
+        elif route == ("DELETE", "/_mock/scripts"):
+            self.faults.clear()
+            self._json(exchange, 200, {"cleared": True})
+        elif route == ("POST", "/_mock/reset"):
+            self.faults.clear()
+            self.log.clear()
+            self._json(exchange, 200, {"reset": True})
+        else:
+            self._json(exchange, 404, {"error": {"message": f"no control endpoint {route}"}})
+
+    def _post_script(self, exchange: Exchange) -> None:
+        try:
+            body = orjson.loads(exchange.request.body)
+            model, steps = body["model"], body["faults"]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            self._json(exchange, 400, {"error": {"message": f"bad script: {exc}"}})
+            return
+        if not isinstance(model, str) or not isinstance(steps, list):
+            message = "bad script: `model` must be a string and `faults` a list of specs"
+            self._json(exchange, 400, {"error": {"message": message}})
+            return
+        try:
+            queued = self.faults.script(model, [str(step) for step in steps])
+        except ValueError as exc:
+            self._json(exchange, 400, {"error": {"message": f"bad script: {exc}"}})
+            return
+        self._json(exchange, 200, {"model": model, "queued": queued})
+
+    @staticmethod
+    def _json(exchange: Exchange, status: int, payload: Any) -> None:
+        exchange.respond(status, orjson.dumps(payload), content_type=_JSON)

@@ -1,0 +1,312 @@
+"""The fault grammar of the mock upstream (see the package docstring for the full table).
+
+Pure parsing and bookkeeping, no I/O: the in-process `MockProvider` reads the same grammar.
+
+Rule 1: a fault spec is parsed once and cached by its text; parsing never depends on time.
+Rule 2: a sequence (`a | b | c`) advances one step per request that carries the same spec text;
+after its last step the requests get plain answers.
+Rule 3: a script registered for a model is consumed before anything the request itself names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "ANY_MODEL",
+    "NO_FAULT",
+    "VENDORS",
+    "Fault",
+    "FaultBook",
+    "parse_fault",
+    "parse_sequence",
+    "split_model",
+]
+
+VENDORS = frozenset(
+    {"openai", "anthropic", "azure", "deepseek", "groq", "kimi", "zai", "xai", "ollama", "vllm"}
+)
+"""Error-body flavours a fault may ask for with `vendor=`."""
+
+BAD_BODIES = frozenset({"garbage", "truncated", "nonutf8", "html", "empty", "wrong_type"})
+"""Kinds of bad bytes `body=` may send instead of a proper answer."""
+
+_MARKER = "fault:"
+ANY_MODEL = "*"
+_MODEL_SEPARATORS = "/@+:-"
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One step of a fault spec: what the mock upstream does to one request.
+
+    Times are float seconds. `None`/`False`/`0` fields do nothing. `spec` is the step's own text.
+    """
+
+    status: int | None = None
+    message: str | None = None
+    error_type: str | None = None
+    vendor: str | None = None
+    retry_after: float | None = None
+    retry_after_date: float | None = None
+    retry_after_ms: float | None = None
+    reset_in: float = 0.0
+    quota: bool = False
+    context_length: bool = False
+    content_policy: bool = False
+    refuse: bool = False
+    latency: float = 0.0
+    hang: bool = False
+    reset: bool = False
+    first_token: float = 0.0
+    chunk_delay: float = 0.0
+    chunks: int | None = None
+    cut: int | None = None
+    stall: int | None = None
+    end: int | None = None
+    malformed: int | None = None
+    no_done: bool = False
+    error_event: bool = False
+    body: str | None = None
+    spec: str = ""
+
+    @property
+    def is_error(self) -> bool:
+        """True when the request is answered with an error status instead of an answer."""
+        return bool(self.status is not None and self.status >= 400 and self.body is None) or bool(
+            self.quota or self.context_length or self.content_policy
+        )
+
+    @property
+    def is_noop(self) -> bool:
+        """True when the step changes nothing (`ok`)."""
+        return replace(self, spec="") == NO_FAULT
+
+
+NO_FAULT = Fault()
+
+_FLAGS = frozenset(
+    {
+        "quota",
+        "context_length",
+        "content_policy",
+        "refuse",
+        "hang",
+        "reset",
+        "no_done",
+        "error_event",
+    }
+)
+_FLOATS = frozenset(
+    {
+        "retry_after",
+        "retry_after_date",
+        "retry_after_ms",
+        "reset_in",
+        "latency",
+        "first_token",
+        "chunk_delay",
+    }
+)
+_INTS = frozenset({"status", "chunks", "cut", "stall", "end"})
+_TEXTS = {"message": "message", "type": "error_type"}
+_ALIASES = {"retry": "retry_after", "slow": "latency", "ctx": "context_length"}
+_KNOWN = _FLAGS | _FLOATS | _INTS | {"vendor", "body", "malformed", "ok", *_TEXTS}
+
+
+def _number(key: str, value: str, kind: type[float] | type[int]) -> float:
+    try:
+        number = kind(value)
+    except ValueError:
+        raise ValueError(f"fault item {key}={value!r}: expected a number") from None
+    if number < 0:
+        raise ValueError(f"fault item {key}={value!r}: must not be negative")
+    return number
+
+
+def _apply_item(values: dict[str, Any], key: str, value: str | None) -> None:
+    key = _ALIASES.get(key, key)
+    if key not in _KNOWN:
+        raise ValueError(f"unknown fault item {key!r}; known: {', '.join(sorted(_KNOWN))}")
+    if key == "ok":
+        return
+    if key in _FLAGS:
+        if value not in (None, "", "1", "true"):
+            raise ValueError(f"fault item {key} takes no value")
+        values[key] = True
+    elif key == "malformed":
+        values[key] = 1 if value in (None, "") else int(_number(key, value, int))
+    elif value in (None, ""):
+        raise ValueError(f"fault item {key} needs a value ({key}=...)")
+    else:
+        values[_TEXTS.get(key, key)] = _value(key, value)
+
+
+def _value(key: str, value: str) -> Any:
+    if key in _FLOATS:
+        return _number(key, value, float)
+    if key in _INTS:
+        return int(_number(key, value, int))
+    choices = {"vendor": VENDORS, "body": BAD_BODIES}.get(key)
+    if choices is not None and value not in choices:
+        raise ValueError(f"fault item {key}={value!r}: one of {', '.join(sorted(choices))}")
+    return value
+
+
+def _parse_step(text: str) -> Fault:
+    values: dict[str, Any] = {}
+    for raw in text.split(";"):
+        item = raw.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        _apply_item(values, key.strip().lower(), value.strip() if sep else None)
+    status = values.get("status")
+    if status is not None and not 100 <= status <= 599:
+        raise ValueError(f"fault item status={status}: not an HTTP status")
+    return Fault(**values, spec=text.strip())
+
+
+_cache: dict[str, tuple[Fault, ...]] = {}
+
+
+def parse_sequence(text: str) -> tuple[Fault, ...]:
+    """Parse a fault spec into its steps (one step unless the spec contains `|`).
+
+    Raises `ValueError` naming the bad item. Results are cached by text.
+    """
+    steps = _cache.get(text)
+    if steps is None:
+        steps = tuple(_parse_step(part) for part in text.split("|"))
+        if len(_cache) < 4096:
+            _cache[text] = steps
+    return steps
+
+
+def parse_fault(text: str) -> Fault:
+    """Parse a single-step fault spec (`status=429;retry_after=8`)."""
+    steps = parse_sequence(text)
+    if len(steps) != 1:
+        raise ValueError("expected one fault step, got a sequence")
+    return steps[0]
+
+
+_SHORTHAND_WORDS = {
+    "hang": "hang",
+    "reset": "reset",
+    "refuse": "refuse",
+    "quota": "quota",
+    "ctx": "context_length",
+    "policy": "content_policy",
+    "nodone": "no_done",
+    "malformed": "malformed",
+    "errorevent": "error_event",
+    "garbage": "body=garbage",
+    "html": "body=html",
+}
+_SHORTHAND_VALUED = {
+    "retry": "retry_after",
+    "slow": "latency",
+    "ttft": "first_token",
+    "cut": "cut",
+    "stall": "stall",
+    "chunks": "chunks",
+}
+_STATUS = re.compile(r"^[1-5]\d\d$")
+
+
+def _shorthand(model: str) -> str | None:
+    """`mock-429-retry-8` -> `status=429;retry_after=8`; None when any word is unknown."""
+    words = model.split("-")[1:]
+    items: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if _STATUS.match(word):
+            items.append(f"status={word}")
+        elif word in _SHORTHAND_WORDS:
+            items.append(_SHORTHAND_WORDS[word])
+        elif word in _SHORTHAND_VALUED and i + 1 < len(words):
+            items.append(f"{_SHORTHAND_VALUED[word]}={words[i + 1]}")
+            i += 1
+        elif word in VENDORS and items:
+            items.append(f"vendor={word}")
+        else:
+            return None
+        i += 1
+    return ";".join(items) or None
+
+
+def split_model(model: str) -> tuple[str, str | None]:
+    """Split a model name into its base name and the fault spec it carries (or None).
+
+    `gpt-4o-mini/fault:status=429` -> (`gpt-4o-mini`, `status=429`); `fault:hang` -> (`mock`,
+    `hang`); `mock-429-retry-8` -> (`mock`, `status=429;retry_after=8`); anything else -> (model,
+    None).
+    """
+    at = model.find(_MARKER)
+    if at >= 0:
+        base = model[:at].rstrip(_MODEL_SEPARATORS) or "mock"
+        return base, model[at + len(_MARKER) :]
+    if model.startswith("mock-"):
+        spec = _shorthand(model)
+        if spec is not None:
+            return "mock", spec
+    return model, None
+
+
+@dataclass(slots=True)
+class FaultBook:
+    """Which fault each request gets: registered scripts, then sequence counters.
+
+    `script(model, steps)` queues steps for requests naming `model` (its base name; `*` for
+    any model, after the model's own queue); `pick` returns the fault for one request.
+    Thread-unsafe by design: one event loop owns it.
+    """
+
+    scripts: dict[str, deque[Fault]] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def script(self, model: str, steps: Iterable[str]) -> int:
+        """Queue `steps` (each a single-step spec; `ok` answers) for `model`; returns the count."""
+        parsed = [parse_fault(step) for step in steps]
+        self.scripts.setdefault(model, deque()).extend(parsed)
+        return len(parsed)
+
+    def clear(self) -> None:
+        """Forget every script and sequence position."""
+        self.scripts.clear()
+        self.counters.clear()
+
+    def pick(self, base_model: str, spec: str | None) -> Fault:
+        """The fault for one request whose model is `base_model` and whose spec is `spec`."""
+        queue = self.scripts.get(base_model) or self.scripts.get(ANY_MODEL)
+        if queue:
+            return queue.popleft()
+        if spec is None:
+            return NO_FAULT
+        steps = parse_sequence(spec)
+        if len(steps) == 1:
+            return steps[0]
+        position = self.counters.get(spec, 0)
+        self.counters[spec] = position + 1
+        return steps[position] if position < len(steps) else NO_FAULT
+
+    def pending(self) -> Mapping[str, list[str]]:
+        """The scripted steps still queued, by model."""
+        return {model: [f.spec for f in queue] for model, queue in self.scripts.items() if queue}
+
+
+def describe(fault: Fault) -> dict[str, Any]:
+    """The non-default fields of `fault` (for the request log)."""
+    return {
+        f.name: getattr(fault, f.name)
+        for f in fields(fault)
+        if f.name != "spec" and getattr(fault, f.name) != f.default
+    }

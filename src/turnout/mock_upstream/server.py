@@ -1,0 +1,280 @@
+"""Running the mock upstream: in the current event loop, in a background thread, or as a command.
+
+Rule 1: a server binds 127.0.0.1 unless told otherwise; port 0 picks a free port, read it back
+from `.port` / `.url`.
+Rule 2: `stop()` aborts every open connection, so hung and stalled requests end at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from turnout.mock_upstream.app import MockUpstreamApp
+from turnout.mock_upstream.http import start_http_server
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+
+    from turnout.mock_upstream.http import _Connection
+
+__all__ = ["DEFAULT_PORT", "MockUpstream", "ThreadedMockUpstream", "main", "new_event_loop"]
+
+DEFAULT_PORT = 4010
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A uvloop loop when uvloop is installed, else asyncio's default loop."""
+    try:
+        import uvloop  # noqa: PLC0415 - optional speed-up
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+class MockUpstream:
+    """A mock upstream served in the running event loop.
+
+    ::
+
+        async with MockUpstream() as upstream:
+            client = OpenAI(api_key="sk-test", base_url=upstream.openai_base_url)
+
+    `host` defaults to 127.0.0.1, `port` to 0 (a free port); `hold_limit` (seconds, default 300)
+    bounds hangs and stalls; `log_limit` (default 10,000) bounds the request log.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        hold_limit: float = 300.0,
+        log_limit: int = 10_000,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.app = MockUpstreamApp(log_limit=log_limit, hold_limit=hold_limit)
+        self._server: asyncio.Server | None = None
+        self._live: set[_Connection] = set()
+
+    @property
+    def url(self) -> str:
+        """`http://host:port` (no trailing slash)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """The base URL an OpenAI client takes (`…/v1`)."""
+        return f"{self.url}/v1"
+
+    async def start(self) -> None:
+        """Start listening (idempotent)."""
+        if self._server is not None:
+            return
+        self._server, self._live = await start_http_server(self.app, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        """Stop listening and abort every open connection."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        for conn in list(self._live):
+            conn.drop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(server.wait_closed(), 5.0)
+
+    async def serve_forever(self) -> None:
+        """Start and serve until cancelled."""
+        await self.start()
+        assert self._server is not None
+        try:
+            await self._server.serve_forever()
+        finally:
+            await self.stop()
+
+    async def __aenter__(self) -> MockUpstream:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+class ThreadedMockUpstream:
+    """A mock upstream on its own event loop in a daemon thread (for sync code and for test
+    fixtures that outlive one test's event loop).
+
+    ``start()`` returns once it listens; ``stop()`` ends it. Reads of the log go through the
+    server's loop, so they are safe from any thread.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
+        self._upstream = MockUpstream(host, port, **options)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped: asyncio.Event | None = None
+
+    @property
+    def url(self) -> str:
+        """`http://host:port`."""
+        return self._upstream.url
+
+    @property
+    def openai_base_url(self) -> str:
+        """`http://host:port/v1`."""
+        return self._upstream.openai_base_url
+
+    @property
+    def app(self) -> MockUpstreamApp:
+        """The handler (touch it only through `call`)."""
+        return self._upstream.app
+
+    def start(self) -> ThreadedMockUpstream:
+        """Start the thread and wait until the server listens (at most 10 s)."""
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        async def run() -> None:
+            self._stopped = asyncio.Event()
+            try:
+                await self._upstream.start()
+            except BaseException as exc:
+                failure.append(exc)
+                raise
+            finally:
+                ready.set()
+            await self._stopped.wait()
+            await self._upstream.stop()
+
+        def target() -> None:
+            loop = self._loop
+            assert loop is not None
+            asyncio.set_event_loop(loop)
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(run())
+            loop.close()
+
+        self._loop = new_event_loop()
+        self._thread = threading.Thread(target=target, name="mock-upstream", daemon=True)
+        self._thread.start()
+        if not ready.wait(10.0):
+            raise RuntimeError("the mock upstream did not start within 10 s")
+        if failure:
+            raise failure[0]
+        return self
+
+    def call(self, function: Any, *args: Any) -> Any:
+        """Run `function(*args)` on the server's loop and return its result."""
+        loop = self._loop
+        assert loop is not None
+
+        async def run() -> Any:
+            return function(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(10.0)
+
+    def requests(self) -> list[dict[str, Any]]:
+        """The request log as JSON-ready dicts (oldest first)."""
+        return list(orjson.loads(self.call(self.app.log.to_json)))
+
+    def reset(self) -> None:
+        """Clear the log, scripts and sequence positions."""
+        self.call(self.app.log.clear)
+        self.call(self.app.faults.clear)
+
+    def script(self, model: str, faults: Sequence[str]) -> int:
+        """Queue fault steps for `model` (see `FaultBook.script`)."""
+        return int(self.call(self.app.faults.script, model, list(faults)))
+
+    def stop(self) -> None:
+        """Stop the server and join the thread (at most 10 s)."""
+        loop, stopped = self._loop, self._stopped
+        if loop is None or stopped is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(stopped.set)
+        if self._thread is not None:
+            self._thread.join(10.0)
+
+    def __enter__(self) -> ThreadedMockUpstream:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command-line options of `mock-upstream` (shared by the CLI and `python -m`)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    parser.add_argument(
+        "--hold-limit",
+        type=float,
+        default=300.0,
+        help="longest a hang or stall holds a request, seconds (300)",
+    )
+    parser.add_argument(
+        "--log-limit", type=int, default=10_000, help="requests kept in the log (10000)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT/SIGTERM with the parsed `args`; returns the exit status."""
+    upstream = MockUpstream(
+        args.host,
+        args.port,
+        hold_limit=getattr(args, "hold_limit", 300.0),
+        log_limit=getattr(args, "log_limit", 10_000),
+    )
+
+    async def serve() -> None:
+        await upstream.start()
+        print(f"mock upstream listening on {upstream.url}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await upstream.stop()
+
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(serve())
+    finally:
+        loop.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m turnout.mock_upstream [--host H] [--port P]`."""
+    parser = argparse.ArgumentParser(
+        prog="turnout mock-upstream",
+        description="An OpenAI + Anthropic compatible upstream with scriptable faults.",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The `anthropic` provider kind: Anthropic's Messages API (family anthropic)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from turnout.errors import ProviderError
+from turnout.providers.base import ANTHROPIC_MESSAGES, HttpProvider
+from turnout.providers.transport import request_id_of
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from turnout.providers.transport import Timeouts, Transport
+    from turnout.wire.model import ChatRequest
+
+__all__ = ["ANTHROPIC_VERSION", "Anthropic"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+"""The `anthropic-version` header sent unless the caller's own request carries one."""
+
+
+class Anthropic(HttpProvider):
+    """Anthropic (`kind: anthropic`).
+
+    `api_key` defaults to the `ANTHROPIC_API_KEY` environment variable; `base_url` to
+    `https://api.anthropic.com`; `version` is the `anthropic-version` header (2023-06-01).
+    A caller's own Messages request keeps its `anthropic-version` and `anthropic-beta`
+    headers (`HttpProvider.call_headers`). Other options: see `HttpProvider`.
+    """
+
+    kind = "anthropic"
+    supports_embeddings = False
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        name: str = "anthropic",
+        version: str = ANTHROPIC_VERSION,
+        model: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeouts: Timeouts | None = None,
+        max_connections: int = 100,
+        prices: Mapping[str, Any] | None = None,
+        model_aliases: Mapping[str, str] | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        auth = {"anthropic-version": version}
+        if key:
+            auth["x-api-key"] = key
+        super().__init__(
+            name=name,
+            vendor="anthropic",
+            family="anthropic",
+            wire=ANTHROPIC_MESSAGES,
+            base_url=base_url,
+            auth_headers=auth,
+            model=model,
+            headers=headers,
+            timeouts=timeouts,
+            max_connections=max_connections,
+            prices=prices,
+            model_aliases=model_aliases,
+            transport=transport,
+        )
+
+    def chat_url(self, model: str) -> str:
+        """`{base_url}/v1/messages`."""
+        return f"{self.base_url}/v1/messages"
+
+    async def count_tokens(self, request: ChatRequest) -> int:
+        """`POST /v1/messages/count_tokens` for `request`: the upstream's input token count."""
+        model = self.wire_model(request.model)
+        payload = self.wire.encode(request, model) if request.source is None else None
+        if payload is not None:
+            for key in ("max_tokens", "stream", "temperature", "top_p", "stop_sequences"):
+                payload.pop(key, None)
+        body = (
+            orjson.dumps(payload)
+            if payload is not None
+            else self.body_for(request, model, stream=False)
+        )
+        url = f"{self.base_url}/v1/messages/count_tokens"
+        reply = await self._transport.post(url, body, self.call_headers(request))
+        self._check_status(reply.status, reply.headers, reply.body)
+        try:
+            count = orjson.loads(reply.body).get("input_tokens")
+        except (orjson.JSONDecodeError, AttributeError):
+            count = None
+        if not isinstance(count, int):
+            raise ProviderError.for_class(
+                "provider_error",
+                "unparseable count_tokens answer",
+                reason="unparseable body",
+                provider=self.name,
+                provider_request_id=request_id_of(reply.headers),
+            )
+        return count

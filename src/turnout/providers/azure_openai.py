@@ -1,0 +1,97 @@
+"""The `azure-openai` provider kind: Azure deployments, speaking the wire format named by `wire`
+(`openai-chat`, family openai, or `anthropic-messages`, family anthropic)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+from turnout.errors import ConfigError
+from turnout.providers.anthropic import ANTHROPIC_VERSION
+from turnout.providers.base import ANTHROPIC_MESSAGES, OPENAI_CHAT, EmbeddingsSupport
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from turnout.providers.transport import Timeouts, Transport
+
+__all__ = ["DEFAULT_API_VERSION", "AzureOpenAI"]
+
+DEFAULT_API_VERSION = "2024-10-21"
+"""The Azure OpenAI `api-version` used when none is given."""
+
+_WIRES = {
+    "openai-chat": (OPENAI_CHAT, "openai"),
+    "anthropic-messages": (ANTHROPIC_MESSAGES, "anthropic"),
+}
+
+
+class AzureOpenAI(EmbeddingsSupport):
+    """Azure (`kind: azure-openai`).
+
+    `base_url` is the resource endpoint (`https://NAME.openai.azure.com`; for
+    `wire="anthropic-messages"` the Anthropic endpoint, e.g.
+    `https://NAME.services.ai.azure.com/anthropic`); `api_key` goes in `api-key` (`x-api-key`
+    for the Anthropic wire); `api_version` is the query parameter of OpenAI-wire calls (default
+    2024-10-21); `wire` is required: `openai-chat` or `anthropic-messages`. The model a target
+    asks for is the deployment name: `{base_url}/openai/deployments/{model}/chat/completions`.
+    Embeddings only on the OpenAI wire. Other options: see `HttpProvider`.
+    """
+
+    kind = "azure-openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        api_version: str = DEFAULT_API_VERSION,
+        *,
+        wire: str,
+        name: str = "azure-openai",
+        model: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeouts: Timeouts | None = None,
+        max_connections: int = 100,
+        prices: Mapping[str, Any] | None = None,
+        model_aliases: Mapping[str, str] | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        if wire not in _WIRES:
+            raise ConfigError(f"wire: must be one of {', '.join(_WIRES)} (got {wire!r})")
+        codec, family = _WIRES[wire]
+        anthropic = wire == "anthropic-messages"
+        auth: dict[str, str] = {"anthropic-version": ANTHROPIC_VERSION} if anthropic else {}
+        if api_key:
+            auth["x-api-key" if anthropic else "api-key"] = api_key
+        self.api_version = api_version
+        self.supports_embeddings = not anthropic
+        super().__init__(
+            name=name,
+            vendor="anthropic" if anthropic else "azure-openai",
+            family=family,
+            wire=codec,
+            base_url=base_url,
+            auth_headers=auth,
+            model=model,
+            headers=headers,
+            timeouts=timeouts,
+            max_connections=max_connections,
+            prices=prices,
+            model_aliases=model_aliases,
+            transport=transport,
+        )
+
+    def chat_url(self, model: str) -> str:
+        """The deployment's chat URL (OpenAI wire) or `{base_url}/v1/messages`."""
+        if self.wire.format == "anthropic-messages":
+            return f"{self.base_url}/v1/messages"
+        return self._deployment_url(model, "chat/completions")
+
+    def embeddings_url(self, model: str) -> str:
+        """The deployment's embeddings URL."""
+        return self._deployment_url(model, "embeddings")
+
+    def _deployment_url(self, model: str, endpoint: str) -> str:
+        deployment = quote(model, safe="")
+        query = urlencode({"api-version": self.api_version})
+        return f"{self.base_url}/openai/deployments/{deployment}/{endpoint}?{query}"

@@ -1,0 +1,359 @@
+"""The common body of the HTTP provider adapters: one wire format over one `Transport`.
+
+A provider kind (openai, anthropic, …) only says where to send a request (`chat_url`), how to
+authenticate (its headers) and which wire format it speaks; `HttpProvider` does the rest:
+same-format fast path or encoding, the call, decoding answers and streams, and errors through
+`transport.error_for_status` / `error_for_exception` (the one place they are mapped).
+
+Rule 1: when `request.source` is in the provider's own format, the caller's bytes are sent with
+only `model` replaced (`forward_body`), and the upstream's bytes come back in `raw`.
+Rule 2: a malformed stream event is skipped and counted (`malformed_events`); a stream that ends
+after a finish reason is complete even without its terminator; one that ends without a finish
+reason raises `ProviderUnavailable` ("stream ended early").
+Rule 3: every error raised by a call names the provider and, when the upstream sent one, its
+request id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import orjson
+
+from turnout.errors import InvalidRequest, ProviderError, ProviderUnavailable
+from turnout.providers.transport import (
+    AiohttpTransport,
+    Timeouts,
+    Transport,
+    error_for_status,
+    request_id_of,
+)
+from turnout.wire import anthropic_messages, openai_chat, openai_embeddings
+from turnout.wire.sse import SSEDecoder
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Mapping
+
+    from turnout.wire.model import (
+        ChatChunk,
+        ChatRequest,
+        ChatResponse,
+        EmbeddingRequest,
+        EmbeddingResponse,
+        WireFormat,
+    )
+    from turnout.wire.sse import SSEEvent
+
+__all__ = [
+    "ANTHROPIC_MESSAGES",
+    "OPENAI_CHAT",
+    "OPENAI_CHAT_COMPATIBLE",
+    "EmbeddingsSupport",
+    "HttpProvider",
+    "Wire",
+]
+
+
+class StreamDecoder(Protocol):
+    """What a codec's stream decoder offers (see `turnout.wire.openai_chat.StreamDecoder`)."""
+
+    done: bool
+    malformed: int
+    finish_reason: str | None
+
+    def feed(self, event: SSEEvent) -> list[ChatChunk]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """The codec functions of one wire format, as a provider uses them."""
+
+    format: WireFormat
+    encode: Callable[[ChatRequest, str], dict[str, Any]]
+    forward: Callable[[bytes, str, bool], bytes]
+    decode: Callable[[bytes], ChatResponse]
+    decoder: Callable[[], StreamDecoder]
+
+
+_FORWARDED_HEADERS = frozenset({"anthropic-version", "anthropic-beta"})
+_USER_AGENT = "turnout"
+
+
+def _encode_openai(request: ChatRequest, model: str) -> dict[str, Any]:
+    return openai_chat.encode_request(request, model=model)
+
+
+def _encode_openai_compatible(request: ChatRequest, model: str) -> dict[str, Any]:
+    # Most OpenAI-compatible servers know only the older `max_tokens` field.
+    return openai_chat.encode_request(request, model=model, max_tokens_field="max_tokens")
+
+
+def _forward_openai(source: bytes, model: str, stream: bool) -> bytes:
+    return openai_chat.forward_body(source, model=model, stream=stream)
+
+
+def _encode_anthropic(request: ChatRequest, model: str) -> dict[str, Any]:
+    return anthropic_messages.encode_request(request, model=model)
+
+
+def _forward_anthropic(source: bytes, model: str, stream: bool) -> bytes:
+    return anthropic_messages.forward_body(source, model=model, stream=stream)
+
+
+OPENAI_CHAT = Wire(
+    "openai-chat",
+    _encode_openai,
+    _forward_openai,
+    openai_chat.decode_response,
+    openai_chat.StreamDecoder,
+)
+OPENAI_CHAT_COMPATIBLE = dataclasses.replace(OPENAI_CHAT, encode=_encode_openai_compatible)
+ANTHROPIC_MESSAGES = Wire(
+    "anthropic-messages",
+    _encode_anthropic,
+    _forward_anthropic,
+    anthropic_messages.decode_response,
+    anthropic_messages.StreamDecoder,
+)
+
+
+def _prices(prices: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
+    """`{model: (input, output)}` or `{model: {"input": …, "output": …}}` -> tuples."""
+    out: dict[str, tuple[float, float]] = {}
+    for model, price in (prices or {}).items():
+        if isinstance(price, tuple | list) and len(price) == 2:
+            out[model] = (float(price[0]), float(price[1]))
+        elif hasattr(price, "get"):
+            out[model] = (float(price.get("input", 0.0)), float(price.get("output", 0.0)))
+        else:
+            raise ValueError(f"prices[{model!r}]: expected (input, output) or {{input, output}}")
+    return out
+
+
+class HttpProvider:
+    """A `ChatClient` for one account of one vendor, speaking one wire format over HTTP.
+
+    Subclasses set `kind` and implement `chat_url(model)`. Keyword options shared by every kind:
+    `name` (the provider id, part of the default health key), `model` (used when neither the
+    target nor the request names one), `headers` (sent with every call), `timeouts`
+    (`Timeouts(connect=10, read=600)`, seconds), `max_connections` (pool size, 100), `prices`
+    (USD per 1M input/output tokens by model), `model_aliases` (requested -> wire model), and
+    `transport` (an alternative `Transport`, e.g. for tests).
+    """
+
+    kind: ClassVar[str] = "http"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        vendor: str | None,
+        family: str,
+        wire: Wire,
+        base_url: str,
+        auth_headers: Mapping[str, str],
+        model: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeouts: Timeouts | None = None,
+        max_connections: int = 100,
+        prices: Mapping[str, Any] | None = None,
+        model_aliases: Mapping[str, str] | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        self.name = name
+        self.vendor = vendor
+        self.family = family
+        self.wire = wire
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeouts = timeouts if timeouts is not None else Timeouts()
+        self.malformed_events = 0
+        self._headers = {
+            "content-type": "application/json",
+            "accept": "application/json",
+            "user-agent": _USER_AGENT,
+            **{k.lower(): v for k, v in (headers or {}).items()},
+            **auth_headers,
+        }
+        self._prices = _prices(prices)
+        self._aliases = dict(model_aliases or {})
+        self._transport: Transport = (
+            transport
+            if transport is not None
+            else AiohttpTransport(
+                provider=name, timeouts=self.timeouts, max_connections=max_connections
+            )
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+    @property
+    def provider(self) -> str:
+        """The provider id (its `name`)."""
+        return self.name
+
+    @property
+    def wire_format(self) -> WireFormat:
+        """The wire format this provider speaks."""
+        return self.wire.format
+
+    def price_for(self, model: str | None) -> tuple[float, float] | None:
+        """USD per 1M (input, output) tokens for `model`, or None when unknown."""
+        if model is None:
+            return None
+        return self._prices.get(model) or self._prices.get(self._aliases.get(model, model))
+
+    def wire_model(self, model: str | None) -> str:
+        """The model to send upstream: `model` (or the provider's default) through the aliases."""
+        chosen = model or self.model
+        if not chosen:
+            raise InvalidRequest(
+                f"provider {self.name!r}: the request names no model and the provider has no "
+                "default model",
+                status=400,
+                provider=self.name,
+            )
+        return self._aliases.get(chosen, chosen)
+
+    def chat_url(self, model: str) -> str:
+        """The URL of the chat endpoint for `model`."""
+        raise NotImplementedError
+
+    def call_headers(self, request: ChatRequest) -> Mapping[str, str]:
+        """The headers of one chat call: the provider's own; for a caller's own Anthropic
+        Messages request, with its `anthropic-version` and `anthropic-beta` (SPEC §4)."""
+        source = request.source
+        if source is None or not source.headers or source.format != "anthropic-messages":
+            return self._headers
+        if self.wire.format != "anthropic-messages":
+            return self._headers
+        kept = {k.lower(): v for k, v in source.headers if k.lower() in _FORWARDED_HEADERS}
+        return {**self._headers, **kept} if kept else self._headers
+
+    def body_for(self, request: ChatRequest, model: str, *, stream: bool) -> bytes:
+        """Rule 1: the caller's own bytes when they are in this format, else encoded."""
+        source = request.source
+        if source is not None and source.format == self.wire.format:
+            return self.wire.forward(source.body, model, stream)
+        if request.stream != stream:
+            request = dataclasses.replace(request, stream=stream)
+        return orjson.dumps(self.wire.encode(request, model))
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """One whole answer. Failures raise `ProviderError` subclasses (SPEC §3.2)."""
+        model = self.wire_model(request.model)
+        body = self.body_for(request, model, stream=False)
+        reply = await self._transport.post(self.chat_url(model), body, self.call_headers(request))
+        request_id = request_id_of(reply.headers)
+        self._check_status(reply.status, reply.headers, reply.body)
+        try:
+            response = self.wire.decode(reply.body)
+        except ProviderError as exc:
+            raise self._named(exc, request_id) from None
+        response.provider_request_id = request_id
+        if response.model is None:
+            response.model = model
+        return response
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
+        """The answer as neutral chunks; the last ones carry the finish reason and usage."""
+        model = self.wire_model(request.model)
+        body = self.body_for(request, model, stream=True)
+        headers = {**self.call_headers(request), "accept": "text/event-stream"}
+        async with self._transport.stream(self.chat_url(model), body, headers) as reply:
+            request_id = request_id_of(reply.headers)
+            if not 200 <= reply.status < 300:
+                self._check_status(reply.status, reply.headers, await reply.read())
+            events = SSEDecoder()
+            decoder = self.wire.decoder()
+            try:
+                async for data in reply.chunks():
+                    for event in events.feed(data):
+                        for chunk in self._decode(decoder, event, request_id):
+                            yield chunk
+                for event in events.flush():
+                    for chunk in self._decode(decoder, event, request_id):
+                        yield chunk
+            finally:
+                self.malformed_events += decoder.malformed
+            if decoder.finish_reason is None:
+                raise ProviderUnavailable(
+                    "the stream ended early: no finish reason",
+                    reason="stream ended early",
+                    provider=self.name,
+                    provider_request_id=request_id,
+                )
+
+    def _decode(
+        self, decoder: StreamDecoder, event: SSEEvent, request_id: str | None
+    ) -> list[ChatChunk]:
+        try:
+            chunks = decoder.feed(event)
+        except ProviderError as exc:
+            raise self._named(exc, request_id) from None
+        for chunk in chunks:
+            chunk.provider_request_id = request_id
+        return chunks
+
+    def _check_status(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        if 200 <= status < 300:
+            return
+        if status >= 400:
+            raise error_for_status(status, headers, body, provider=self.name, vendor=self.vendor)
+        raise ProviderUnavailable(
+            f"unexpected HTTP status {status}",
+            status=status,
+            reason=str(status),
+            provider=self.name,
+            provider_request_id=request_id_of(headers),
+        )
+
+    def _named(self, exc: ProviderError, request_id: str | None) -> ProviderError:
+        """Rule 3: the error with this provider's name and the request id."""
+        exc.provider = exc.provider or self.name
+        exc.provider_request_id = exc.provider_request_id or request_id
+        return exc
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (the provider reopens them if used again)."""
+        await self._transport.aclose()
+
+
+class EmbeddingsSupport(HttpProvider):
+    """An `HttpProvider` that also serves OpenAI-style embeddings (`embed`)."""
+
+    supports_embeddings: bool = True
+
+    def embeddings_url(self, model: str) -> str:
+        """The URL of the embeddings endpoint for `model`."""
+        return f"{self.base_url}/embeddings"
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        """Embedding vectors for `request.input`, in input order."""
+        if not self.supports_embeddings:
+            raise InvalidRequest(
+                f"provider {self.name!r} does not serve embeddings",
+                status=400,
+                reason="embeddings_not_supported",
+                provider=self.name,
+            )
+        model = self.wire_model(request.model)
+        source = request.source
+        if source is not None and source.format == "openai-embeddings":
+            body = openai_embeddings.forward_body(source.body, model=model)
+        else:
+            body = orjson.dumps(openai_embeddings.encode_request(request, model=model))
+        reply = await self._transport.post(self.embeddings_url(model), body, self._headers)
+        self._check_status(reply.status, reply.headers, reply.body)
+        request_id = request_id_of(reply.headers)
+        try:
+            response = openai_embeddings.decode_response(reply.body)
+        except ProviderError as exc:
+            raise self._named(exc, request_id) from None
+        response.provider_request_id = request_id
+        if response.model is None:
+            response.model = model
+        return response

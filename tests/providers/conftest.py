@@ -1,0 +1,67 @@
+"""Fixtures for the provider tests: one mock upstream for the session, and every adapter kind."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from turnout.mock_upstream import ThreadedMockUpstream
+from turnout.providers import (
+    Anthropic,
+    AzureOpenAI,
+    HttpProvider,
+    MockProvider,
+    OpenAI,
+    OpenAICompatible,
+    Timeouts,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+ADAPTERS = ("openai", "anthropic", "openai-compatible", "azure-openai", "azure-anthropic", "mock")
+"""Every adapter kind, with Azure once per wire format."""
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Iterator[ThreadedMockUpstream]:
+    """The mock upstream on a free 127.0.0.1 port, shared by the provider tests."""
+    with ThreadedMockUpstream(hold_limit=10.0) as server:
+        yield server
+
+
+def make_adapter(kind: str, upstream: ThreadedMockUpstream, **options: Any) -> HttpProvider:
+    """An adapter of `kind` pointed at `upstream` (`mock` needs no upstream)."""
+    if kind == "openai":
+        return OpenAI("sk-openai", base_url=upstream.openai_base_url, **options)
+    if kind == "anthropic":
+        return Anthropic("sk-ant", base_url=upstream.url, **options)
+    if kind == "openai-compatible":
+        return OpenAICompatible(base_url=upstream.openai_base_url, api_key="sk-compat", **options)
+    if kind == "azure-openai":
+        return AzureOpenAI(upstream.url, "az-key", wire="openai-chat", **options)
+    if kind == "azure-anthropic":
+        return AzureOpenAI(
+            f"{upstream.url}/anthropic", "az-ant", wire="anthropic-messages", **options
+        )
+    options.pop("timeouts", None)
+    return MockProvider(**options)
+
+
+@pytest.fixture(params=ADAPTERS)
+async def adapter(
+    request: pytest.FixtureRequest, upstream: ThreadedMockUpstream
+) -> AsyncIterator[HttpProvider]:
+    """Each adapter kind in turn, with a clean upstream log; closed after the test."""
+    upstream.reset()
+    provider = make_adapter(request.param, upstream, timeouts=Timeouts(read=5.0))
+    yield provider
+    await provider.aclose()
+
+
+def logged(provider: HttpProvider, upstream: ThreadedMockUpstream) -> list[dict[str, Any]]:
+    """What the upstream of `provider` logged (in process for the mock), oldest first."""
+    if isinstance(provider, MockProvider):
+        return [entry.as_dict() for entry in provider.requests]
+    return upstream.requests()

@@ -1,0 +1,78 @@
+"""The one place transport failures and error statuses become ProviderErrors."""
+
+from __future__ import annotations
+
+import aiohttp
+import pytest
+
+from turnout.errors import ProviderError, ProviderTimeout, ProviderUnavailable, QuotaExhausted
+from turnout.providers.transport import (
+    Timeouts,
+    error_for_exception,
+    error_for_status,
+    request_id_of,
+)
+
+
+@pytest.mark.parametrize(
+    ("exc", "error_class", "reason"),
+    [
+        (aiohttp.ConnectionTimeoutError("slow"), "timeout", "connect timeout"),
+        (aiohttp.SocketTimeoutError("quiet"), "timeout", "read timeout"),
+        (TimeoutError(), "timeout", "read timeout"),
+        (aiohttp.ServerDisconnectedError(), "provider_error", "connection"),
+        (aiohttp.ClientPayloadError("cut"), "provider_error", "connection"),
+        (aiohttp.ClientOSError(104, "reset"), "provider_error", "connection"),
+        (ConnectionResetError(), "provider_error", "connection"),
+        (aiohttp.InvalidURL("nope"), "invalid_request", "invalid url"),
+    ],
+)
+def test_transport_exceptions(exc: BaseException, error_class: str, reason: str) -> None:
+    """Each transport failure maps to its class and a short reason, naming the provider."""
+    error = error_for_exception(exc, provider="p")
+    assert (error.error_class, error.reason, error.provider) == (error_class, reason, "p")
+    assert error.status is None
+
+
+def test_a_provider_error_passes_through() -> None:
+    """An error that is already classified is returned as it is."""
+    original = ProviderUnavailable("x")
+    assert error_for_exception(original, provider="p") is original
+
+
+def test_error_status_with_vendor_signals_and_headers() -> None:
+    """A status is classified with the vendor's catalog; Retry-After and the id are kept."""
+    body = b'{"error": {"message": "Your account is suspended due to insufficient balance", '
+    body += b'"type": "exceeded_current_quota_error"}}'
+    headers = {"retry-after": "12", "x-request-id": "req_9"}
+    error = error_for_status(429, headers, body, provider="kimi", vendor="kimi", now_wall=0.0)
+    assert isinstance(error, QuotaExhausted)
+    assert (error.status, error.retry_after, error.provider_request_id) == (429, 12.0, "req_9")
+    assert error.body == body
+
+
+@pytest.mark.parametrize("body", [b"", b"\xff\xfe", b"<html>502</html>", b"[1, 2", b"null"])
+def test_unreadable_error_bodies_never_raise(body: bytes) -> None:
+    """Whatever bytes come with an error status, the error is built from the status."""
+    error = error_for_status(502, {}, body, provider="p", vendor=None)
+    assert isinstance(error, ProviderError)
+    assert error.error_class == "provider_error"
+
+
+def test_request_id_headers() -> None:
+    """The request id comes from the first of the vendors' id headers present."""
+    assert request_id_of({"request-id": "a", "apim-request-id": "b"}) == "a"
+    assert request_id_of({"apim-request-id": "b"}) == "b"
+    assert request_id_of({}) is None
+
+
+def test_timeouts_must_be_positive() -> None:
+    """Timeouts default to 10 s connect and 600 s read, and refuse non-positive values."""
+    assert (Timeouts().connect, Timeouts().read) == (10.0, 600.0)
+    with pytest.raises(ValueError, match=r"Timeouts\.read"):
+        Timeouts(read=0)
+
+
+def test_timeout_errors_are_provider_timeouts() -> None:
+    """The timeout class is the ProviderTimeout subclass."""
+    assert isinstance(error_for_exception(TimeoutError(), provider="p"), ProviderTimeout)
