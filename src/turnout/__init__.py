@@ -5,15 +5,27 @@ The public API is what `__all__` lists; everything else may change without notic
 
 from __future__ import annotations
 
+from turnout.routing.client import ChatClient
+from turnout.routing.health import Breaker, Health
+from turnout.routing.record import AttemptEntry, RoutingRecord
+from turnout.routing.route import Route
+from turnout.routing.target import Target
 from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, Message, Usage
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AttemptEntry",
+    "Breaker",
     "ChatChunk",
+    "ChatClient",
     "ChatRequest",
     "ChatResponse",
+    "Health",
     "Message",
+    "Route",
+    "RoutingRecord",
+    "Target",
     "Usage",
     "__version__",
 ]

@@ -1,3 +1,23 @@
 """The routing engine (SPEC §3). No I/O imports here: no HTTP clients, databases or caches."""
 
 from __future__ import annotations
+
+from turnout.routing.client import ChatClient
+from turnout.routing.clock import Clock, FakeClock, LoopClock
+from turnout.routing.health import Breaker, Health
+from turnout.routing.record import AttemptEntry, RoutingRecord
+from turnout.routing.route import Route
+from turnout.routing.target import Target
+
+__all__ = [
+    "AttemptEntry",
+    "Breaker",
+    "ChatClient",
+    "Clock",
+    "FakeClock",
+    "Health",
+    "LoopClock",
+    "Route",
+    "RoutingRecord",
+    "Target",
+]

@@ -1,0 +1,183 @@
+"""One call to one target (SPEC §3.2, §3.3).
+
+Rule 1: a call's entry is created when it starts; its outcome is settled by the driver when it
+ends, or here when it is cancelled.
+Rule 2: whatever a client raises becomes a `ProviderError` here, once (`as_provider_error`), so
+the rest of the driver only ever sees classified errors.
+Rule 3: a cancelled call (the caller's cancellation, or a hedge that lost) releases its health
+admission and counts for nothing; its entry says `cancelled` or `lost_race`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
+from turnout.routing.classify import classify_exception
+from turnout.routing.deadline import Deadline
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Hashable
+
+    from turnout.routing.health import Admission
+    from turnout.routing.record import AttemptEntry
+    from turnout.routing.request_state import RequestState
+    from turnout.routing.route import Route
+    from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse
+
+__all__ = ["Call", "as_provider_error", "cancelled", "run_complete"]
+
+
+def as_provider_error(exc: BaseException, *, provider: str, timeout: float | None) -> ProviderError:
+    """Whatever a client raised, as a classified `ProviderError` (the original is its cause).
+
+    `timeout` is the deadline the call ran under, for the message of a `TimeoutError`.
+    """
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, RoutingError):  # a Route used as a target
+        error_class = (
+            "provider_error"
+            if isinstance(exc, RouteExhausted)
+            else "invalid_request"
+            if isinstance(exc, RouteIneligible)
+            else classify_exception(exc)
+        )
+        error = ProviderError.for_class(
+            error_class,
+            exc.message,
+            status=exc.status,
+            reason=exc.code,
+            retry_after=getattr(exc, "retry_after", None),
+            provider=provider,
+        )
+    elif isinstance(exc, TimeoutError):
+        limit = f" within {timeout:g} s" if timeout is not None else ""
+        error = ProviderError.for_class(
+            "timeout", f"no answer{limit}", reason="timeout", provider=provider
+        )
+    else:
+        error_class = classify_exception(exc)
+        reason = "connection" if isinstance(exc, OSError) else type(exc).__name__
+        error = ProviderError.for_class(
+            error_class, str(exc) or type(exc).__name__, reason=reason, provider=provider
+        )
+    error.__cause__ = exc
+    return error
+
+
+class Call:
+    """One call to one target: what was asked, the health admission, its entry and its result.
+
+    For streams, `upstream` is the target's chunk iterator and `held` the chunks read before
+    the first token (or the whole stream when it ended before one: `ended`).
+    """
+
+    __slots__ = (
+        "admission",
+        "ended",
+        "entry",
+        "error",
+        "error_class",
+        "finished",
+        "forced",
+        "hedge",
+        "held",
+        "hop",
+        "index",
+        "key",
+        "lost",
+        "model",
+        "provider",
+        "request",
+        "response",
+        "route",
+        "started",
+        "stats_key",
+        "target",
+        "upstream",
+    )
+
+    def __init__(
+        self,
+        route: Route,
+        index: int,
+        request: ChatRequest,
+        key: Hashable,
+        admission: Admission,
+        *,
+        forced: bool = False,
+    ) -> None:
+        self.route = route
+        self.index = index
+        self.target = route.targets[index]
+        self.request = request
+        self.key = key
+        self.admission = admission
+        self.forced = forced
+        self.provider: str = route.providers[index]
+        self.model: str | None = request.model or route.client_models[index]
+        self.stats_key: Hashable = route.stats_keys[index]
+        self.hop = 0
+        self.hedge = False
+        self.lost = False
+        self.started = 0.0
+        self.finished = 0.0
+        self.entry: AttemptEntry | None = None
+        self.response: ChatResponse | None = None
+        self.error: ProviderError | None = None
+        self.error_class: str | None = None
+        self.upstream: AsyncIterator[ChatChunk] | None = None
+        self.held: list[ChatChunk] = []
+        self.ended = False
+
+    def again(self, admission: Admission) -> Call:
+        """The same target and request, for a same-target retry."""
+        call = Call(self.route, self.index, self.request, self.key, admission)
+        call.hop = self.hop
+        return call
+
+
+async def run_complete(state: RequestState, call: Call) -> None:
+    """Make `call` as a whole answer under its deadline (the target's `timeout`, cut to the
+    request's): `call.response` or `call.error` is set; a cancellation is recorded and
+    re-raised."""
+    entry = state.start(call)
+    target = call.target
+    seconds = target.timeout
+    if state.deadline is not None:
+        seconds = min(seconds, max(state.deadline - state.clock.now(), 0.0))
+    strategy = call.route.strategy
+    strategy.call_started(call.stats_key)
+    deadline = Deadline(state.clock, seconds)
+    try:
+        response = await target.client.complete(call.request)
+    except asyncio.CancelledError as exc:
+        if not deadline.disarm():
+            strategy.call_finished(call.stats_key)
+            cancelled(call)
+            raise
+        call.error = as_provider_error(TimeoutError(), provider=call.provider, timeout=seconds)
+        call.error.__cause__ = exc
+    except Exception as exc:  # noqa: BLE001 - whatever a client raises is a failed call
+        cut = deadline.disarm()
+        call.error = as_provider_error(
+            TimeoutError() if cut else exc, provider=call.provider, timeout=seconds
+        )
+    else:
+        deadline.disarm()
+        call.response = response
+        entry.usage = response.usage
+        entry.provider_request_id = response.provider_request_id
+    strategy.call_finished(call.stats_key)
+    call.finished = state.clock.now()
+    entry.duration_ms = int((call.finished - call.started) * 1000)
+
+
+def cancelled(call: Call) -> None:
+    """A call was cancelled (lost a race, or the caller gave up): nothing counts."""
+    entry = call.entry
+    if entry is not None:
+        entry.outcome = "lost_race" if call.lost else "cancelled"
+    call.route.health.release(call.admission)

@@ -1,0 +1,271 @@
+"""The state one routed request shares across its calls and fallback hops.
+
+Rule 1: the budget (`max_attempts`, `request_timeout`, `cost_budget`) is the first route's and
+counts every call of the request, fallback hops included.
+Rule 2: every call gets its attempt entry when it starts (`start`), so entries read in the
+order things happened; skipped targets get theirs when they are passed (`skip`).
+Rule 3: only the serving call is billed; every other call's usage goes to `discarded_usage`.
+Rule 4: `on_routed` is called once per request (`close`), never raising into the caller and
+never waiting for an async callback (which runs as a task, referenced until done).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import random
+from typing import TYPE_CHECKING, Any
+
+from turnout.errors import ProviderError
+from turnout.routing.record import AttemptEntry, RoutingRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Iterable
+
+    from turnout.routing.attempt import Call
+    from turnout.routing.health import Health
+    from turnout.routing.route import Route
+    from turnout.routing.target import Target
+    from turnout.wire.model import ChatRequest, ChatResponse, Usage
+
+__all__ = ["RequestState", "describe", "new_request_id", "price"]
+
+logger = logging.getLogger("turnout.routing")
+
+
+class _RequestIds:
+    """Request ids: 128 random bits as 32 hex digits, from a generator seeded by the OS (and
+    reseeded in a forked child, so two workers never share a sequence). Cheaper than a system
+    call per request; the ids are unique, not secret."""
+
+    __slots__ = ("_random",)
+
+    def __init__(self) -> None:
+        self._random = random.Random(os.urandom(32))
+
+    def reseed(self) -> None:
+        self._random.seed(os.urandom(32))
+
+    def next(self) -> str:
+        return self._random.randbytes(16).hex()
+
+
+_request_ids = _RequestIds()
+os.register_at_fork(after_in_child=_request_ids.reseed)
+new_request_id = _request_ids.next
+
+
+class RequestState:
+    """What one routed request shares across its calls and fallback hops: the routing record,
+    the request budget (`max_attempts`, `request_timeout`, `cost_budget` of the first route),
+    money spent so far, and the errors of failed calls (for the ending, SPEC §3.4)."""
+
+    __slots__ = (
+        "calls",
+        "clock",
+        "closed",
+        "context",
+        "cost_budget",
+        "deadline",
+        "errors",
+        "hops",
+        "max_attempts",
+        "passed",
+        "record",
+        "request",
+        "route",
+        "skip_untils",
+        "spent",
+        "streaming",
+        "watched",
+    )
+
+    def __init__(
+        self,
+        route: Route,
+        request: ChatRequest,
+        *,
+        context: Any,
+        session_id: str | None,
+        streaming: bool,
+    ) -> None:
+        self.route = route
+        self.request = request
+        self.context = context
+        self.streaming = streaming
+        clock = self.clock = route.clock
+        timeout = route.timeouts.request
+        self.deadline = None if timeout is None else clock.now() + timeout
+        self.max_attempts = route.retry.max_attempts
+        self.cost_budget = route.cost_budget
+        self.calls = 0
+        self.hops = 0
+        self.spent = 0.0
+        self.closed = False
+        self.errors: dict[int, ProviderError] = {}
+        self.skip_untils: list[float] = []
+        self.watched: list[tuple[Health, Hashable]] = []
+        self.passed: set[tuple[int, int]] = set()
+        self.record = RoutingRecord(
+            new_request_id(),
+            route.name,
+            route.route_id,
+            route.strategy.type,
+            "",
+            request.model,
+            session_id,
+        )
+
+    def stop_reason(self) -> str | None:
+        """Why no further call may start (`max_attempts`, `request_timeout`), or None."""
+        if self.calls >= self.max_attempts:
+            return "max_attempts"
+        if self.deadline is not None and self.clock.now() >= self.deadline:
+            return "request_timeout"
+        return None
+
+    def time_left(self) -> float | None:
+        """Seconds until the request's deadline (None without one)."""
+        return None if self.deadline is None else self.deadline - self.clock.now()
+
+    def start(self, call: Call) -> AttemptEntry:
+        """Count `call` against the budget and give it its attempt entry."""
+        self.calls += 1
+        record = self.record
+        model = call.model
+        if model is not None and model not in record.visited_models:
+            record.visited_models.append(model)
+        clock = self.clock
+        call.started = clock.now()
+        attempts = record.attempts
+        number = len(attempts) + 1
+        index = call.index
+        entry = AttemptEntry(
+            number,
+            call.target.name,
+            index,
+            "cancelled",
+            call.provider,
+            model,
+            f"{record.request_id}.{number}",
+            call.route.endpoints[index],
+            clock.wall(),
+            call.hedge,
+        )
+        attempts.append(entry)
+        call.entry = entry
+        if call.hedge:
+            record.hedges += 1
+        self.passed.add((call.hop, index))
+        return entry
+
+    def skip(
+        self, hop: int, index: int, target: Target, outcome: str, reason: str | None = None
+    ) -> AttemptEntry:
+        """Record a target that was not called (`not_tried` entries have no start time)."""
+        attempts = self.record.attempts
+        entry = AttemptEntry(
+            len(attempts) + 1, target.name, index, outcome, target.client.provider, target.model
+        )
+        if reason is not None:
+            entry.reason = reason
+        if outcome != "not_tried":
+            entry.started_wall = self.clock.wall()
+            self.passed.add((hop, index))
+        attempts.append(entry)
+        return entry
+
+    def answered(self, call: Call, response: ChatResponse | None) -> None:
+        """Fill the record for the serving call (its usage billed, the others discarded)."""
+        record = self.record
+        entry = call.entry
+        assert entry is not None
+        index = call.index
+        route = call.route
+        record.answered = call.target.name
+        record.target_index = index
+        record.served_provider = call.provider
+        record.served_provider_id = route.provider_ids[index]
+        served_model = (response.model if response is not None else None) or call.model
+        record.served_model = served_model
+        passed = self.passed
+        record.fallbacks = len(passed) - ((call.hop, index) in passed)
+        usage = entry.usage
+        record.usage = usage
+        if usage is not None and route.price_fors[index] is not None:
+            record.cost = price(call.target, served_model, usage)
+        if self.calls > 1:
+            record.discarded_usage = _total(
+                e.usage for e in record.attempts if e.usage is not None and e is not entry
+            )
+
+    def close(self, error: BaseException | None) -> None:
+        """The request is over: finish the record and hand it to `on_routed` (once)."""
+        if self.closed:
+            return
+        self.closed = True
+        record = self.record
+        record.remaining_attempts = max(self.max_attempts - self.calls, 0)
+        if error is not None:
+            record.error = describe(error)
+            if record.discarded_usage is None:
+                record.discarded_usage = _total(
+                    e.usage for e in record.attempts if e.usage is not None
+                )
+        callback = self.route.on_routed
+        if callback is not None:
+            notify(callback, record, self.route)
+
+
+def _total(usages: Iterable[Usage]) -> Usage | None:
+    total = None
+    for usage in usages:
+        total = usage if total is None else total + usage
+    return total
+
+
+def price(target: Target, model: str | None, usage: Usage) -> float | None:
+    """USD for `usage` on `model` at the client's `price_for` (None without a price)."""
+    price_for = getattr(target.client, "price_for", None)
+    if price_for is None:
+        return None
+    prices = price_for(model)
+    if prices is None:
+        return None
+    return float(usage.input_tokens * prices[0] + usage.output_tokens * prices[1]) / 1_000_000
+
+
+def describe(error: BaseException) -> dict[str, Any]:
+    """The record's `error`: status, code and message of how the request ended."""
+    if isinstance(error, asyncio.CancelledError | GeneratorExit):
+        return {"status": None, "code": "cancelled", "message": "the caller cancelled"}
+    if isinstance(error, ProviderError):
+        return {"status": error.status, "code": error.error_class, "message": error.message}
+    status = getattr(error, "status", None)
+    code = getattr(error, "code", None) or type(error).__name__
+    return {"status": status, "code": code, "message": str(error)}
+
+
+_callback_tasks: set[asyncio.Task[Any]] = set()
+
+
+def notify(callback: Any, record: RoutingRecord, route: Route) -> None:
+    """Call `on_routed(record)`; an awaitable result runs as a task (referenced until done).
+    What the callback raises is logged and ignored."""
+    try:
+        result = callback(record)
+    except Exception:
+        logger.exception("on_routed of route %r failed", route.name)
+        return
+    if inspect.isawaitable(result):
+        task = asyncio.ensure_future(result)
+        _callback_tasks.add(task)
+        task.add_done_callback(_callback_done)
+
+
+def _callback_done(task: asyncio.Task[Any]) -> None:
+    _callback_tasks.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("an async on_routed failed", exc_info=task.exception())

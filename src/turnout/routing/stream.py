@@ -1,0 +1,259 @@
+"""Streaming through a route, and the commit point (SPEC §3.7).
+
+Rule 1: the first token is the first chunk that carries content (`ChatChunk.has_content`);
+chunks before it are held back. Failover is allowed until the first token, never after.
+Rule 2: `timeout`, `first_token_timeout` and the request deadline bound the wait for the first
+token; after it, only `stream_idle_timeout` bounds each wait, and a silent or failing committed
+stream ends with `StreamBroken`.
+Rule 3: a stream that ends before its first token is judged like a whole answer (no finish
+reason: `provider_error`; refusal and `accept` checks may still fail over).
+Rule 4: after commit, the refusal and `accept` checks run when the stream ends; a refused or
+rejected stream raises `StreamRejected` instead of yielding its last chunk. The chunks with a
+finish reason or without content are held until the next content chunk, so the last chunk the
+caller sees carries the usage and the routing record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from turnout.errors import ProviderError, StreamBroken, StreamRejected
+from turnout.routing.attempt import as_provider_error, cancelled
+from turnout.routing.classify import RETRYABLE
+from turnout.routing.deadline import call_deadline
+from turnout.routing.health import Admission
+from turnout.wire.model import ChatChunk, ChatResponse, TextPart
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    from turnout.routing.attempt import Call
+    from turnout.routing.request_state import RequestState
+    from turnout.routing.route import Route
+    from turnout.wire.model import Usage
+
+__all__ = ["open_stream", "routed_stream"]
+
+
+async def open_stream(state: RequestState, call: Call) -> None:
+    """Start `call`'s stream and read it up to its first token (or its end): sets
+    `call.upstream` and `call.held`, or `call.error`; a cancellation is recorded and re-raised."""
+    entry = state.start(call)
+    target = call.target
+    seconds = min(target.timeout, target.first_token_timeout)
+    left = state.time_left()
+    if left is not None and left < seconds:
+        seconds = max(left, 0.0)
+    strategy = call.route.strategy
+    strategy.call_started(call.stats_key)
+    clock = state.clock
+    upstream: AsyncIterator[ChatChunk] | None = None
+    try:
+        async with call_deadline(clock, seconds):
+            upstream = aiter(target.client.stream(call.request))
+            while True:
+                try:
+                    chunk = await anext(upstream)
+                except StopAsyncIteration:
+                    call.ended = True
+                    break
+                call.held.append(chunk)
+                if chunk.has_content:
+                    break
+    except asyncio.CancelledError:
+        cancelled(call)
+        await _close(upstream)
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever a client raises is a failed call
+        call.error = as_provider_error(exc, provider=call.provider, timeout=seconds)
+        await _close(upstream)
+    finally:
+        strategy.call_finished(call.stats_key)
+        call.finished = clock.now()
+        entry.duration_ms = int((call.finished - call.started) * 1000)
+    if call.error is not None:
+        return
+    call.upstream = upstream
+    if call.ended:
+        relay = _Relay()
+        for chunk in call.held:
+            relay.note(chunk)
+        entry.usage = relay.usage
+        if relay.finish is None:
+            call.error = ProviderError.for_class(
+                "provider_error",
+                "the stream ended without a finish reason",
+                reason="stream_ended",
+                provider=call.provider,
+            )
+        else:
+            call.response = relay.response(call)
+
+
+async def _close(upstream: AsyncIterator[ChatChunk] | None) -> None:
+    aclose = getattr(upstream, "aclose", None)
+    if aclose is not None:
+        with contextlib.suppress(Exception):
+            await aclose()
+
+
+class _Relay:
+    """What the caller has been sent of a stream, and what is held back."""
+
+    __slots__ = ("finish", "held", "model", "text", "usage")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.held: list[ChatChunk] = []
+        self.finish: str | None = None
+        self.usage: Usage | None = None
+        self.model: str | None = None
+
+    def note(self, chunk: ChatChunk) -> None:
+        if chunk.delta:
+            self.text.append(chunk.delta)
+        if chunk.finish_reason is not None:
+            self.finish = chunk.finish_reason
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        if chunk.model is not None:
+            self.model = chunk.model
+
+    def take(self, chunk: ChatChunk) -> list[ChatChunk]:
+        """The chunks to send now that `chunk` arrived (held ones first)."""
+        self.note(chunk)
+        if chunk.finish_reason is not None or not chunk.has_content:
+            self.held.append(chunk)
+            return []
+        out = [*self.held, chunk]
+        self.held.clear()
+        return out
+
+    def response(self, call: Call) -> ChatResponse:
+        """The stream so far as a whole answer (for the refusal and `accept` checks)."""
+        return ChatResponse(
+            content=[TextPart("".join(self.text))],
+            model=self.model or call.model,
+            finish_reason=self.finish,
+            usage=self.usage,
+        )
+
+
+async def routed_stream(
+    route: Route, state: RequestState, serve: Callable[[Route, RequestState], Awaitable[Call]]
+) -> AsyncIterator[ChatChunk]:
+    """`Route.stream`: `serve` (the driver) fails over until the first token; then this relays
+    the committed stream."""
+    error: BaseException | None = None
+    call: Call | None = None
+    relay = _Relay()
+    finished = False
+    try:
+        call = await serve(route, state)
+        for chunk in call.held:
+            for out in relay.take(chunk):
+                yield out
+        upstream = call.upstream
+        if not call.ended and upstream is not None:
+            idle = call.route.timeouts.stream_idle
+            while True:
+                try:
+                    async with call_deadline(state.clock, idle):
+                        chunk = await anext(upstream)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    raise _broken(state, call, relay, exc, idle) from exc
+                for out in relay.take(chunk):
+                    yield out
+        last = _finish(state, call, relay)
+        finished = True
+        for chunk in last:
+            yield chunk
+    except BaseException as exc:
+        error = None if finished else exc
+        if call is not None and not finished and isinstance(exc, _GIVING_UP):
+            _ended(state, call, relay, "cancelled")
+            await _close(call.upstream)
+        raise
+    finally:
+        state.close(error)
+
+
+_GIVING_UP = (asyncio.CancelledError, GeneratorExit)
+
+
+def _finish(state: RequestState, call: Call, relay: _Relay) -> list[ChatChunk]:
+    """End-of-stream checks: the last chunks to send (the last carrying the routing record)."""
+    if relay.finish is None:
+        error = ProviderError.for_class(
+            "provider_error", "the stream ended without a finish reason", reason="stream_ended"
+        )
+        raise _broken(state, call, relay, error, None)
+    route = call.route
+    if call.response is None:
+        response = relay.response(call)
+        if response.finish_reason == "content_filter" and route.retry.fail_over_on_refusal:
+            _ended(state, call, relay, "refused")
+            raise StreamRejected(
+                f"the stream from {call.target.name} was refused (content_filter)",
+                code="stream_refused",
+                reason="content_filter",
+                routing=state.record,
+            )
+        reason = route.accept(response) if route.accept is not None else None
+        if reason:
+            _ended(state, call, relay, "rejected", reason)
+            raise StreamRejected(
+                f"the stream from {call.target.name} was rejected: {reason}",
+                code="stream_rejected",
+                reason=reason,
+                routing=state.record,
+            )
+    else:
+        response = call.response
+    _ended(state, call, relay, "answered")
+    state.answered(call, response)
+    last = relay.held[-1] if relay.held else ChatChunk(finish_reason=relay.finish)
+    if not relay.held:
+        relay.held.append(last)
+    last.routing = state.record
+    if last.usage is None:
+        last.usage = relay.usage
+    return relay.held
+
+
+def _ended(
+    state: RequestState, call: Call, relay: _Relay, outcome: str, reason: str | None = None
+) -> None:
+    entry = call.entry
+    assert entry is not None
+    entry.outcome = outcome
+    entry.committed = True
+    entry.usage = relay.usage
+    if reason is not None:
+        entry.reason = reason
+    entry.duration_ms = int((state.clock.now() - call.started) * 1000)
+
+
+def _broken(
+    state: RequestState, call: Call, relay: _Relay, exc: BaseException, idle: float | None
+) -> StreamBroken:
+    """A committed stream failed: record it, tell health, and build the `StreamBroken`."""
+    error = as_provider_error(exc, provider=call.provider, timeout=idle)
+    if isinstance(exc, TimeoutError):
+        error.reason = "stream_idle_timeout"
+    _ended(state, call, relay, "failed", error.reason)
+    entry = call.entry
+    assert entry is not None
+    entry.error_class = error.error_class
+    entry.status = error.status
+    health = call.route.health
+    if error.error_class in RETRYABLE:
+        health.record_failure(Admission(call.key), error.error_class, retry_after=error.retry_after)
+    return StreamBroken(
+        f"the stream from {call.target.name} broke after the first token: {error}",
+        routing=state.record,
+    )

@@ -1,0 +1,151 @@
+"""`Target`: one entry of a route, and whether it can take a given request (SPEC §2, §7.3)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from turnout.errors import ConfigError
+from turnout.wire.model import ImagePart
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from collections.abc import Set as AbstractSet
+
+    from turnout.routing.client import ChatClient
+    from turnout.wire.model import ChatRequest
+
+__all__ = ["CAPABILITIES", "Target", "ineligible_reason", "needed_capabilities"]
+
+CAPABILITIES: Final = frozenset({"tools", "vision", "json_schema", "embeddings"})
+"""What a target may declare in `capabilities`."""
+MAX_RETRIES: Final = 9
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Target:
+    """One provider + model of a route, with its per-target options.
+
+    - `client`: any `ChatClient` (a provider adapter, a `ScriptedModel`, another `Route`).
+    - `model`: the wire model to ask for, replacing the request's model (None = keep it).
+    - `timeout` (seconds, default 600): bounds a call until its whole answer, or a stream until
+      its first token. `first_token_timeout` (seconds, default 120) bounds a stream's first
+      token more tightly.
+    - `max_retries` (default 0, 0-9): same-target retries of `rate_limited` and `provider_error`.
+    - `weight` (default 1): for the `weighted` strategy and tie-breaks (0-1,000,000).
+    - `fallback_only` (default False): tried only after every other target.
+    - `paused` (default False): never called (recorded `paused`).
+    - `health_key`: keep this target's health under its own key.
+    - `context_window` (tokens): a request whose estimated prompt (characters ÷ 4) plus
+      `max_tokens` exceeds it makes the target ineligible.
+    - `capabilities`: a subset of `tools`, `vision`, `json_schema`, `embeddings` (None = assume
+      all); a request needing one the target lacks makes it ineligible.
+    - `eligible(request, context) -> reason | None`: your own rule; a reason skips the target.
+    """
+
+    name: str
+    client: ChatClient
+    model: str | None = None
+    _: KW_ONLY
+    timeout: float = 600.0
+    first_token_timeout: float = 120.0
+    max_retries: int = 0
+    weight: int = 1
+    fallback_only: bool = False
+    paused: bool = False
+    health_key: str | None = None
+    context_window: int | None = None
+    capabilities: AbstractSet[str] | None = None
+    eligible: Callable[[ChatRequest, Any], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.capabilities is not None:
+            object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+        _check_target(self)
+
+    def __repr__(self) -> str:
+        model = f", model={self.model!r}" if self.model else ""
+        return f"Target({self.name!r}, {self.client!r}{model})"
+
+    @property
+    def screens(self) -> bool:
+        """True when requests must be checked against this target before calling it."""
+        return (
+            self.eligible is not None
+            or self.capabilities is not None
+            or self.context_window is not None
+        )
+
+
+def _check_target(target: Target) -> None:
+    where = f"target {target.name!r}"
+
+    def fail(option: str, rule: str) -> None:
+        raise ConfigError(f"{where}: {option} {rule}", [(option, rule)])
+
+    if not isinstance(target.name, str) or not target.name:
+        raise ConfigError(
+            "a target needs a non-empty name", [("name", "must be a non-empty string")]
+        )
+    for option in ("timeout", "first_token_timeout"):
+        value = getattr(target, option)
+        if not _is_number(value) or value <= 0:
+            fail(option, f"must be a number of seconds > 0 (got {value!r})")
+    retries = target.max_retries
+    if not _is_whole(retries) or not 0 <= retries <= MAX_RETRIES:
+        fail("max_retries", f"must be a whole number from 0 to {MAX_RETRIES} (got {retries!r})")
+    window = target.context_window
+    if window is not None and (not _is_whole(window) or window <= 0):
+        fail("context_window", f"must be a whole number of tokens > 0 (got {window!r})")
+    if target.capabilities is not None and not target.capabilities <= CAPABILITIES:
+        unknown = ", ".join(sorted(set(target.capabilities) - CAPABILITIES))
+        fail("capabilities", f"has unknown {unknown} (allowed: {', '.join(sorted(CAPABILITIES))})")
+    eligible: object = target.eligible
+    if eligible is not None and not callable(eligible):
+        fail("eligible", "must be a callable (request, context) -> reason | None")
+    for flag in ("fallback_only", "paused"):
+        if not isinstance(getattr(target, flag), bool):
+            fail(flag, "must be true or false")
+    if not hasattr(target.client, "complete") or not hasattr(target.client, "provider"):
+        fail("client", "must be a chat client (complete, stream and provider)")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def needed_capabilities(request: ChatRequest) -> frozenset[str]:
+    """The capabilities `request` needs: `tools`, `vision` (an image part), `json_schema`."""
+    needed: set[str] = set()
+    if request.tools:
+        needed.add("tools")
+    if any(isinstance(part, ImagePart) for m in request.messages for part in m.content):
+        needed.add("vision")
+    if request.response_format and request.response_format.get("type") == "json_schema":
+        needed.add("json_schema")
+    return frozenset(needed)
+
+
+def ineligible_reason(target: Target, request: ChatRequest, context: Any) -> str | None:
+    """Why `target` cannot take `request` (capabilities, context window, its own `eligible`
+    rule, in that order), or None when it can."""
+    if target.capabilities is not None:
+        missing = needed_capabilities(request) - target.capabilities
+        if missing:
+            return f"it lacks {', '.join(sorted(missing))}"
+    if target.context_window is not None:
+        prompt = request.prompt_chars // 4
+        wanted = prompt + (request.max_tokens or 0)
+        if wanted > target.context_window:
+            return (
+                f"the request needs about {wanted} tokens, over its context window of "
+                f"{target.context_window}"
+            )
+    if target.eligible is not None:
+        return target.eligible(request, context)
+    return None
