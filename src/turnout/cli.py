@@ -1,4 +1,8 @@
-"""The `turnout` command: parse arguments, call library functions (SPEC §12)."""
+"""The `turnout` command: parse arguments, call library functions (SPEC §12).
+
+Each subcommand is registered by one small function; the work lives in library modules, which
+are imported only when their command runs so that `turnout --version` stays instant.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["build_parser", "main"]
+
+Subparsers = argparse._SubParsersAction  # argparse names no public type for it
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,10 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a few routed calls over scripted models (offline, instant, no keys).",
     )
     _add_mock_upstream(commands)
+    _add_import(commands)
+    _add_keys(commands)
     return parser
 
 
-def _add_mock_upstream(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_mock_upstream(commands: Subparsers[argparse.ArgumentParser]) -> None:
     """`turnout mock-upstream [--host H] [--port P]` (options: `turnout.mock_upstream`)."""
     upstream = commands.add_parser(
         "mock-upstream",
@@ -40,6 +48,51 @@ def _add_mock_upstream(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     upstream.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     upstream.add_argument("--port", type=int, default=4010, help="port (4010; 0 = any free)")
+
+
+def _add_import(commands: Subparsers[argparse.ArgumentParser]) -> None:
+    """`turnout import litellm FILE`: a LiteLLM proxy config as a turnout config (SPEC §7.5)."""
+    importer = commands.add_parser(
+        "import",
+        help="convert another gateway's config into a turnout config",
+        description="Convert another gateway's configuration; the turnout YAML goes to "
+        "standard output, with a comment for every setting that could not be carried.",
+    )
+    importer.add_argument("source", choices=["litellm"], help="what the file is (litellm)")
+    importer.add_argument("file", help="the configuration file to convert")
+
+
+def _add_keys(commands: Subparsers[argparse.ArgumentParser]) -> None:
+    """`turnout keys create`: a new caller key and the hash to put in a config file."""
+    keys = commands.add_parser(
+        "keys",
+        help="create caller keys",
+        description="Create a caller key: the key is printed once, with the hash to store "
+        "in the config file's keys (a stored hash never reveals the key).",
+    )
+    keys.add_argument("action", choices=["create"], help="what to do")
+    keys.add_argument("--name", default="app", help="the key's name in the config (app)")
+    keys.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def _run_keys(args: argparse.Namespace) -> int:
+    import orjson  # noqa: PLC0415
+
+    from turnout.gateway.keys import generate_key, hash_key  # noqa: PLC0415
+
+    key = generate_key()
+    digest = hash_key(key)
+    if args.json:
+        record = {"name": args.name, "key": key, "hash": digest}
+        sys.stdout.write(orjson.dumps(record).decode() + "\n")
+        return 0
+    sys.stdout.write(
+        f"key:  {key}\n"
+        "      (shown once: give it to the caller; turnout keeps only the hash)\n"
+        "config entry:\n"
+        f'  keys:\n    - {{name: {args.name}, hash: "{digest}"}}\n'
+    )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,6 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from turnout.mock_upstream.server import run  # noqa: PLC0415 - only when serving
 
         return run(args)
+    if args.command == "import":
+        from turnout.config.litellm import main_import_litellm  # noqa: PLC0415
+
+        return main_import_litellm(args.file, sys.stdout)
+    if args.command == "keys":
+        return _run_keys(args)
     parser.print_help(sys.stderr)
     return 2
 
