@@ -1,44 +1,90 @@
-"""Rules that relate configuration objects to one another (SPEC §7.2).
+"""Rules that relate configuration objects to one another (SPEC §7.2): the one validator.
 
-`check_config(config)` returns every violation as `(path, message)`; the file loader and the admin
-API call it alike, so a rule has one wording wherever it fires.
+`check_config(config)` returns every violation as `(path, message)`, with paths like
+`routes[2].targets[0].max_retries`; the file loader and the admin API call it alike, so a rule
+has one wording wherever it fires. Every message names the field and the rule.
+`check_config_warnings(config)` returns what loads but deserves a word (a route capped below
+its static attempt total, a provider that gets no implicit route, a target excluded from
+`/v1/messages`), in the same form.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from turnout.config._route_rules import (
+    check_aliases,
+    check_fallbacks,
+    check_patterns,
+    check_policy_options,
+    check_reserved_names,
+    static_budget_warnings,
+)
+from turnout.errors import ConfigError
+from turnout.gateway.access import RouteModels, check_bindings, route_models
+from turnout.gateway.keys import KeyRing
+from turnout.gateway.policies import Policies
+from turnout.gateway.route_plan import messages_split, plan_routes
+from turnout.mock_upstream.faults import parse_fault
 
 if TYPE_CHECKING:
-    from turnout.config.schema import FileConfig
+    from collections.abc import Mapping
 
-__all__ = ["check_config"]
+    from turnout.config.schema import FileConfig, ProviderConfig
+    from turnout.gateway.route_plan import RoutePlan
+
+__all__ = ["check_config", "check_config_warnings", "mock_script_steps"]
+
+Problems = list[tuple[str, str]]
 
 
-def check_config(config: FileConfig) -> list[tuple[str, str]]:
-    """Every cross-object violation in `config`, in file order."""
-    errors: list[tuple[str, str]] = []
+def check_config(config: FileConfig) -> Problems:
+    """Every cross-object violation in `config`, grouped by rule, in file order within each."""
+    plan = plan_routes(config)
+    errors: Problems = []
     errors.extend(_check_names(config))
+    errors.extend(check_reserved_names(config))
+    errors.extend(_check_providers(config))
     errors.extend(_check_targets(config))
+    errors.extend(check_policy_options(config))
+    errors.extend(check_fallbacks(config))
+    errors.extend(check_aliases(config))
+    errors.extend(check_patterns(config))
+    errors.extend(_check_keys(config, plan))
+    errors.extend(_check_access(config, plan))
     return errors
 
 
-def _check_names(config: FileConfig) -> list[tuple[str, str]]:
-    """Routes and providers share one name space per project (409 NAME_TAKEN on the API)."""
-    errors: list[tuple[str, str]] = []
+def check_config_warnings(config: FileConfig) -> Problems:
+    """What loads but deserves a word, as `(path, message)`."""
+    found: Problems = []
+    found.extend(static_budget_warnings(config))
+    found.extend(plan_routes(config).warnings)
+    found.extend(_messages_warnings(config))
+    return found
+
+
+def _check_names(config: FileConfig) -> Problems:
+    """Routes and providers share one name space per project (409 NAME_TAKEN on the API);
+    names are compared ignoring case, as models are."""
+    errors: Problems = []
     seen: dict[str, str] = {}
     named = [("providers", i, p.name) for i, p in enumerate(config.providers)]
     named += [("routes", i, r.name) for i, r in enumerate(config.routes)]
     for kind, i, name in named:
-        if name in seen:
-            errors.append((f"{kind}[{i}].name", f"name '{name}' is already taken by {seen[name]}"))
+        lowered = name.lower()
+        if lowered in seen:
+            errors.append(
+                (f"{kind}[{i}].name", f"name '{name}' is already taken by {seen[lowered]}")
+            )
         else:
-            seen[name] = f"{kind}[{i}]"
+            seen[lowered] = f"{kind}[{i}]"
     return errors
 
 
-def _check_targets(config: FileConfig) -> list[tuple[str, str]]:
+def _check_targets(config: FileConfig) -> Problems:
     """Each target names a provider of the project; target names are unique within a route."""
-    errors: list[tuple[str, str]] = []
+    errors: Problems = []
     providers = {p.name for p in config.providers}
     for r, route in enumerate(config.routes):
         names: set[str] = set()
@@ -54,3 +100,129 @@ def _check_targets(config: FileConfig) -> list[tuple[str, str]]:
                 )
             names.add(target.display_name)
     return errors
+
+
+# ---- providers ----------------------------------------------------------------------------
+
+_KIND_OPTIONS: Mapping[str, frozenset[str]] = {
+    "preset": frozenset({"openai-compatible"}),
+    "wire": frozenset({"azure-openai", "mock"}),
+    "api_version": frozenset({"azure-openai"}),
+    "script": frozenset({"mock"}),
+}
+
+
+def _check_providers(config: FileConfig) -> Problems:
+    """Per-kind options (§4), prices by model name, mock scripts."""
+    errors: Problems = []
+    for p, provider in enumerate(config.providers):
+        errors.extend(_provider_problems(f"providers[{p}]", provider))
+    return errors
+
+
+def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
+    errors: Problems = []
+    kind = provider.kind
+    if kind == "azure-openai":
+        if provider.wire is None:
+            errors.append(
+                (
+                    f"{base}.wire",
+                    "an azure-openai provider needs wire: openai-chat or anthropic-messages",
+                )
+            )
+        if not provider.base_url:
+            errors.append(
+                (f"{base}.base_url", "an azure-openai provider needs base_url (its endpoint)")
+            )
+    if kind == "openai-compatible" and not provider.base_url and provider.preset is None:
+        errors.append(
+            (f"{base}.base_url", "an openai-compatible provider needs base_url or preset")
+        )
+    for option, kinds in _KIND_OPTIONS.items():
+        if kind not in kinds and getattr(provider, option):
+            allowed = " and ".join(sorted(kinds))
+            errors.append((f"{base}.{option}", f"is only for {allowed} providers"))
+    for model in provider.prices:
+        if not model or "*" in model or any(char.isspace() for char in model):
+            errors.append(
+                (f"{base}.prices.{model}", "a price is for one model name, without '*' or spaces")
+            )
+    for i, item in enumerate(provider.script):
+        try:
+            parse_fault(_step(item))
+        except ValueError as exc:
+            errors.append((f"{base}.script[{i}]", str(exc)))
+    return errors
+
+
+def _step(item: Mapping[str, Any]) -> str:
+    """`{status: 503, retry_after: 8}` -> `status=503;retry_after=8`; `{}` or `{ok: true}` -> ok."""
+    parts = []
+    for key, value in item.items():
+        if value is True:
+            parts.append(str(key))
+        elif value is not False and value is not None:
+            parts.append(f"{key}={value}")
+    return ";".join(parts) or "ok"
+
+
+def mock_script_steps(provider: ProviderConfig) -> list[str]:
+    """A `mock` provider's `script` as the mock upstream's fault steps."""
+    return [_step(item) for item in provider.script]
+
+
+# ---- keys and access ------------------------------------------------------------------------
+
+
+def _check_keys(config: FileConfig, plan: RoutePlan) -> Problems:
+    """Key `routes` name routes the project serves; the key ring's own rules."""
+    errors: Problems = []
+    disabled = {route.name for route in config.routes if not route.enabled}
+    for k, key in enumerate(config.keys):
+        for i, name in enumerate(key.routes):
+            if name in disabled:
+                errors.append((f"keys[{k}].routes[{i}]", f'route "{name}" is disabled'))
+            elif name not in plan.routes:
+                errors.append((f"keys[{k}].routes[{i}]", f'no route named "{name}" is served'))
+    try:
+        KeyRing.from_config(config.keys, config.project)
+    except ConfigError as exc:
+        errors.extend(exc.errors)
+    return errors
+
+
+def _check_access(config: FileConfig, plan: RoutePlan) -> Problems:
+    """Bindings (a grant's route exists and serves its models) and policies (§6.3)."""
+    configured = {
+        name: planned.config for name, planned in plan.routes.items() if planned.config is not None
+    }
+    served = route_models(configured)
+    for name, planned in plan.routes.items():
+        served.setdefault(name, RouteModels(name, planned.patterns))
+    errors: Problems = [(p.path, p.message) for p in check_bindings(config.bindings, served)]
+    try:
+        Policies.from_config(config.policies)
+    except ConfigError as exc:
+        errors.extend(exc.errors)
+    return errors
+
+
+# ---- warnings ---------------------------------------------------------------------------------
+
+
+def _messages_warnings(config: FileConfig) -> Problems:
+    """Targets left out of `/v1/messages` on a route that serves it (§5.1, §7.4)."""
+    providers = {p.name: p for p in config.providers}
+    found: Problems = []
+    for r, route in enumerate(config.routes):
+        if not route.enabled:
+            continue
+        kept, excluded = messages_split(route, providers)
+        if not kept and not route.allow_cross_provider:
+            continue  # the route does not serve /v1/messages at all; nothing is left out
+        for t, reason in excluded:
+            name = route.targets[t].display_name
+            message = f'target "{name}" of route "{route.name}" does not serve /v1/messages: '
+            found.append((f"routes[{r}].targets[{t}]", message + reason))
+    return found

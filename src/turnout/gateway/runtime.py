@@ -1,0 +1,182 @@
+"""The gateway runtime: a configuration turned into live providers, routes and resolution
+(SPEC §5.3, §6.1-§6.2, §7). The HTTP side holds one `Runtime` per loaded configuration.
+
+Rule 1: a `Runtime` never changes after it is built: a new configuration builds a new one, with
+empty caches, and the old one is closed (`aclose`) once its requests are done.
+Rule 2: it is built only from a configuration the one validator accepts (`check_config`); what
+loads with a remark is in `warnings`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from turnout.config.rules import check_config, check_config_warnings
+from turnout.errors import ConfigError
+from turnout.gateway.build import build_entries, build_health, build_provider
+from turnout.gateway.embedded import MOCK_PROVIDER, embedded_config
+from turnout.gateway.keys import KeyRing
+from turnout.gateway.model_index import PatternIndex
+from turnout.gateway.resolve import Resolver
+from turnout.gateway.route_entry import (
+    AliasRoutes,
+    Endpoint,
+    MatchedBy,
+    Resolution,
+    RouteEntry,
+)
+from turnout.gateway.route_plan import credential_mode, plan_routes
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from turnout.config.schema import FileConfig
+    from turnout.gateway.keys import Caller
+    from turnout.routing.clock import Clock
+    from turnout.routing.health import Health
+
+__all__ = [
+    "AliasRoutes",
+    "Endpoint",
+    "MatchedBy",
+    "Resolution",
+    "RouteEntry",
+    "Runtime",
+]
+
+
+class Runtime:
+    """Live objects of one configuration (one project).
+
+    - `project`, `config`: the project name and the validated configuration;
+    - `health`: the one health registry every route shares;
+    - `providers`: provider name -> adapter; `credential_modes`: provider name -> `org_key` or
+      `passthrough` (§4);
+    - `routes`: route name -> `RouteEntry` (configured, then implicit, then family routes);
+    - `keys`: the key ring, None when `server.auth` is `open`;
+    - `warnings`: load-time warnings, each `path: message`.
+    """
+
+    __slots__ = (
+        "_resolver",
+        "config",
+        "credential_modes",
+        "health",
+        "index",
+        "keys",
+        "project",
+        "providers",
+        "routes",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        *,
+        config: FileConfig,
+        health: Health,
+        providers: Mapping[str, Any],
+        routes: Mapping[str, RouteEntry],
+        index: PatternIndex,
+        keys: KeyRing | None,
+        warnings: tuple[str, ...] = (),
+    ) -> None:
+        """Use `from_config` or `embedded`."""
+        self.project = config.project
+        self.config = config
+        self.health = health
+        self.providers: Mapping[str, Any] = MappingProxyType(dict(providers))
+        self.credential_modes: Mapping[str, str] = MappingProxyType(
+            {p.name: credential_mode(p) for p in config.providers}
+        )
+        self.routes: Mapping[str, RouteEntry] = MappingProxyType(dict(routes))
+        self.index = index
+        self.keys = keys
+        self.warnings = warnings
+        self._resolver = Resolver(self.routes, index, project=config.project)
+
+    def __repr__(self) -> str:
+        return (
+            f"Runtime(project={self.project!r}, {len(self.providers)} providers,"
+            f" {len(self.routes)} routes)"
+        )
+
+    @classmethod
+    def from_config(cls, config: FileConfig, *, clock: Clock | None = None) -> Runtime:
+        """Build the runtime of `config`; `clock` (default: the event loop's) times health,
+        routes and mock providers.
+
+        Raises `ConfigError` listing every violation when the one validator refuses `config`.
+        """
+        errors = check_config(config)
+        if errors:
+            lines = "\n".join(f"  {path}: {message}" for path, message in errors)
+            raise ConfigError(f"invalid configuration ({len(errors)}):\n{lines}", errors)
+        plan = plan_routes(config)
+        providers = {p.name: build_provider(p, clock=clock) for p in config.providers}
+        health = build_health(config.defaults, clock=clock)
+        routes = build_entries(config, plan, providers, health)
+        index = PatternIndex.build(plan.index_entries(), family_routes=plan.families)
+        keys = KeyRing.from_config(config.keys, config.project)
+        warnings = tuple(f"{path}: {message}" for path, message in check_config_warnings(config))
+        return cls(
+            config=config,
+            health=health,
+            providers=providers,
+            routes=routes,
+            index=index,
+            keys=keys if config.server.auth == "keys" else None,
+            warnings=warnings,
+        )
+
+    @classmethod
+    def embedded(
+        cls, env: Mapping[str, str] | None = None, *, clock: Clock | None = None
+    ) -> Runtime:
+        """The runtime without a configuration file (`turnout.gateway.embedded`): vendors from
+        `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` in `env` (default: the process environment),
+        else the built-in mock provider serving any model on every endpoint."""
+        runtime = cls.from_config(embedded_config(os.environ if env is None else env), clock=clock)
+        mock = runtime.routes.get(MOCK_PROVIDER)
+        if mock is None:
+            return runtime
+        # The mock speaks both formats for the quick start: let it answer /v1/messages too.
+        routes = {**runtime.routes, MOCK_PROVIDER: replace(mock, messages_route=mock.route)}
+        note = (
+            "no OPENAI_API_KEY or ANTHROPIC_API_KEY is set: the built-in mock provider answers"
+            " every model"
+        )
+        return cls(
+            config=runtime.config,
+            health=runtime.health,
+            providers=runtime.providers,
+            routes=routes,
+            index=runtime.index,
+            keys=runtime.keys,
+            warnings=(*runtime.warnings, note),
+        )
+
+    def resolve(
+        self, model: str | None, *, endpoint: Endpoint, caller: Caller | None = None
+    ) -> Resolution:
+        """Where a request for `model` on `endpoint` goes (§5.3 steps 3-7, the empty-model
+        rule, then the key's ceilings); see `turnout.gateway.resolve`.
+
+        Raises `RoutingError` subclasses with `.status` and `.code`: `NoRoute` (503 NO_ROUTE),
+        503 `UPSTREAM_AMBIGUOUS`, 400 `embeddings_not_supported`, 403 `model_not_allowed`,
+        400 `MODEL_DENIED`.
+        """
+        return self._resolver.resolve(model, endpoint=endpoint, caller=caller)
+
+    def models(self, caller: Caller | None = None) -> list[str]:
+        """The models `caller` could use, for `GET /v1/models`: configured route names,
+        aliases and exact model patterns that resolve for it, sorted."""
+        return self._resolver.models(caller)
+
+    async def aclose(self) -> None:
+        """Close every provider's HTTP pool."""
+        for provider in self.providers.values():
+            await provider.aclose()
