@@ -9,7 +9,7 @@ import pytest
 from turnout import errors
 from turnout.routing.health import Breaker
 from turnout.testing import FakeClock, ScriptedModel, isolated_health, turn
-from turnout.wire.model import ChatChunk, ChatRequest, Message, Usage
+from turnout.wire.model import ChatChunk, ChatRequest, EmbeddingRequest, Message, Usage
 
 REQUEST = ChatRequest([Message.user("Why is checkout failing?")], model="asked")
 
@@ -129,6 +129,55 @@ async def test_stream_endings_cut_stall_refuse_and_no_finish_reason() -> None:
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
+
+
+async def test_embedding_turns_answer_embed_calls_with_their_vectors() -> None:
+    """embed() plays an embedding turn: its vectors, the request's model, the given usage (or
+    an estimate with no output tokens); `embed_requests` holds what was received."""
+    model = ScriptedModel(
+        "openai",
+        "embed-m",
+        [turn.embedding([[0.1, 0.2]], usage=Usage(3)), turn.embedding([[1, 2], [3, 4]])],
+    )
+    first = await model.embed(EmbeddingRequest("refund policy", model="asked"))
+    second = await model.embed(EmbeddingRequest(["abcdefgh", "ijklmnop"]))
+    assert (first.data, first.model, first.usage) == ([[0.1, 0.2]], "asked", Usage(3))
+    assert (second.data, second.model, second.usage) == (
+        [[1.0, 2.0], [3.0, 4.0]],
+        "embed-m",
+        Usage(4),
+    )
+    assert [r.input for r in model.embed_requests] == ["refund policy", ["abcdefgh", "ijklmnop"]]
+    assert (model.calls, model.remaining, model.requests) == (2, 0, [])
+
+
+async def test_failure_turns_fail_embed_calls_like_chat_calls() -> None:
+    """fail, conn_error and timeout turns raise the same classified errors from embed()."""
+    model = ScriptedModel(
+        "openai", "m", [turn.fail(429, retry_after=8), turn.conn_error(), turn.timeout()]
+    )
+    request = EmbeddingRequest("x")
+    with pytest.raises(errors.RateLimited) as limited:
+        await model.embed(request)
+    assert limited.value.retry_after == 8
+    with pytest.raises(errors.ProviderUnavailable):
+        await model.embed(request)
+    with pytest.raises(errors.ProviderTimeout):
+        await model.embed(request)
+
+
+async def test_one_script_serves_chat_and_embed_calls_in_order() -> None:
+    """Chat and embeddings calls share the script; a turn of the wrong kind is a test
+    failure (AssertionError), not a provider error."""
+    model = ScriptedModel("p", "m", [turn.answer("hi"), turn.embedding([[1.0]]), turn.answer("x")])
+    assert (await model.complete(REQUEST)).text == "hi"
+    assert (await model.embed(EmbeddingRequest("x"))).data == [[1.0]]
+    with pytest.raises(AssertionError, match=r"turn 3 \('answer'\) cannot play an embeddings call"):
+        await model.embed(EmbeddingRequest("x"))
+    assert (len(model.requests), len(model.embed_requests), model.calls) == (1, 2, 3)
+    chat_model = ScriptedModel("p", "m", [turn.embedding([[1.0]])])
+    with pytest.raises(AssertionError, match=r"cannot play a chat call"):
+        await chat_model.complete(REQUEST)
 
 
 async def test_prices_are_offered_per_model() -> None:

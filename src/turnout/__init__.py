@@ -10,7 +10,15 @@ from turnout.routing.health import Breaker, Health
 from turnout.routing.record import AttemptEntry, RoutingRecord
 from turnout.routing.route import Route
 from turnout.routing.target import Target
-from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, Message, Usage
+from turnout.wire.model import (
+    ChatChunk,
+    ChatRequest,
+    ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    Message,
+    Usage,
+)
 
 __version__ = "0.1.0"
 
@@ -21,6 +29,8 @@ __all__ = [
     "ChatClient",
     "ChatRequest",
     "ChatResponse",
+    "EmbeddingRequest",
+    "EmbeddingResponse",
     "Health",
     "Message",
     "Route",

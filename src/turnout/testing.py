@@ -17,6 +17,9 @@ a 60 s breaker passes in microseconds::
         response = await health.clock.run(route.complete([Message.user("Why?")]))
         assert response.text == "Roll back deploy 412."
         assert response.routing.outcomes() == [("primary", "failed"), ("backup", "answered")]
+
+The same models serve `Route.embed`: `turn.embedding([[0.1, 0.2]])` answers an embeddings call,
+and `turn.fail(…)`, `turn.hang()`, `turn.conn_error()` and `turn.timeout()` fail one.
 """
 
 from __future__ import annotations
@@ -29,7 +32,15 @@ from turnout.errors import ProviderError
 from turnout.routing.classify import classify_status
 from turnout.routing.clock import Clock, FakeClock, LoopClock
 from turnout.routing.health import DEFAULT_BREAKER, Breaker, Health
-from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, TextPart, Usage
+from turnout.wire.model import (
+    ChatChunk,
+    ChatRequest,
+    ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    TextPart,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
@@ -37,9 +48,21 @@ if TYPE_CHECKING:
 __all__ = ["FakeClock", "IsolatedHealth", "ScriptedModel", "Turn", "isolated_health", "turn"]
 
 TurnKind = Literal[
-    "answer", "fail", "refuse", "hang", "conn_error", "timeout", "stream", "cut", "stall", "sleep"
+    "answer",
+    "fail",
+    "refuse",
+    "hang",
+    "conn_error",
+    "timeout",
+    "stream",
+    "cut",
+    "stall",
+    "sleep",
+    "embedding",
 ]
 REFUSAL_TEXT = "I can't help with that."
+_EMBED_ONLY: frozenset[TurnKind] = frozenset({"embedding"})
+_CHAT_ONLY: frozenset[TurnKind] = frozenset({"answer", "refuse", "stream", "cut", "stall", "sleep"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +85,7 @@ class Turn:
     then: Turn | None = None
     delay: float | None = None
     seconds: float = 0.0
+    vectors: tuple[tuple[float, ...], ...] = ()
 
 
 class turn:  # noqa: N801 - a lowercase namespace reads like the scripts it builds
@@ -102,6 +126,18 @@ class turn:  # noqa: N801 - a lowercase namespace reads like the scripts it buil
             reset_after=reset_after,
             delay=delay,
         )
+
+    @staticmethod
+    def embedding(
+        vectors: Sequence[Sequence[float]],
+        usage: Usage | None = None,
+        *,
+        delay: float | None = None,
+    ) -> Turn:
+        """Answer an embeddings call with `vectors` (one per input, in order). Without `usage`,
+        the usage is estimated (input characters ÷ 4, ≥ 1; no output tokens)."""
+        frozen = tuple(tuple(float(x) for x in vector) for vector in vectors)
+        return Turn("embedding", vectors=frozen, usage=usage, delay=delay)
 
     @staticmethod
     def refuse(*, delay: float | None = None) -> Turn:
@@ -166,13 +202,15 @@ class turn:  # noqa: N801 - a lowercase namespace reads like the scripts it buil
 
 
 class ScriptedModel:
-    """A chat client that plays one scripted `Turn` per call (`complete` or `stream`).
+    """A chat client that plays one scripted `Turn` per call (`complete`, `stream` or `embed`).
 
     `provider` names its account (part of the default health key) and `model` the model it
     answers as when the request names none. `prices` maps models to USD per 1M (input, output)
     tokens, read by `cost_budget` and `lowest-cost`. `clock` is what turn delays sleep on
-    (default: the real clock). `requests` holds every request received, in order. A call after
-    the script ran out raises `AssertionError`.
+    (default: the real clock). `requests` holds every chat request received and
+    `embed_requests` every embeddings request, in order; one script serves both. A call after
+    the script ran out, or a turn of the wrong kind (an `embedding` turn for a chat call, an
+    answer or stream turn for an embeddings call), raises `AssertionError`.
     """
 
     def __init__(
@@ -190,6 +228,8 @@ class ScriptedModel:
         self.prices = dict(prices or {})
         self.clock: Clock = clock if clock is not None else LoopClock()
         self.requests: list[ChatRequest] = []
+        self.embed_requests: list[EmbeddingRequest] = []
+        self._played = 0
 
     def __repr__(self) -> str:
         return f"ScriptedModel({self._provider!r}, {self.model!r}, {len(self.turns)} turns)"
@@ -201,27 +241,39 @@ class ScriptedModel:
 
     @property
     def calls(self) -> int:
-        """How many calls it received."""
-        return len(self.requests)
+        """How many calls it received (chat and embeddings)."""
+        return self._played
 
     @property
     def remaining(self) -> int:
         """How many scripted turns are left."""
-        return len(self.turns) - len(self.requests)
+        return len(self.turns) - self._played
 
     def price_for(self, model: str | None) -> tuple[float, float] | None:
         """USD per 1M (input, output) tokens of `model` (its own model when None), or None."""
         return self.prices.get(model or self.model)
 
-    def _next(self, request: ChatRequest) -> Turn:
-        number = len(self.requests)
+    def _next(self, request: ChatRequest | EmbeddingRequest) -> Turn:
+        number = self._played
         if number >= len(self.turns):
             raise AssertionError(
                 f"ScriptedModel {self._provider}/{self.model}: the script ran out after "
                 f"{len(self.turns)} turns (call {number + 1})"
             )
-        self.requests.append(request)
-        return self.turns[number]
+        self._played += 1
+        if isinstance(request, EmbeddingRequest):
+            self.embed_requests.append(request)
+        else:
+            self.requests.append(request)
+        step = self.turns[number]
+        embedding = isinstance(request, EmbeddingRequest)
+        if step.kind in (_CHAT_ONLY if embedding else _EMBED_ONLY):
+            call = "an embeddings" if embedding else "a chat"
+            raise AssertionError(
+                f"ScriptedModel {self._provider}/{self.model}: turn {number + 1} "
+                f"({step.kind!r}) cannot play {call} call"
+            )
+        return step
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Play the next turn as a whole answer (a stream turn answers with its joined text)."""
@@ -266,6 +318,24 @@ class ScriptedModel:
         if finish is not None:
             usage = step.usage or _estimate(request, "".join(text))
             yield ChatChunk(finish_reason=finish, usage=usage, model=model)
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        """Play the next turn for an embeddings call: `turn.embedding(…)` answers with its
+        vectors; `fail`, `hang`, `conn_error` and `timeout` turns fail as for `complete`."""
+        step = self._next(request)
+        if step.delay:
+            await self.clock.sleep(step.delay)
+        if step.kind != "embedding":
+            await self._misbehave(step)
+            raise AssertionError(f"turn {step.kind!r} cannot end a call")  # pragma: no cover
+        texts = [request.input] if isinstance(request.input, str) else request.input
+        chars = sum(len(text) for text in texts if isinstance(text, str))
+        return EmbeddingResponse(
+            data=[list(vector) for vector in step.vectors],
+            model=request.model or self.model,
+            usage=step.usage or Usage(max(1, chars // 4), 0),
+            provider_request_id=f"{self._provider}-{self._played}",
+        )
 
     async def _joined(self, step: Turn, request: ChatRequest) -> ChatResponse:
         text: list[str] = []
@@ -322,7 +392,7 @@ class ScriptedModel:
             model=request.model or self.model,
             finish_reason=finish_reason,
             usage=usage or _estimate(request, text),
-            provider_request_id=f"{self._provider}-{len(self.requests)}",
+            provider_request_id=f"{self._provider}-{self._played}",
         )
 
 

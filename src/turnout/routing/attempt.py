@@ -11,22 +11,28 @@ admission and counts for nothing; its entry says `cancelled` or `lost_race`.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
 from turnout.routing.classify import classify_exception
 from turnout.routing.deadline import Deadline
+from turnout.wire.model import EmbeddingRequest
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Hashable
+    from typing import TypeAlias
 
+    from turnout.routing.client import EmbeddingClient
     from turnout.routing.health import Admission
     from turnout.routing.record import AttemptEntry
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
-    from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse
+    from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, EmbeddingResponse
 
-__all__ = ["Call", "as_provider_error", "cancelled", "run_complete"]
+    RoutedRequest: TypeAlias = ChatRequest | EmbeddingRequest
+    """What a route is asked: a chat request, or an embeddings request (`Route.embed`)."""
+
+__all__ = ["Call", "as_provider_error", "cancelled", "run_whole"]
 
 
 def as_provider_error(exc: BaseException, *, provider: str, timeout: float | None) -> ProviderError:
@@ -71,11 +77,13 @@ class Call:
     """One call to one target: what was asked, the health admission, its entry and its result.
 
     For streams, `upstream` is the target's chunk iterator and `held` the chunks read before
-    the first token (or the whole stream when it ended before one: `ended`).
+    the first token (or the whole stream when it ended before one: `ended`). An embeddings
+    call's answer is `embedding` (its `response` stays None).
     """
 
     __slots__ = (
         "admission",
+        "embedding",
         "ended",
         "entry",
         "error",
@@ -103,7 +111,7 @@ class Call:
         self,
         route: Route,
         index: int,
-        request: ChatRequest,
+        request: RoutedRequest,
         key: Hashable,
         admission: Admission,
         *,
@@ -126,6 +134,7 @@ class Call:
         self.finished = 0.0
         self.entry: AttemptEntry | None = None
         self.response: ChatResponse | None = None
+        self.embedding: EmbeddingResponse | None = None
         self.error: ProviderError | None = None
         self.error_class: str | None = None
         self.upstream: AsyncIterator[ChatChunk] | None = None
@@ -139,10 +148,10 @@ class Call:
         return call
 
 
-async def run_complete(state: RequestState, call: Call) -> None:
+async def run_whole(state: RequestState, call: Call) -> None:
     """Make `call` as a whole answer under its deadline (the target's `timeout`, cut to the
-    request's): `call.response` or `call.error` is set; a cancellation is recorded and
-    re-raised."""
+    request's): a chat answer (`call.response`) or, for an embeddings request, the vectors
+    (`call.embedding`), else `call.error`; a cancellation is recorded and re-raised."""
     entry = state.start(call)
     target = call.target
     seconds = target.timeout
@@ -152,7 +161,13 @@ async def run_complete(state: RequestState, call: Call) -> None:
     strategy.call_started(call.stats_key)
     deadline = Deadline(state.clock, seconds)
     try:
-        response = await target.client.complete(call.request)
+        request = call.request
+        answer: ChatResponse | EmbeddingResponse
+        if isinstance(request, EmbeddingRequest):
+            client = cast("EmbeddingClient", target.client)
+            answer = call.embedding = await client.embed(request)
+        else:
+            answer = call.response = await target.client.complete(request)
     except asyncio.CancelledError as exc:
         if not deadline.disarm():
             strategy.call_finished(call.stats_key)
@@ -167,9 +182,8 @@ async def run_complete(state: RequestState, call: Call) -> None:
         )
     else:
         deadline.disarm()
-        call.response = response
-        entry.usage = response.usage
-        entry.provider_request_id = response.provider_request_id
+        entry.usage = answer.usage
+        entry.provider_request_id = answer.provider_request_id
     strategy.call_finished(call.stats_key)
     call.finished = state.clock.now()
     entry.duration_ms = int((call.finished - call.started) * 1000)

@@ -11,6 +11,8 @@ Rule 4: `when_all_unhealthy` applies only when every target reached was skipped 
 call was made; each forced probe goes through `Health.admit_forced` (one per key in flight).
 Rule 5: a general fallback route runs only after retryable failures left no target (§3.4 (2));
 context and content fallbacks after their class; at most 3 hops per request.
+Rule 6: an embeddings request walks the same way, its calls whole answers (`run_whole`); it is
+never hedged, and has no refusal or `accept` check (an answer is vectors, not text).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Literal
 
 from turnout.errors import NoDeploymentAvailable, ProviderError
-from turnout.routing.attempt import Call, run_complete
+from turnout.routing.attempt import Call, run_whole
 from turnout.routing.backoff import retry_wait
 from turnout.routing.classify import RETRYABLE
 from turnout.routing.ending import Ending, ending_error
@@ -29,14 +31,15 @@ from turnout.routing.options import MAX_FALLBACKS
 from turnout.routing.request_state import price
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
+from turnout.wire.model import ChatRequest
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Hashable
 
+    from turnout.routing.attempt import RoutedRequest
     from turnout.routing.health import Admission
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
-    from turnout.wire.model import ChatRequest
 
 __all__ = ["RoutePass", "serve"]
 
@@ -144,10 +147,10 @@ class RoutePass:
     async def run(self) -> Call | None:
         """Walk the try order; the winning call, or None with `ending` set."""
         try:
-            if self.route.timeouts.hedge_after is not None:
-                return await race(self)
             state = self.state
-            make = open_stream if state.streaming else run_complete
+            if self.route.timeouts.hedge_after is not None and not state.embedding:
+                return await race(self)
+            make = open_stream if state.streaming else run_whole
             while (call := self.next_call()) is not None:
                 self.calls += 1
                 await make(state, call)
@@ -199,7 +202,7 @@ class RoutePass:
         if self.state.streaming:
             await open_stream(self.state, call)
         else:
-            await run_complete(self.state, call)
+            await run_whole(self.state, call)
 
     # -- choosing the next call
 
@@ -225,7 +228,7 @@ class RoutePass:
             state.skip(self.hop, index, target, "paused")
             return None
         request = state.request
-        if route.screens[index]:
+        if route.screens[index] or state.embedding:
             reason = ineligible_reason(target, request, state.context)
             if reason is not None:
                 self.ineligible.append((target.name, reason))
@@ -248,7 +251,7 @@ class RoutePass:
             return self._skipped(index, wire, key, verdict)
         return self._call(index, wire, key, verdict)
 
-    def _blocked(self, index: int, wire: ChatRequest) -> bool:
+    def _blocked(self, index: int, wire: RoutedRequest) -> bool:
         """Skip (`not_tried`) a target of a credential that failed auth, or over budget."""
         route, state = self.route, self.state
         target = route.targets[index]
@@ -263,7 +266,7 @@ class RoutePass:
         state.skip(self.hop, index, target, "not_tried", blocked)
         return True
 
-    def _skipped(self, index: int, wire: ChatRequest, key: Hashable, skip: Skip) -> Call | None:
+    def _skipped(self, index: int, wire: RoutedRequest, key: Hashable, skip: Skip) -> Call | None:
         """A health skip: recorded with the seconds left, unless the target is parked and the
         last one left after earlier failures (then it is probed anyway)."""
         route, state = self.route, self.state
@@ -281,7 +284,7 @@ class RoutePass:
     def _call(
         self,
         index: int,
-        wire: ChatRequest,
+        wire: RoutedRequest,
         key: Hashable,
         admission: Admission,
         *,
@@ -295,11 +298,17 @@ class RoutePass:
     def _over_budget(self, index: int, model: str | None) -> bool:
         """Would target `index` pass the cost budget? Spent so far + estimated input
         (characters / 4 * input price) + `max_tokens` * output price (prices per 1M tokens).
-        Without a price or `max_tokens` the target is not checked."""
+        Without a price or `max_tokens` (an embeddings request has none) the target is not
+        checked."""
         state = self.state
         request = state.request
         price_for = self.route.price_fors[index]
-        if request.max_tokens is None or price_for is None or state.cost_budget is None:
+        if (
+            not isinstance(request, ChatRequest)
+            or request.max_tokens is None
+            or price_for is None
+            or state.cost_budget is None
+        ):
             return False
         prices = price_for(model or self.route.client_models[index])
         if prices is None:

@@ -7,6 +7,8 @@
    status; else 503 — `UPSTREAM_POOL_EXHAUSTED`). Refused and rejected answers count as failed
    calls with status 502.
 3. Zero calls: 503 `route_exhausted`.
+Every target ineligible ends with `RouteIneligible` (400 `route_ineligible`), or, for an
+embeddings request no target can serve, 400 `embeddings_not_supported` (SPEC §11).
 Every `RouteExhausted` carries `retry_after`: the shortest time until a target that is cooling
 down, open or parked can be asked again (None when there is none).
 """
@@ -16,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from turnout.errors import ProviderError, RouteExhausted, RouteIneligible
+from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
 from turnout.routing.record import SKIP_OUTCOMES
+from turnout.routing.target import NO_EMBEDDINGS
 
 if TYPE_CHECKING:
     from turnout.routing.health import HealthSnapshot
@@ -54,6 +57,13 @@ def ending_error(state: RequestState, ending: Ending) -> BaseException:
         ending.error.routing = record
         return ending.error
     if ending.kind == "ineligible":
+        if state.embedding and all(reason == NO_EMBEDDINGS for _, reason in ending.reasons):
+            return RoutingError(
+                f'no target of route "{route}" serves embeddings',
+                status=400,
+                code="embeddings_not_supported",
+                routing=record,
+            )
         listed = ", ".join(f"{name} is ineligible ({reason})" for name, reason in ending.reasons)
         return RouteIneligible(
             f'no target of route "{route}" can take this request: {listed}', routing=record

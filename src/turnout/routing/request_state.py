@@ -20,15 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.errors import ProviderError
 from turnout.routing.record import AttemptEntry, RoutingRecord
+from turnout.wire.model import EmbeddingRequest
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterable
 
-    from turnout.routing.attempt import Call
+    from turnout.routing.attempt import Call, RoutedRequest
     from turnout.routing.health import Health
     from turnout.routing.route import Route
     from turnout.routing.target import Target
-    from turnout.wire.model import ChatRequest, ChatResponse, Usage
+    from turnout.wire.model import ChatResponse, EmbeddingResponse, Usage
 
 __all__ = ["RequestState", "describe", "new_request_id", "price"]
 
@@ -60,7 +61,10 @@ new_request_id = _request_ids.next
 class RequestState:
     """What one routed request shares across its calls and fallback hops: the routing record,
     the request budget (`max_attempts`, `request_timeout`, `cost_budget` of the first route),
-    money spent so far, and the errors of failed calls (for the ending, SPEC §3.4)."""
+    money spent so far, and the errors of failed calls (for the ending, SPEC §3.4).
+
+    `embedding` is True for an embeddings request (`Route.embed`): its calls are whole answers,
+    never hedged, refused or rejected."""
 
     __slots__ = (
         "calls",
@@ -69,6 +73,7 @@ class RequestState:
         "context",
         "cost_budget",
         "deadline",
+        "embedding",
         "errors",
         "hops",
         "max_attempts",
@@ -85,7 +90,7 @@ class RequestState:
     def __init__(
         self,
         route: Route,
-        request: ChatRequest,
+        request: RoutedRequest,
         *,
         context: Any,
         session_id: str | None,
@@ -95,6 +100,7 @@ class RequestState:
         self.request = request
         self.context = context
         self.streaming = streaming
+        self.embedding = isinstance(request, EmbeddingRequest)
         clock = self.clock = route.clock
         timeout = route.timeouts.request
         self.deadline = None if timeout is None else clock.now() + timeout
@@ -177,7 +183,7 @@ class RequestState:
         attempts.append(entry)
         return entry
 
-    def answered(self, call: Call, response: ChatResponse | None) -> None:
+    def answered(self, call: Call, response: ChatResponse | EmbeddingResponse | None) -> None:
         """Fill the record for the serving call (its usage billed, the others discarded)."""
         record = self.record
         entry = call.entry

@@ -2,7 +2,7 @@
 
 A route is built once (every option validated here, raising `ConfigError`) and then serves any
 number of concurrent requests; the per-request walk lives in `routing.driver`. A `Route` is
-itself a `ChatClient`, so it can be another route's target.
+itself a `ChatClient` (and an `EmbeddingClient`), so it can be another route's target.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from turnout.routing.options import (
 from turnout.routing.request_state import RequestState
 from turnout.routing.strategies import Candidate, strategy_from_config, try_order, validate_weights
 from turnout.routing.stream import routed_stream
-from turnout.routing.target import Target
-from turnout.wire.model import ChatRequest
+from turnout.routing.target import Target, serves_embeddings
+from turnout.wire.model import ChatRequest, EmbeddingRequest
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from turnout.routing.clock import Clock
     from turnout.routing.record import RoutingRecord
     from turnout.routing.strategies import Strategy
-    from turnout.wire.model import ChatChunk, ChatResponse, Message
+    from turnout.wire.model import ChatChunk, ChatResponse, EmbeddingResponse, Message
 
 __all__ = ["Route", "Target", "as_request", "process_health"]
 
@@ -59,7 +59,8 @@ def as_request(request: ChatRequest | Sequence[Message], params: Any) -> ChatReq
 
 
 class Route:
-    """A named, ordered list of targets plus a policy; an async chat client.
+    """A named, ordered list of targets plus a policy; an async chat client (`complete`,
+    `stream`) that also routes embeddings (`embed`).
 
     Options (SPEC §7.3; times in seconds):
 
@@ -234,6 +235,12 @@ class Route:
         """A route used as a target is its own provider: its name."""
         return self.name
 
+    @property
+    def supports_embeddings(self) -> bool:
+        """True when some target can serve embeddings (a route used as another route's
+        target is ineligible for embeddings requests otherwise)."""
+        return any(serves_embeddings(target) for target in self.targets)
+
     # -- serving
 
     async def complete(
@@ -280,6 +287,41 @@ class Route:
         request = as_request(request, params)
         state = RequestState(self, request, context=context, session_id=session_id, streaming=True)
         return routed_stream(self, state, serve)
+
+    async def embed(
+        self,
+        request: EmbeddingRequest | str | list[str],
+        *,
+        context: Any = None,
+        session_id: str | None = None,
+    ) -> EmbeddingResponse:
+        """Route one embeddings request and return the vectors (`response.routing` is the
+        record); a string or a list of strings is wrapped into `EmbeddingRequest(input=…)`.
+
+        The walk is `complete`'s (strategy, health, classification, `retry_on`, same-target
+        retries, `max_attempts`, deadlines, `fallbacks`, `on_routed`), except that there is no
+        hedging (`hedge_after` is ignored), no refusal and no `accept` check. A target whose
+        client has no `embed`, says `supports_embeddings = False`, or declares `capabilities`
+        without `embeddings` is `ineligible` ("no embeddings"); when that leaves no target,
+        raises `RoutingError` 400 `embeddings_not_supported`. `context_window` and `cost_budget`
+        are not checked (an embeddings request has no `max_tokens`); `eligible` receives the
+        `EmbeddingRequest`. The record's `usage` is the serving call's and its `cost` is priced
+        at the model's input price. Other failures raise as `complete` does (§3.4).
+        """
+        if not isinstance(request, EmbeddingRequest):
+            request = EmbeddingRequest(input=request)
+        state = RequestState(self, request, context=context, session_id=session_id, streaming=False)
+        try:
+            call = await serve(self, state)
+        except BaseException as exc:
+            state.close(exc)
+            raise
+        response = call.embedding
+        assert response is not None
+        state.answered(call, response)
+        response.routing = state.record
+        state.close(None)
+        return response
 
     # -- used by the driver
 

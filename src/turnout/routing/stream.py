@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from turnout.errors import ProviderError, StreamBroken, StreamRejected
 from turnout.routing.attempt import as_provider_error, cancelled
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from turnout.routing.attempt import Call
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
-    from turnout.wire.model import Usage
+    from turnout.wire.model import ChatRequest, Usage
 
 __all__ = ["open_stream", "routed_stream"]
 
@@ -52,7 +52,7 @@ async def open_stream(state: RequestState, call: Call) -> None:
     upstream: AsyncIterator[ChatChunk] | None = None
     try:
         async with call_deadline(clock, seconds):
-            upstream = aiter(target.client.stream(call.request))
+            upstream = aiter(target.client.stream(cast("ChatRequest", call.request)))
             while True:
                 try:
                     chunk = await anext(upstream)

@@ -7,7 +7,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from turnout.errors import ConfigError
-from turnout.wire.model import ImagePart
+from turnout.wire.model import EmbeddingRequest, ImagePart
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -16,10 +16,19 @@ if TYPE_CHECKING:
     from turnout.routing.client import ChatClient
     from turnout.wire.model import ChatRequest
 
-__all__ = ["CAPABILITIES", "Target", "ineligible_reason", "needed_capabilities"]
+__all__ = [
+    "CAPABILITIES",
+    "NO_EMBEDDINGS",
+    "Target",
+    "ineligible_reason",
+    "needed_capabilities",
+    "serves_embeddings",
+]
 
 CAPABILITIES: Final = frozenset({"tools", "vision", "json_schema", "embeddings"})
 """What a target may declare in `capabilities`."""
+NO_EMBEDDINGS: Final = "no embeddings"
+"""The reason a target that cannot serve embeddings is ineligible for an embeddings request."""
 MAX_RETRIES: Final = 9
 
 
@@ -40,8 +49,10 @@ class Target:
     - `context_window` (tokens): a request whose estimated prompt (characters ÷ 4) plus
       `max_tokens` exceeds it makes the target ineligible.
     - `capabilities`: a subset of `tools`, `vision`, `json_schema`, `embeddings` (None = assume
-      all); a request needing one the target lacks makes it ineligible.
+      all); a request needing one the target lacks makes it ineligible (an embeddings request
+      needs `embeddings`, and a client with `embed`).
     - `eligible(request, context) -> reason | None`: your own rule; a reason skips the target.
+      For `Route.embed` it receives the `EmbeddingRequest`.
     """
 
     name: str
@@ -131,9 +142,29 @@ def needed_capabilities(request: ChatRequest) -> frozenset[str]:
     return frozenset(needed)
 
 
-def ineligible_reason(target: Target, request: ChatRequest, context: Any) -> str | None:
-    """Why `target` cannot take `request` (capabilities, context window, its own `eligible`
-    rule, in that order), or None when it can."""
+def serves_embeddings(target: Target) -> bool:
+    """True when `target` can serve embeddings: its client has `embed`, does not say
+    `supports_embeddings = False`, and the target's declared `capabilities` (if any) include
+    `embeddings`."""
+    client = target.client
+    if not hasattr(client, "embed") or getattr(client, "supports_embeddings", True) is False:
+        return False
+    return target.capabilities is None or "embeddings" in target.capabilities
+
+
+def ineligible_reason(
+    target: Target, request: ChatRequest | EmbeddingRequest, context: Any
+) -> str | None:
+    """Why `target` cannot take `request`, or None when it can.
+
+    A chat request checks capabilities, the context window and the target's own `eligible`
+    rule, in that order; an embeddings request checks that the target serves embeddings
+    (`NO_EMBEDDINGS`), then its `eligible` rule.
+    """
+    if isinstance(request, EmbeddingRequest):
+        if not serves_embeddings(target):
+            return NO_EMBEDDINGS
+        return _own_rule(target, request, context)
     if target.capabilities is not None:
         missing = needed_capabilities(request) - target.capabilities
         if missing:
@@ -149,3 +180,11 @@ def ineligible_reason(target: Target, request: ChatRequest, context: Any) -> str
     if target.eligible is not None:
         return target.eligible(request, context)
     return None
+
+
+def _own_rule(target: Target, request: EmbeddingRequest, context: Any) -> str | None:
+    """The target's `eligible` rule, given an embeddings request (documented on `Target`)."""
+    if target.eligible is None:
+        return None
+    rule: Callable[[Any, Any], str | None] = target.eligible
+    return rule(request, context)
