@@ -27,11 +27,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"turnout {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser(
+    demo = commands.add_parser(
         "demo",
-        help="routed calls over scripted models, each routing record printed as a table",
-        description="Run a few routed calls over scripted models (offline, instant, no keys).",
+        help="a gateway over failing mock providers, each routing record printed as a table",
+        description="Start a gateway in front of a mock upstream that fails on cue and call it "
+        "through the official SDKs: a 429 that fails over, a breaker that opens, a stream "
+        "(offline, no keys; needs the openai SDK: pip install 'turnout[demo]').",
     )
+    demo.add_argument(
+        "--library",
+        action="store_true",
+        help="the in-process library demo instead: Route over scripted models on a fake clock",
+    )
+    demo.add_argument(
+        "--anthropic",
+        action="store_true",
+        help="also call /v1/messages through the Anthropic SDK (needs the anthropic package)",
+    )
+    from turnout.gateway.commands import add_check_parser, add_routes_parser  # noqa: PLC0415
+    from turnout.gateway.commands_serve import add_serve_parser  # noqa: PLC0415
+
+    add_serve_parser(commands)
+    add_check_parser(commands)
+    add_routes_parser(commands)
     _add_mock_upstream(commands)
     _add_import(commands)
     _add_keys(commands)
@@ -102,8 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from turnout.demo import run_demo  # noqa: PLC0415 - keep `turnout --version` light
 
-        run_demo()
-        return 0
+        return run_demo(library=args.library, anthropic=args.anthropic)
     if args.command == "mock-upstream":
         from turnout.mock_upstream.server import run  # noqa: PLC0415 - only when serving
 
@@ -114,6 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_import_litellm(args.file, sys.stdout)
     if args.command == "keys":
         return _run_keys(args)
+    if args.command in ("serve", "check", "routes"):
+        from turnout.gateway import commands, commands_serve  # noqa: PLC0415
+
+        run = {
+            "serve": commands_serve.main_serve,
+            "check": commands.main_check,
+            "routes": commands.main_routes,
+        }[args.command]
+        return run(args)
     parser.print_help(sys.stderr)
     return 2
 

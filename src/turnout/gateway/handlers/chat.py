@@ -1,0 +1,121 @@
+"""`POST /v1/chat/completions` and `POST /v1/messages`: one routed chat request (SPEC §5).
+
+The body is decoded with the caller's codec into a neutral request that keeps the caller's own
+bytes (`source`), so a target of the same format receives them with only `model` replaced;
+the answer comes back as the upstream's own bytes with the `routing` object spliced in, or is
+re-encoded when the serving target spoke another format.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from turnout.errors import InvalidRequest
+from turnout.gateway.handlers.exchange import check_access
+from turnout.gateway.respond import (
+    JSON,
+    Reply,
+    invalid_request,
+    routing_headers,
+    routing_object,
+    splice_routing,
+)
+from turnout.gateway.streaming import stream_answer
+from turnout.state.sessions import SESSION_HEADERS, session_id_from
+from turnout.wire.model import RawBody
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from turnout.gateway.client_formats import ClientFormat
+    from turnout.gateway.handlers.exchange import Exchange
+    from turnout.wire.model import ChatRequest, ChatResponse
+
+__all__ = ["answer_reply", "decode_body", "handle_chat", "parse_json", "session_of"]
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    """The request body as a JSON object, or 400 `invalid_request`."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise invalid_request(f"request body: invalid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise invalid_request("request body: expected a JSON object")
+    return value
+
+
+def decode_body(exchange: Exchange) -> tuple[ChatRequest, dict[str, Any]]:
+    """The caller's body as a neutral request whose `source` is the caller's own bytes (with
+    the headers a same-format target must receive), and the parsed body."""
+    fmt = exchange.fmt
+    obj = parse_json(exchange.body)
+    try:
+        request = fmt.decode(obj)
+    except InvalidRequest as exc:
+        raise invalid_request(exc.message) from exc
+    request.source = RawBody(fmt.name, exchange.body, _forwarded(exchange.headers, fmt))
+    return request, obj
+
+
+def _forwarded(headers: Mapping[str, str], fmt: ClientFormat) -> tuple[tuple[str, str], ...]:
+    if not fmt.forwarded_headers:
+        return ()
+    return tuple((name, headers[name]) for name in fmt.forwarded_headers if name in headers)
+
+
+def session_of(headers: Mapping[str, str], request: ChatRequest | None) -> str | None:
+    """The request's session id (SPEC §7.4, `session_id_from`), skipping the search when no
+    header names one and the body has no user (the common case)."""
+    user = request.user if request is not None else None
+    if user is None and not any(name in headers for name in SESSION_HEADERS):
+        return None
+    return session_id_from(headers, request)
+
+
+def _include_usage(obj: Mapping[str, Any]) -> bool:
+    options = obj.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
+async def handle_chat(exchange: Exchange) -> None:
+    """Authenticate, decode, resolve, route, and answer (whole or streamed)."""
+    caller = exchange.caller()
+    request, obj = decode_body(exchange)
+    runtime = exchange.runtime
+    resolution = runtime.resolve(request.model, endpoint=exchange.fmt.endpoint, caller=caller)
+    check_access(exchange.settings, caller, resolution)
+    session_id = session_of(exchange.headers, request)
+    route = resolution.route
+    if request.stream:
+        await stream_answer(
+            exchange,
+            route,
+            request,
+            session_id=session_id,
+            include_usage=_include_usage(obj),
+            commit_on_headers=resolution.entry.commit_on_headers,
+        )
+        return
+    response = await route.complete(request, session_id=session_id)
+    await exchange.reply(answer_reply(exchange.fmt, response))
+
+
+def answer_reply(fmt: ClientFormat, response: ChatResponse) -> Reply:
+    """A whole answer for the caller: the upstream's bytes with `routing` spliced in when the
+    serving target spoke `fmt`, else re-encoded; `model` is the model that served."""
+    record = response.routing
+    assert record is not None, "a routed answer carries its routing record"
+    model = record.served_model or response.model or ""
+    routing = routing_object(record)
+    raw = response.raw
+    if raw is not None and response.raw_format == fmt.name:
+        body = splice_routing(raw, routing, model)
+    else:
+        encoded = fmt.encode(response, model)
+        encoded["routing"] = routing
+        body = orjson.dumps(encoded)
+    headers = routing_headers(record, target=record.answered, model=model, with_cost=True)
+    return Reply(200, [JSON, *headers], body)

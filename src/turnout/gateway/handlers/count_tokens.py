@@ -1,0 +1,62 @@
+"""`POST /v1/messages/count_tokens` (SPEC §5.1): the first target of the resolved route that
+speaks Anthropic Messages answers, without failover; with none, 404 in Anthropic's format.
+Never a made-up count (S1-94)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from turnout.errors import RoutingError
+from turnout.gateway.handlers.chat import decode_body
+from turnout.gateway.handlers.exchange import check_access, request_id_header
+from turnout.gateway.respond import header_value, json_reply
+from turnout.routing.request_state import new_request_id
+
+if TYPE_CHECKING:
+    from turnout.gateway.handlers.exchange import Exchange
+    from turnout.routing.route import Route
+    from turnout.routing.target import Target
+
+__all__ = ["counting_target", "handle_count_tokens"]
+
+_FORMAT = "anthropic-messages"
+
+
+def counting_target(route: Route) -> Target | None:
+    """The first target of `route` whose provider speaks Anthropic Messages and counts tokens."""
+    for target in route.targets:
+        client: Any = target.client
+        if getattr(client, "wire_format", None) == _FORMAT and hasattr(client, "count_tokens"):
+            return target
+    return None
+
+
+async def handle_count_tokens(exchange: Exchange) -> None:
+    """Count the prompt's input tokens upstream; `{"input_tokens": n}`."""
+    caller = exchange.caller()
+    request, _ = decode_body(exchange)
+    # Resolved as chat (every target), so that a route without an Anthropic target is a 404
+    # here rather than the messages endpoint's NO_ROUTE.
+    resolution = exchange.runtime.resolve(request.model, endpoint="chat", caller=caller)
+    check_access(exchange.settings, caller, resolution)
+    route = resolution.route
+    target = counting_target(route)
+    if target is None:
+        raise RoutingError(
+            f'no target of route "{route.name}" speaks Anthropic Messages, so its tokens '
+            "cannot be counted",
+            status=404,
+            code="NOT_FOUND",
+        )
+    if target.model is not None:
+        request.model = target.model
+    client: Any = target.client
+    count = await client.count_tokens(request)
+    model = request.model or ""
+    headers = [
+        request_id_header(new_request_id()),
+        (b"x-turnout-route", header_value(route.name)),
+        (b"x-turnout-target", header_value(target.name)),
+        (b"x-turnout-model", header_value(model)),
+    ]
+    await exchange.reply(json_reply(200, {"input_tokens": count}, headers))

@@ -1,0 +1,64 @@
+"""`POST /v1/embeddings` (SPEC §5.1): the resolved route's embeddings targets, with the same
+failover, health and routing record as chat (S4), through `Route.embed`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import orjson
+
+from turnout.errors import InvalidRequest
+from turnout.gateway.handlers.chat import parse_json, session_of
+from turnout.gateway.handlers.exchange import check_access
+from turnout.gateway.respond import (
+    JSON,
+    Reply,
+    invalid_request,
+    routing_headers,
+    routing_object,
+    splice_routing,
+)
+from turnout.wire import openai_embeddings
+from turnout.wire.model import RawBody
+
+if TYPE_CHECKING:
+    from turnout.gateway.handlers.exchange import Exchange
+    from turnout.wire.model import EmbeddingResponse
+
+__all__ = ["embeddings_reply", "handle_embeddings"]
+
+
+async def handle_embeddings(exchange: Exchange) -> None:
+    """Authenticate, decode, resolve (`embeddings`), route, and answer with `routing`."""
+    caller = exchange.caller()
+    obj = parse_json(exchange.body)
+    try:
+        request = openai_embeddings.decode_request(obj)
+    except InvalidRequest as exc:
+        raise invalid_request(exc.message) from exc
+    request.source = RawBody(openai_embeddings.FORMAT, exchange.body)
+    resolution = exchange.runtime.resolve(request.model, endpoint="embeddings", caller=caller)
+    check_access(exchange.settings, caller, resolution)
+    session_id = session_of(exchange.headers, None)
+    response = await resolution.route.embed(request, session_id=session_id)
+    await exchange.reply(embeddings_reply(response, request.encoding_format))
+
+
+def embeddings_reply(response: EmbeddingResponse, encoding_format: str | None) -> Reply:
+    """The upstream's embeddings body (the caller's own request reached it, so it is in the
+    form asked for) with `routing` spliced in, or one encoded in `encoding_format` when the
+    provider handed back no bytes; and the routing headers."""
+    record = response.routing
+    assert record is not None, "a routed answer carries its routing record"
+    model = record.served_model or response.model or ""
+    routing = routing_object(record)
+    if response.raw is not None:
+        body = splice_routing(response.raw, routing, model)
+    else:
+        encoded = openai_embeddings.encode_response(
+            response, model=model, encoding_format=encoding_format
+        )
+        encoded["routing"] = routing
+        body = orjson.dumps(encoded)
+    headers = routing_headers(record, target=record.answered, model=model, with_cost=True)
+    return Reply(200, [JSON, *headers], body)

@@ -1,0 +1,22 @@
+"""`GET /v1/models`: the models this caller could use, in OpenAI's list shape (SPEC §5.1)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from turnout.gateway.respond import json_reply
+
+if TYPE_CHECKING:
+    from turnout.gateway.handlers.exchange import Exchange
+
+__all__ = ["handle_models"]
+
+
+async def handle_models(exchange: Exchange) -> None:
+    """`{"object": "list", "data": [{"id", "object": "model", "created": 0, "owned_by"}]}`."""
+    caller = exchange.caller()
+    models = exchange.runtime.models(caller)
+    data = [
+        {"id": model, "object": "model", "created": 0, "owned_by": "turnout"} for model in models
+    ]
+    await exchange.reply(json_reply(200, {"object": "list", "data": data}))

@@ -1,0 +1,146 @@
+"""`turnout serve`: its options, the start-up lines, and configuration errors (SPEC §10, §12)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from tests.gateway._app_support import mock_provider, runtime_of
+from turnout.errors import ConfigError
+from turnout.gateway.app import GatewayApp
+from turnout.gateway.commands_serve import add_serve_parser, main_serve
+from turnout.gateway.server import CONFIG_ENV, app_factory, banner, worker_warning
+
+if TYPE_CHECKING:
+    from collections.abc import MutableMapping
+    from pathlib import Path
+
+    import pytest
+
+    from turnout.gateway.runtime import Runtime
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_serve_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["serve", *argv])
+
+
+CONFIG: dict[str, Any] = {
+    "providers": [mock_provider("m")],
+    "routes": [{"name": "r", "models": ["x"], "targets": [{"provider": "m"}]}],
+}
+
+
+def test_serve_options() -> None:
+    """`--config`, `--host`, `--port` and `--workers` parse; the address defaults to the config."""
+    args = _parse("--config", "t.yaml", "--host", "10.1.2.3", "--port", "8080", "--workers", "4")
+    assert (args.config, args.host, args.port, args.workers) == ("t.yaml", "10.1.2.3", 8080, 4)
+    defaults = _parse()
+    assert (defaults.config, defaults.host, defaults.port, defaults.workers) == (
+        None,
+        None,
+        None,
+        1,
+    )
+
+
+def test_banner_names_the_address_routes_and_auth() -> None:
+    """One line: where it listens, how many routes, which auth."""
+    line = banner(runtime_of(CONFIG), "127.0.0.1", 4000)
+    assert line == "turnout serving on http://127.0.0.1:4000 (1 route, auth=open)"
+
+
+def test_several_workers_without_redis_warn() -> None:
+    """SPEC §10: state is per worker without Redis; one worker or Redis says nothing."""
+    memory = runtime_of(CONFIG)
+    shared = runtime_of({**CONFIG, "state": "redis://127.0.0.1:6379/0"})
+    warning = worker_warning(memory, 4)
+    assert warning is not None
+    assert "per worker" in warning
+    assert worker_warning(memory, 1) is None
+    assert worker_warning(shared, 4) is None
+
+
+def test_invalid_config_prints_every_error_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad file never starts a server: each error with its path on stderr, exit status 1."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(
+        "providers:\n  - {name: m, kind: mock}\n"
+        "routes:\n  - name: r\n    targets: [{provider: nowhere, max_retries: 12}]\n"
+    )
+    assert main_serve(_parse("--config", str(path))) == 1
+    err = capsys.readouterr().err
+    assert "routes[0].targets[0].max_retries" in err
+
+
+def test_missing_config_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file that cannot be read is an error, not a traceback."""
+    assert main_serve(_parse("--config", str(tmp_path / "absent.yaml"))) == 1
+    assert "absent.yaml" in capsys.readouterr().err
+
+
+def test_zero_workers_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--workers 0` is a usage error."""
+    assert main_serve(_parse("--workers", "0")) == 2
+    assert "--workers" in capsys.readouterr().err
+
+
+async def _lifespan(app: GatewayApp) -> list[str]:
+    """Drive one lifespan (startup, then shutdown); the messages the app sent back."""
+    inbox = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent: list[str] = []
+
+    async def receive() -> dict[str, Any]:
+        return inbox.pop(0)
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["type"])
+
+    await app({"type": "lifespan"}, receive, send)
+    return sent
+
+
+async def test_lifespan_builds_the_runtime_and_closes_it() -> None:
+    """A worker's app builds its runtime at startup and closes its pools at shutdown."""
+    runtime = runtime_of(CONFIG)
+    closed: list[bool] = []
+
+    async def aclose() -> None:
+        closed.append(True)
+
+    runtime.providers["m"].aclose = aclose
+    app = GatewayApp(load=lambda: runtime)
+    assert await _lifespan(app) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert app.runtime is runtime
+    assert closed == [True]
+
+
+async def test_lifespan_reports_a_runtime_that_cannot_load() -> None:
+    """A configuration that fails in a worker stops the server with the reason."""
+
+    def broken() -> Runtime:
+        raise ConfigError("providers[0].kind: unknown")
+
+    assert await _lifespan(GatewayApp(load=broken)) == ["lifespan.startup.failed"]
+
+
+async def test_app_factory_loads_the_configured_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`app_factory` (one per worker) reads the file named by TURNOUT_CONFIG."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(
+        "server: {auth: open}\nproviders: [{name: m, kind: mock}]\n"
+        "routes: [{name: only, models: [x], targets: [{provider: m}]}]\n"
+    )
+    monkeypatch.setenv(CONFIG_ENV, str(path))
+    app = app_factory()
+    before = app.runtime
+    await _lifespan(app)
+    after = app.runtime
+    assert before is None
+    assert after is not None
+    assert list(after.routes) == ["only"]
