@@ -25,10 +25,9 @@ from turnout.gateway.access import RouteModels, check_bindings, route_models
 from turnout.gateway.keys import KeyRing
 from turnout.gateway.policies import Policies
 from turnout.gateway.route_plan import messages_split, plan_routes
-from turnout.mock_upstream.faults import parse_fault
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from turnout.config.schema import FileConfig, ProviderConfig
     from turnout.gateway.route_plan import RoutePlan
@@ -148,7 +147,18 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
             errors.append(
                 (f"{base}.prices.{model}", "a price is for one model name, without '*' or spaces")
             )
-    for i, item in enumerate(provider.script):
+    if provider.script:
+        errors.extend(_script_problems(base, provider.script))
+    return errors
+
+
+def _script_problems(base: str, script: Sequence[Mapping[str, Any]]) -> Problems:
+    """A mock provider's script steps, checked against the mock upstream's fault grammar."""
+    # Imported here: loading the mock upstream with this module would load it into every gateway.
+    from turnout.mock_upstream.faults import parse_fault  # noqa: PLC0415
+
+    errors: Problems = []
+    for i, item in enumerate(script):
         try:
             parse_fault(_step(item))
         except ValueError as exc:

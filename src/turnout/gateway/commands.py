@@ -13,16 +13,14 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from turnout.config.load import load_config
 from turnout.errors import ConfigError, RoutingError
-from turnout.gateway.keys import Caller
-from turnout.gateway.runtime import Runtime
 from turnout.routing.strategies import try_order
 
 if TYPE_CHECKING:
     import argparse
 
-    from turnout.gateway.runtime import Resolution, RouteEntry
+    from turnout.gateway.keys import Caller
+    from turnout.gateway.runtime import Resolution, RouteEntry, Runtime
     from turnout.routing.route import Route
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -69,6 +67,11 @@ def add_routes_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 
 def main_check(args: argparse.Namespace) -> int:
     """Run `turnout check`; returns the exit status (1 on any error)."""
+    # Imported when run, not with the module: the command line builds every subcommand's
+    # parser, and `turnout serve` loads these itself (see `main_serve`).
+    from turnout.config.load import load_config  # noqa: PLC0415
+    from turnout.gateway.runtime import Runtime  # noqa: PLC0415
+
     out = sys.stdout
     try:
         config = load_config(args.file)
@@ -97,6 +100,9 @@ def _count(number: int, noun: str) -> str:
 def main_routes(args: argparse.Namespace) -> int:
     """Run `turnout routes`; returns the exit status (1 when the model has no route or the
     configuration is invalid)."""
+    from turnout.config.load import load_config  # noqa: PLC0415 - see main_check
+    from turnout.gateway.runtime import Runtime  # noqa: PLC0415
+
     out = sys.stdout
     try:
         if args.config:
@@ -119,6 +125,8 @@ def main_routes(args: argparse.Namespace) -> int:
 
 
 def _caller(runtime: Runtime, key: str) -> Caller:
+    from turnout.gateway.keys import Caller  # noqa: PLC0415 - see main_check
+
     for index, config in enumerate(runtime.config.keys):
         if config.name == key:
             return Caller.from_config(config, runtime.project, path=f"keys[{index}]")

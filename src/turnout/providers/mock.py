@@ -19,15 +19,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from turnout.errors import ConfigError, ProviderError
-from turnout.mock_upstream.app import MockUpstreamApp
-from turnout.mock_upstream.exchange import Request
-from turnout.mock_upstream.faults import ANY_MODEL
 from turnout.providers.base import ANTHROPIC_MESSAGES, OPENAI_CHAT, EmbeddingsSupport
 from turnout.providers.transport import HttpReply
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
+    from turnout.mock_upstream.app import MockUpstreamApp
+    from turnout.mock_upstream.exchange import Request
     from turnout.mock_upstream.log import LoggedRequest
     from turnout.providers.transport import StreamReply
     from turnout.routing.clock import Clock
@@ -166,6 +165,8 @@ class MemoryTransport:
     def _begin(
         self, url: str, body: bytes, headers: Mapping[str, str]
     ) -> tuple[_MemoryExchange, asyncio.Task[None]]:
+        from turnout.mock_upstream.exchange import Request  # noqa: PLC0415 - see MockProvider
+
         parts = urlsplit(url)
         request = Request(
             "POST",
@@ -254,6 +255,11 @@ class MockProvider(EmbeddingsSupport):
         codecs = {"openai-chat": OPENAI_CHAT, "anthropic-messages": ANTHROPIC_MESSAGES}
         if wire not in codecs:
             raise ConfigError(f"wire: must be one of {', '.join(codecs)} (got {wire!r})")
+        # Imported here, not with the module: a gateway without a mock provider never loads
+        # the mock upstream (it is tens of milliseconds of start-up).
+        from turnout.mock_upstream.app import MockUpstreamApp  # noqa: PLC0415
+        from turnout.mock_upstream.faults import ANY_MODEL  # noqa: PLC0415
+
         self.app = MockUpstreamApp(log_limit=1000, hold_limit=_HOLD, clock=clock)
         if script:
             self.app.faults.script(ANY_MODEL, script)
@@ -283,6 +289,8 @@ class MockProvider(EmbeddingsSupport):
 
     def script(self, *steps: str) -> None:
         """Queue more fault steps for the next calls."""
+        from turnout.mock_upstream.faults import ANY_MODEL  # noqa: PLC0415 - see __init__
+
         self.app.faults.script(ANY_MODEL, steps)
 
     @property

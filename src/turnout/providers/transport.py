@@ -252,6 +252,9 @@ class AiohttpTransport:
             timeout=self._timeout,
             auto_decompress=True,
             skip_auto_headers=("User-Agent",),
+            # One session carries every caller's calls: a cookie set by an answer to one caller
+            # must never ride along on another's call (and no jar is cheaper per request).
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
         self._loop = loop
         return self._session
