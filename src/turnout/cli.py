@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--library",
+        dest="engine_only",
         action="store_true",
         help="the in-process library demo instead: Route over scripted models on a fake clock",
     )
@@ -120,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from turnout.demo import run_demo  # noqa: PLC0415 - keep `turnout --version` light
 
-        return run_demo(library=args.library, anthropic=args.anthropic)
+        return run_demo(library=args.engine_only, anthropic=args.anthropic)
     if args.command == "mock-upstream":
         from turnout.mock_upstream.server import run  # noqa: PLC0415 - only when serving
 
