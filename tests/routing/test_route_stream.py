@@ -222,7 +222,7 @@ async def test_closing_a_committed_stream_early_records_cancelled() -> None:
     stream = route.stream(QUESTION)
     first = await clock.run(anext(stream))
     assert first.delta == "one "
-    await stream.aclose()  # type: ignore[attr-defined]
+    await stream.aclose()
     assert len(seen) == 1
     assert seen[0].attempts[0].outcome == "cancelled"
     assert seen[0].attempts[0].committed
@@ -256,3 +256,33 @@ async def test_a_stream_answer_turn_and_a_complete_over_a_stream_turn_interopera
     response = await health.clock.run(route.complete(QUESTION))
     chunks = await health.clock.run(collect(route.stream(QUESTION), []))
     assert (response.text, text(chunks)) == ("ab", "whole")
+
+
+async def test_the_stream_holds_its_routing_record_at_the_first_chunk() -> None:
+    """route.stream(...).routing already lists the failed attempt when the first chunk arrives."""
+    health = isolated_health()
+    route = Route(
+        "r",
+        [
+            Target("a", scripted("a", turn.fail(429))),
+            Target("b", scripted("b", turn.stream(["Roll ", "back."]))),
+        ],
+        health=health,
+    )
+    stream = route.stream(QUESTION)
+    assert stream.routing.route == "r"
+
+    async def first_then_rest() -> tuple[list[tuple[str, str]], ChatChunk | None]:
+        first = await anext(stream)
+        seen = [(entry.target, entry.outcome) for entry in stream.routing.attempts]
+        last = None
+        async for chunk in stream:
+            last = chunk
+        assert first.delta == "Roll "
+        return seen, last
+
+    seen, last = await health.clock.run(first_then_rest())
+    assert seen[0] == ("a", "failed")
+    assert seen[1][0] == "b"
+    assert last is not None
+    assert last.routing is stream.routing

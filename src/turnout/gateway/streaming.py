@@ -29,9 +29,6 @@ from turnout.gateway.respond import (
     problem_for,
     routing_headers,
 )
-from turnout.routing.driver import serve
-from turnout.routing.request_state import RequestState
-from turnout.routing.stream import routed_stream
 from turnout.wire.sse import KEEPALIVE
 
 if TYPE_CHECKING:
@@ -45,7 +42,7 @@ if TYPE_CHECKING:
     from turnout.routing.route import Route
     from turnout.wire.model import ChatChunk, ChatRequest
 
-__all__ = ["SSE_HEADERS", "open_routed_stream", "stream_answer"]
+__all__ = ["SSE_HEADERS", "stream_answer"]
 
 SSE_HEADERS: tuple[Header, ...] = (
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -54,14 +51,6 @@ SSE_HEADERS: tuple[Header, ...] = (
 )
 
 
-def open_routed_stream(
-    route: Route, request: ChatRequest, session_id: str | None
-) -> tuple[RoutingRecord, AsyncIterator[ChatChunk]]:
-    """`route.stream(request, session_id=…)` together with its routing record, which the
-    gateway needs at commit for the headers (the route itself hands it over on the last
-    chunk only)."""
-    state = RequestState(route, request, context=None, session_id=session_id, streaming=True)
-    return state.record, routed_stream(route, state, serve)
 
 
 class _Forward:
@@ -126,7 +115,8 @@ async def stream_answer(
 
     `include_usage` is whether an OpenAI caller asked for the usage chunk.
     """
-    record, chunks = open_routed_stream(route, request, session_id)
+    chunks = route.stream(request, session_id=session_id)
+    record = chunks.routing  # complete for the attempts so far at commit: the headers need it
     # Closing the stream on any way out (a failure, the caller leaving while a write is
     # pending) ends the upstream call at once and lets the route close its record.
     try:

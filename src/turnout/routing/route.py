@@ -30,17 +30,17 @@ from turnout.routing.options import (
 )
 from turnout.routing.request_state import RequestState
 from turnout.routing.strategies import Candidate, strategy_from_config, try_order, validate_weights
-from turnout.routing.stream import routed_stream
+from turnout.routing.stream import RoutedStream, routed_stream
 from turnout.routing.target import Target, serves_embeddings
 from turnout.wire.model import ChatRequest, EmbeddingRequest
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Sequence
 
     from turnout.routing.clock import Clock
     from turnout.routing.record import RoutingRecord
     from turnout.routing.strategies import Strategy
-    from turnout.wire.model import ChatChunk, ChatResponse, EmbeddingResponse, Message
+    from turnout.wire.model import ChatResponse, EmbeddingResponse, Message
 
 __all__ = ["Route", "Target", "as_request", "process_health"]
 
@@ -280,13 +280,15 @@ class Route:
         context: Any = None,
         session_id: str | None = None,
         **params: Any,
-    ) -> AsyncIterator[ChatChunk]:
+    ) -> RoutedStream:
         """Route one streamed request: chunks as they come; the last carries usage and the
-        routing record. Fails over until the first token; after it a failure raises
-        `StreamBroken`, and a refused or rejected stream raises `StreamRejected` at its end."""
+        routing record, which the returned stream's `routing` also holds from the start (it
+        fills in as the request goes, complete for the attempts so far at the first chunk).
+        Fails over until the first token; after it a failure raises `StreamBroken`, and a
+        refused or rejected stream raises `StreamRejected` at its end."""
         request = as_request(request, params)
         state = RequestState(self, request, context=context, session_id=session_id, streaming=True)
-        return routed_stream(self, state, serve)
+        return RoutedStream(state.record, routed_stream(self, state, serve))
 
     async def embed(
         self,

@@ -27,14 +27,15 @@ from turnout.routing.health import Admission
 from turnout.wire.model import ChatChunk, ChatResponse, TextPart
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable
+    from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
     from turnout.routing.attempt import Call
+    from turnout.routing.record import RoutingRecord
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
     from turnout.wire.model import ChatRequest, Usage
 
-__all__ = ["open_stream", "routed_stream"]
+__all__ = ["RoutedStream", "open_stream", "routed_stream"]
 
 
 async def open_stream(state: RequestState, call: Call) -> None:
@@ -141,9 +142,34 @@ class _Relay:
         )
 
 
+class RoutedStream:
+    """What `Route.stream` returns: the stream's chunks, and its routing record from the start.
+
+    `routing` fills in as the request goes (attempt entries, then who answered), so a caller can
+    read it at commit (the first chunk) rather than waiting for the last one, as the gateway does
+    for its headers. Iterate it like any async iterator; `aclose()` ends the upstream call.
+    """
+
+    __slots__ = ("_chunks", "routing")
+
+    def __init__(self, routing: RoutingRecord, chunks: AsyncGenerator[ChatChunk, None]) -> None:
+        self.routing = routing
+        self._chunks = chunks
+
+    def __aiter__(self) -> RoutedStream:
+        return self
+
+    def __anext__(self) -> Awaitable[ChatChunk]:
+        return self._chunks.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the stream: the upstream call ends and the record is closed."""
+        await self._chunks.aclose()
+
+
 async def routed_stream(
     route: Route, state: RequestState, serve: Callable[[Route, RequestState], Awaitable[Call]]
-) -> AsyncIterator[ChatChunk]:
+) -> AsyncGenerator[ChatChunk, None]:
     """`Route.stream`: `serve` (the driver) fails over until the first token; then this relays
     the committed stream."""
     error: BaseException | None = None
