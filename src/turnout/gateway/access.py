@@ -247,6 +247,12 @@ class AccessPolicy:
         """Some enabled allow binding grants a model (the implicit grant is off)."""
         return self._grants_any
 
+    @property
+    def is_open(self) -> bool:
+        """Every caller may use every model: loaded, no allow grant and no deny binding, so
+        `decide` always returns `IMPLICIT_GRANT` (callers may skip it)."""
+        return self._loaded and not self._grants_any and not self._deny
+
     def decide(self, caller: Caller, model: str) -> Decision:
         """The winning grant for `caller` and `model` (any case), per the module rules.
 

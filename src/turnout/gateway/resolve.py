@@ -1,14 +1,19 @@
-"""How a request finds its route (SPEC §5.3 steps 3-7, the empty model, the key's ceilings).
+"""How a request finds its route (SPEC §5.3 steps 2-7, the empty model, the key's ceilings).
 
+Rule 0: after the empty-model rule, the access policy decides first (§6.3): no grant is 400
+MODEL_DENIED, a deny binding 403 POLICY_DENIED. A winning grant that names a route sends the
+model to that route when the route serves it (its patterns, aliases or name), else 503
+NO_ROUTE; it never falls through to another route. A grant naming no route goes on to Rule 1.
 Rule 1: first match wins: an alias, a route name (both ignoring case), the most specific model
 pattern of an enabled or implicit route (the pattern index), a family route; else 503
 NO_ROUTE naming the closest route and pattern.
 Rule 2: the route returned serves the endpoint asked for: a route (or alias) with no target
 for `/v1/messages` is 503 NO_ROUTE saying why; with none for `/v1/embeddings`, 400
 `embeddings_not_supported`. Selection never falls through to another route.
-Rule 3: answers, refusals included, are cached per (model, endpoint) in a bounded LRU owned by
-the resolver; a new configuration builds a new resolver. A cached refusal raises a fresh error
-each time. The key's ceilings are checked after the cached answer, per caller.
+Rule 3: answers, refusals included, are cached per (model, endpoint, granted route) in a bounded
+LRU owned by the resolver; a new configuration builds a new resolver. A cached refusal raises a
+fresh error each time. The grant decision (cached per caller by the policy) comes before the
+cached answer and the key's ceilings after it, per caller.
 Rule 4: nothing scans every pattern or route: dict probes and the pattern index only. The
 cache is not locked: use a resolver from one thread (the event loop).
 """
@@ -20,6 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from turnout.errors import NoRoute, RoutingError
+from turnout.gateway.access import (
+    IMPLICIT_GRANT,
+    AccessPolicy,
+    grant_route_missing,
+    grant_route_not_serving,
+)
 from turnout.gateway.keys import Caller, ceiling_check, empty_model_route
 from turnout.gateway.model_index import ambiguity_message, no_route_message
 from turnout.gateway.route_entry import Resolution
@@ -27,7 +38,9 @@ from turnout.gateway.route_entry import Resolution
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.gateway.access import Decision
     from turnout.gateway.model_index import PatternIndex
+    from turnout.gateway.patterns import ModelPattern
     from turnout.gateway.route_entry import AliasRoutes, Endpoint, MatchedBy, RouteEntry
     from turnout.routing.route import Route
 
@@ -60,7 +73,18 @@ def _unserved(message: str, endpoint: Endpoint) -> _Refusal:
 class Resolver:
     """Resolves a requested model to a `Resolution` (see the module rules)."""
 
-    __slots__ = ("_aliases", "_cache", "_cache_size", "_entries", "_index", "_names", "project")
+    __slots__ = (
+        "_access",
+        "_aliases",
+        "_anonymous",
+        "_cache",
+        "_cache_size",
+        "_entries",
+        "_index",
+        "_names",
+        "_open",
+        "project",
+    )
 
     def __init__(
         self,
@@ -68,38 +92,53 @@ class Resolver:
         index: PatternIndex,
         *,
         project: str,
+        access: AccessPolicy | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        """`entries` by route name; `index` over their patterns; `cache_size` bounds the
-        answer cache (entries; 0 disables it; default 4096)."""
+        """`entries` by route name; `index` over their patterns; `access` the project's
+        bindings (default: none, the implicit Everyone grant); `cache_size` bounds the answer
+        cache (entries; 0 disables it; default 4096)."""
         self.project = project
         self._entries = entries
         self._index = index
+        self._access = access if access is not None else AccessPolicy()
+        self._open = self._access.is_open
+        self._anonymous = Caller.anonymous(project)
         self._names = {name.lower(): entry for name, entry in entries.items()}
         self._aliases: dict[str, tuple[RouteEntry, AliasRoutes]] = {
             lowered: (entry, routes)
             for entry in entries.values()
             for lowered, routes in entry.aliases.items()
         }
-        self._cache: OrderedDict[tuple[str, str], Resolution | _Refusal] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str, str], Resolution | _Refusal] = OrderedDict()
         self._cache_size = max(cache_size, 0)
 
     def resolve(
         self, model: str | None, *, endpoint: Endpoint, caller: Caller | None = None
     ) -> Resolution:
-        """Where a request for `model` on `endpoint` goes, for `caller` (None: no ceilings).
+        """Where a request for `model` on `endpoint` goes, for `caller` (None: the anonymous
+        caller for grants, and no ceilings).
 
         Raises `NoRoute` (503 NO_ROUTE), a 503 `UPSTREAM_AMBIGUOUS` or 400
         `embeddings_not_supported` `RoutingError`, 403 `model_not_allowed` for an empty model
-        without exactly one key route, or 400 `MODEL_DENIED` outside the key's ceilings.
+        without exactly one key route, 400 `MODEL_DENIED` without a grant or outside the key's
+        ceilings, or 403 `POLICY_DENIED` for a deny binding.
         """
         if not model:
             return self._key_route(endpoint, caller)
-        key = (model, endpoint)
+        if self._open:
+            decision = IMPLICIT_GRANT
+        else:
+            decision = self._access.decide(caller if caller is not None else self._anonymous, model)
+        granted = decision.route
+        key = (model, endpoint, granted or "")
         cache = self._cache
         found = cache.get(key)
         if found is None:
-            found = self._find(model, endpoint)
+            if granted is None:
+                found = self._find(model, endpoint)
+            else:
+                found = self._find_granted(model, endpoint, decision)
             if self._cache_size and len(model) <= _MAX_CACHED_LENGTH:
                 cache[key] = found
                 if len(cache) > self._cache_size:
@@ -149,6 +188,30 @@ class Resolver:
             return self._served(entry, model, endpoint, "family", family.pattern.text)
         return _Refusal(no_route_message(model, self._index.closest(model)))
 
+    def _find_granted(
+        self, model: str, endpoint: Endpoint, decision: Decision
+    ) -> Resolution | _Refusal:
+        """§5.3 step 2: the route the winning grant names, or NO_ROUTE (never another)."""
+        name = decision.route or ""
+        entry = self._entries.get(name)
+        served = self._access.models_of(name)
+        if entry is None or served is None or not served.enabled:
+            return _Refusal(grant_route_missing(model, decision).message)
+        if not served.serves(model):
+            return _Refusal(grant_route_not_serving(model, decision).message)
+        lowered = model.lower()
+        alias = entry.aliases.get(lowered)
+        if alias is not None:
+            route = alias.routes.get(_slot(endpoint))
+            if route is None:
+                return _unserved(alias.reasons.get(_slot(endpoint), ""), endpoint)
+            return Resolution(entry, route, model, "alias")
+        if lowered == entry.name.lower():
+            return self._served(entry, model, endpoint, "name", None)
+        pattern = _most_specific(served.patterns, lowered)
+        how: MatchedBy = "implicit" if entry.kind == "implicit" else "pattern"
+        return self._served(entry, model, endpoint, how, pattern)
+
     @staticmethod
     def _served(
         entry: RouteEntry,
@@ -179,6 +242,14 @@ class Resolver:
                 continue
             usable.append(name)
         return sorted(usable, key=str.lower)
+
+
+def _most_specific(patterns: tuple[ModelPattern, ...], lowered: str) -> str | None:
+    """The text of the most specific of `patterns` matching the lower-cased model."""
+    matching = [pattern for pattern in patterns if pattern.matches_lowered(lowered)]
+    if not matching:
+        return None
+    return str(max(matching, key=lambda pattern: pattern.specificity))
 
 
 def _slot(endpoint: Endpoint) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.config.rules import check_config, check_config_warnings
 from turnout.errors import ConfigError
+from turnout.gateway.access import AccessPolicy
 from turnout.gateway.build import build_entries, build_health, build_provider
 from turnout.gateway.embedded import MOCK_PROVIDER, embedded_config
 from turnout.gateway.keys import KeyRing
@@ -57,11 +58,13 @@ class Runtime:
       `passthrough` (§4);
     - `routes`: route name -> `RouteEntry` (configured, then implicit, then family routes);
     - `keys`: the key ring, None when `server.auth` is `open`;
+    - `access`: the access policy compiled from `config.bindings` (§6.3);
     - `warnings`: load-time warnings, each `path: message`.
     """
 
     __slots__ = (
         "_resolver",
+        "access",
         "config",
         "credential_modes",
         "health",
@@ -82,9 +85,11 @@ class Runtime:
         routes: Mapping[str, RouteEntry],
         index: PatternIndex,
         keys: KeyRing | None,
+        access: AccessPolicy | None = None,
         warnings: tuple[str, ...] = (),
     ) -> None:
-        """Use `from_config` or `embedded`."""
+        """Use `from_config` or `embedded`. `access` defaults to no bindings (the implicit
+        Everyone grant)."""
         self.project = config.project
         self.config = config
         self.health = health
@@ -95,8 +100,9 @@ class Runtime:
         self.routes: Mapping[str, RouteEntry] = MappingProxyType(dict(routes))
         self.index = index
         self.keys = keys
+        self.access = access if access is not None else AccessPolicy()
         self.warnings = warnings
-        self._resolver = Resolver(self.routes, index, project=config.project)
+        self._resolver = Resolver(self.routes, index, project=config.project, access=self.access)
 
     def __repr__(self) -> str:
         return (
@@ -121,6 +127,9 @@ class Runtime:
         routes = build_entries(config, plan, providers, health)
         index = PatternIndex.build(plan.index_entries(), family_routes=plan.families)
         keys = KeyRing.from_config(config.keys, config.project)
+        # The validator above already checked the routes grants name.
+        configured = {route.name: route for route in config.routes}
+        access = AccessPolicy.from_config(config.bindings, configured, index, check_routes=False)
         warnings = tuple(f"{path}: {message}" for path, message in check_config_warnings(config))
         return cls(
             config=config,
@@ -129,6 +138,7 @@ class Runtime:
             routes=routes,
             index=index,
             keys=keys if config.server.auth == "keys" else None,
+            access=access,
             warnings=warnings,
         )
 
@@ -156,18 +166,20 @@ class Runtime:
             routes=routes,
             index=runtime.index,
             keys=runtime.keys,
+            access=runtime.access,
             warnings=(*runtime.warnings, note),
         )
 
     def resolve(
         self, model: str | None, *, endpoint: Endpoint, caller: Caller | None = None
     ) -> Resolution:
-        """Where a request for `model` on `endpoint` goes (§5.3 steps 3-7, the empty-model
-        rule, then the key's ceilings); see `turnout.gateway.resolve`.
+        """Where a request for `model` on `endpoint` goes (the empty-model rule, §5.3 steps
+        2-7 with the caller's grant, then the key's ceilings); see `turnout.gateway.resolve`.
+        `caller` None is the anonymous caller, without ceilings.
 
         Raises `RoutingError` subclasses with `.status` and `.code`: `NoRoute` (503 NO_ROUTE),
         503 `UPSTREAM_AMBIGUOUS`, 400 `embeddings_not_supported`, 403 `model_not_allowed`,
-        400 `MODEL_DENIED`.
+        400 `MODEL_DENIED`, 403 `POLICY_DENIED`.
         """
         return self._resolver.resolve(model, endpoint=endpoint, caller=caller)
 

@@ -51,8 +51,6 @@ SSE_HEADERS: tuple[Header, ...] = (
 )
 
 
-
-
 class _Forward:
     """Rule 3, same format: the upstream's own event bytes."""
 

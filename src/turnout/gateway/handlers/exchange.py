@@ -52,9 +52,10 @@ class GatewaySettings:
 def check_access(settings: GatewaySettings, caller: Caller, resolution: Resolution) -> None:
     """Access bindings and grants (SPEC §6.3) for `caller` on `resolution`.
 
-    Not wired yet: bindings, grants and policies come with a later change, which plugs
-    `turnout.gateway.access` in here (it may raise 400 `MODEL_DENIED` or 403 `POLICY_DENIED`).
-    Until then every caller that passed its key's ceilings may use the route.
+    The grant itself is applied while resolving (`Runtime.resolve`, §5.3 step 2): a
+    resolution exists only for a caller some grant (or the implicit Everyone grant) lets use
+    the model, through the route a winning grant names. Nothing is left to check here until
+    policies and data-handling requirements are enforced per target.
     """
 
 

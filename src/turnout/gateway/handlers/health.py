@@ -31,6 +31,6 @@ def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, object]]
         "routes": len(runtime.routes),
         # The scheme only: a state URL may hold a password.
         "state": runtime.config.state.split(":", 1)[0],
-        # Bindings are not loaded by this version; grants are not enforced yet (SPEC §6.3).
-        "bindings": "not enforced",
+        # Bindings load with the configuration; grants are enforced while resolving (§6.3).
+        "bindings": "loaded",
     }
