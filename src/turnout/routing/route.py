@@ -11,7 +11,7 @@ import functools
 import random
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from turnout.errors import ConfigError
 from turnout.routing.clock import LoopClock
@@ -37,6 +37,7 @@ from turnout.wire.model import ChatRequest, EmbeddingRequest
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Sequence
 
+    from turnout.routing.attempt import Call
     from turnout.routing.clock import Clock
     from turnout.routing.record import RoutingRecord
     from turnout.routing.strategies import Strategy
@@ -266,12 +267,8 @@ class Route:
         except BaseException as exc:
             state.close(exc)
             raise
-        response = call.response
-        assert response is not None
-        state.answered(call, response)
-        response.routing = state.record
-        state.close(None)
-        return response
+        assert call.response is not None
+        return _answered(state, call, call.response)
 
     def stream(
         self,
@@ -318,12 +315,8 @@ class Route:
         except BaseException as exc:
             state.close(exc)
             raise
-        response = call.embedding
-        assert response is not None
-        state.answered(call, response)
-        response.routing = state.record
-        state.close(None)
-        return response
+        assert call.embedding is not None
+        return _answered(state, call, call.embedding)
 
     # -- used by the driver
 
@@ -355,6 +348,16 @@ class Route:
 
 
 _KEY_CACHE_SIZE = 4096
+
+_Answer = TypeVar("_Answer", "ChatResponse", "EmbeddingResponse")
+
+
+def _answered(state: RequestState, call: Call, answer: _Answer) -> _Answer:
+    """Close a served request's record on its accepted answer and hand the answer over."""
+    state.answered(call, answer)
+    answer.routing = state.record
+    state.close(None)
+    return answer
 
 
 def _strategy(spec: Any, rng: random.Random, pin_ttl: float | None) -> Strategy:
