@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from turnout.errors import InvalidRequest
-from turnout.gateway.handlers.exchange import check_access
 from turnout.gateway.respond import (
     JSON,
     Reply,
@@ -86,7 +85,6 @@ async def handle_chat(exchange: Exchange) -> None:
     request, obj = decode_body(exchange)
     runtime = exchange.runtime
     resolution = runtime.resolve(request.model, endpoint=exchange.fmt.endpoint, caller=caller)
-    check_access(exchange.settings, caller, resolution)
     session_id = session_of(exchange.headers, request)
     route = resolution.route
     if request.stream:

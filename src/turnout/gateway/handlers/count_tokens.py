@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.errors import RoutingError
 from turnout.gateway.handlers.chat import decode_body
-from turnout.gateway.handlers.exchange import check_access, request_id_header
+from turnout.gateway.handlers.exchange import request_id_header
 from turnout.gateway.respond import header_value, json_reply
 from turnout.routing.request_state import new_request_id
 
@@ -38,7 +38,6 @@ async def handle_count_tokens(exchange: Exchange) -> None:
     # Resolved as chat (every target), so that a route without an Anthropic target is a 404
     # here rather than the messages endpoint's NO_ROUTE.
     resolution = exchange.runtime.resolve(request.model, endpoint="chat", caller=caller)
-    check_access(exchange.settings, caller, resolution)
     route = resolution.route
     target = counting_target(route)
     if target is None:

@@ -9,7 +9,6 @@ import orjson
 
 from turnout.errors import InvalidRequest
 from turnout.gateway.handlers.chat import parse_json, session_of
-from turnout.gateway.handlers.exchange import check_access
 from turnout.gateway.respond import (
     JSON,
     Reply,
@@ -38,7 +37,6 @@ async def handle_embeddings(exchange: Exchange) -> None:
         raise invalid_request(exc.message) from exc
     request.source = RawBody(openai_embeddings.FORMAT, exchange.body)
     resolution = exchange.runtime.resolve(request.model, endpoint="embeddings", caller=caller)
-    check_access(exchange.settings, caller, resolution)
     session_id = session_of(exchange.headers, None)
     response = await resolution.route.embed(request, session_id=session_id)
     await exchange.reply(embeddings_reply(response, request.encoding_format))

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
     from turnout.gateway.client_formats import ClientFormat
     from turnout.gateway.respond import Header, Reply
-    from turnout.gateway.runtime import Resolution, Runtime
+    from turnout.gateway.runtime import Runtime
 
-__all__ = ["Exchange", "GatewaySettings", "check_access", "request_id_header"]
+__all__ = ["Exchange", "GatewaySettings", "request_id_header"]
 
 
 class GatewaySettings:
@@ -47,16 +47,6 @@ class GatewaySettings:
         )
         self.keepalive_seconds = keepalive_seconds
         self.anonymous = Caller.anonymous(runtime.project)
-
-
-def check_access(settings: GatewaySettings, caller: Caller, resolution: Resolution) -> None:
-    """Access bindings and grants (SPEC §6.3) for `caller` on `resolution`.
-
-    The grant itself is applied while resolving (`Runtime.resolve`, §5.3 step 2): a
-    resolution exists only for a caller some grant (or the implicit Everyone grant) lets use
-    the model, through the route a winning grant names. Nothing is left to check here until
-    policies and data-handling requirements are enforced per target.
-    """
 
 
 class Exchange:
