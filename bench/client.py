@@ -1,4 +1,5 @@
-"""Which async HTTP client the providers use: aiohttp and httpx, measured against the mock upstream.
+"""Which async HTTP client the providers use: turnout's own HTTP/1.1 client (`Http1Transport`),
+aiohttp and httpx, measured against the mock upstream.
 
 Run: ``python bench/client.py [--quick]``. The mock upstream runs in a subprocess on CPU 0; the
 client runs here on CPU 1 (when the machine has two), so the client's CPU time is its own. For
@@ -27,6 +28,9 @@ from dataclasses import dataclass
 import aiohttp
 import httpx
 import uvloop
+
+from turnout.providers.http1 import Http1Transport
+from turnout.providers.transport import Timeouts
 
 BODY = (
     b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": '
@@ -155,6 +159,35 @@ async def bench_aiohttp(label: str, url: str, n: int) -> list[Result]:
     return results
 
 
+async def bench_http1(label: str, url: str, n: int) -> list[Result]:
+    """turnout's Http1Transport, as a provider uses it (`post`, `stream` + `chunks`)."""
+    results = []
+    timeouts = Timeouts(connect=10.0, read=30.0)
+    for concurrency in (1, 64):
+        transport = Http1Transport(provider="bench", timeouts=timeouts, max_connections=concurrency)
+
+        async def call(transport: Http1Transport = transport) -> None:
+            await transport.post(url, BODY, HEADERS)
+
+        count = n if concurrency > 1 else n // 4
+        results.append(await measure(label, f"c={concurrency}", call, count, concurrency))
+        await transport.aclose()
+    transport = Http1Transport(provider="bench", timeouts=timeouts, max_connections=1)
+
+    async def stream() -> float:
+        started = time.perf_counter()
+        first = 0.0
+        async with transport.stream(url, STREAM_BODY, HEADERS) as reply:
+            async for data in reply.chunks():
+                if not first and CONTENT_MARK in data:
+                    first = time.perf_counter() - started
+        return first
+
+    results.append(await ttft(label, stream, n // 20))
+    await transport.aclose()
+    return results
+
+
 async def bench_httpx(label: str, url: str, n: int) -> list[Result]:
     """httpx.AsyncClient with a keep-alive pool."""
     results = []
@@ -212,6 +245,8 @@ def main() -> int:
         head = ("client", "scenario", "req/s", "p50 ms", "p99 ms", "cpu ms")
         print("{:<18} {:<14} {:>9} {:>9} {:>9} {:>9}".format(*head))
         for bench, label in (
+            (bench_http1, "http1+asyncio"),
+            (bench_http1, "http1+uvloop"),
             (bench_aiohttp, "aiohttp+asyncio"),
             (bench_aiohttp, "aiohttp+uvloop"),
             (bench_httpx, "httpx+asyncio"),

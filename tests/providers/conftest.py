@@ -1,4 +1,5 @@
-"""Fixtures for the provider tests: one mock upstream for the session, and every adapter kind."""
+"""Fixtures for the provider tests: one mock upstream for the session, and every adapter kind
+(the HTTP ones on the providers' own client, `Http1Transport`)."""
 
 from __future__ import annotations
 

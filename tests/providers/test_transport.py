@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-import aiohttp
 import pytest
 
 from turnout.errors import ProviderError, ProviderTimeout, ProviderUnavailable, QuotaExhausted
+from turnout.providers.http1 import Http1Transport
 from turnout.providers.transport import (
+    BodyCutShort,
+    ConnectFailed,
+    ConnectTimeout,
+    InvalidHeader,
+    InvalidURL,
+    ReadTimeout,
     Timeouts,
+    UnreadableResponse,
+    UpstreamClosed,
+    default_transport,
     error_for_exception,
     error_for_status,
     request_id_of,
@@ -17,14 +26,16 @@ from turnout.providers.transport import (
 @pytest.mark.parametrize(
     ("exc", "error_class", "reason"),
     [
-        (aiohttp.ConnectionTimeoutError("slow"), "timeout", "connect timeout"),
-        (aiohttp.SocketTimeoutError("quiet"), "timeout", "read timeout"),
         (TimeoutError(), "timeout", "read timeout"),
-        (aiohttp.ServerDisconnectedError(), "provider_error", "connection"),
-        (aiohttp.ClientPayloadError("cut"), "provider_error", "connection"),
-        (aiohttp.ClientOSError(104, "reset"), "provider_error", "connection"),
         (ConnectionResetError(), "provider_error", "connection"),
-        (aiohttp.InvalidURL("nope"), "invalid_request", "invalid url"),
+        (ConnectTimeout("slow"), "timeout", "connect timeout"),
+        (ReadTimeout("quiet"), "timeout", "read timeout"),
+        (ConnectFailed("cannot connect: refused"), "provider_error", "connection"),
+        (UpstreamClosed("the upstream closed the connection"), "provider_error", "connection"),
+        (BodyCutShort("the response body was cut short"), "provider_error", "connection"),
+        (UnreadableResponse("unreadable response: x"), "provider_error", "connection"),
+        (InvalidURL("nope"), "invalid_request", "invalid url"),
+        (InvalidHeader("invalid header: x"), "invalid_request", "invalid header"),
     ],
 )
 def test_transport_exceptions(exc: BaseException, error_class: str, reason: str) -> None:
@@ -76,3 +87,25 @@ def test_timeouts_must_be_positive() -> None:
 def test_timeout_errors_are_provider_timeouts() -> None:
     """The timeout class is the ProviderTimeout subclass."""
     assert isinstance(error_for_exception(TimeoutError(), provider="p"), ProviderTimeout)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ConnectFailed("cannot connect: [Errno 111] refused"),
+        UpstreamClosed("the upstream closed the connection"),
+        BodyCutShort("the response body was cut short"),
+    ],
+)
+def test_transport_failures_keep_their_message(exc: Exception) -> None:
+    """A transport failure's text is the message of its ProviderError."""
+    assert error_for_exception(exc, provider="p").message == str(exc)
+
+
+def test_default_transport_is_the_http1_client() -> None:
+    """`default_transport` builds an Http1Transport named for the provider, with its options."""
+    timeouts = Timeouts(connect=2.0, read=30.0)
+    transport = default_transport(provider="acme", timeouts=timeouts, max_connections=7)
+    assert isinstance(transport, Http1Transport)
+    assert (transport.provider, transport.timeouts) == ("acme", timeouts)
+    assert transport._max_connections == 7

@@ -13,8 +13,9 @@ kind                   class                    wire format and family
 
 Each one is a `turnout.routing.client.ChatClient`: `provider` (its name), `complete`, `stream`,
 `embed` where supported, `price_for(model)`, plus `family`, `wire_format` and `aclose()`. Each
-owns one pooled keep-alive HTTP client, never retries on its own, and maps transport errors and
-statuses to SPEC §3.2's error classes in one place (`turnout.providers.transport`).
+owns one pooled keep-alive HTTP client (`Http1Transport`, `turnout.providers.http1`), never retries
+on its own, and maps transport errors and statuses to SPEC §3.2's error classes in one place
+(`turnout.providers.transport`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 from turnout.providers.anthropic import Anthropic
 from turnout.providers.azure_openai import AzureOpenAI
 from turnout.providers.base import HttpProvider
+from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
 from turnout.providers.openai import OpenAI
 from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
@@ -31,6 +33,7 @@ __all__ = [
     "PRESETS",
     "Anthropic",
     "AzureOpenAI",
+    "Http1Transport",
     "HttpProvider",
     "MockProvider",
     "OpenAI",

@@ -24,9 +24,9 @@ import orjson
 
 from turnout.errors import InvalidRequest, ProviderError, ProviderUnavailable
 from turnout.providers.transport import (
-    AiohttpTransport,
     Timeouts,
     Transport,
+    default_transport,
     error_for_status,
     request_id_of,
 )
@@ -182,7 +182,7 @@ class HttpProvider:
         self._transport: Transport = (
             transport
             if transport is not None
-            else AiohttpTransport(
+            else default_transport(
                 provider=name, timeouts=self.timeouts, max_connections=max_connections
             )
         )
