@@ -96,6 +96,7 @@ def test_as_dict_is_json_ready_with_every_spec_field() -> None:
         "provider_request_id",
         "usage",
         "hedge",
+        "shadow",
     }
     assert entry["started_at"] == "2026-01-01T00:00:00.500Z"
     assert entry["usage"] == {

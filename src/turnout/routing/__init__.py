@@ -5,6 +5,7 @@ from __future__ import annotations
 from turnout.routing.client import ChatClient
 from turnout.routing.clock import Clock, FakeClock, LoopClock
 from turnout.routing.health import Breaker, Health
+from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
 from turnout.routing.record import AttemptEntry, RoutingRecord
 from turnout.routing.route import Route
 from turnout.routing.target import Target
@@ -12,6 +13,8 @@ from turnout.routing.target import Target
 __all__ = [
     "AttemptEntry",
     "Breaker",
+    "CallPlan",
+    "CallerCredential",
     "ChatClient",
     "Clock",
     "FakeClock",
@@ -20,4 +23,6 @@ __all__ = [
     "Route",
     "RoutingRecord",
     "Target",
+    "TargetPlan",
+    "TargetRule",
 ]

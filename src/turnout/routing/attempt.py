@@ -11,7 +11,7 @@ admission and counts for nothing; its entry says `cancelled` or `lost_race`.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
 from turnout.routing.classify import classify_exception
@@ -78,16 +78,22 @@ class Call:
 
     For streams, `upstream` is the target's chunk iterator and `held` the chunks read before
     the first token (or the whole stream when it ended before one: `ended`). An embeddings
-    call's answer is `embedding` (its `response` stays None).
+    call's answer is `embedding` (its `response` stays None). `client` is what is called: the
+    target's client, or for a caller-credential call (`credentialed`) that client bound to the
+    caller's credential; `fallback` marks an org-key fallback call and `shadow` the observe-mode
+    decisions for its entry (`turnout.routing.plan`).
     """
 
     __slots__ = (
         "admission",
+        "client",
+        "credentialed",
         "embedding",
         "ended",
         "entry",
         "error",
         "error_class",
+        "fallback",
         "finished",
         "forced",
         "hedge",
@@ -101,6 +107,7 @@ class Call:
         "request",
         "response",
         "route",
+        "shadow",
         "started",
         "stats_key",
         "target",
@@ -120,6 +127,10 @@ class Call:
         self.route = route
         self.index = index
         self.target = route.targets[index]
+        self.client: Any = self.target.client
+        self.credentialed = False
+        self.fallback = False
+        self.shadow: tuple[str, ...] = ()
         self.request = request
         self.key = key
         self.admission = admission
@@ -145,6 +156,10 @@ class Call:
         """The same target and request, for a same-target retry."""
         call = Call(self.route, self.index, self.request, self.key, admission)
         call.hop = self.hop
+        call.client = self.client
+        call.credentialed = self.credentialed
+        call.fallback = self.fallback
+        call.shadow = self.shadow
         return call
 
 
@@ -164,10 +179,10 @@ async def run_whole(state: RequestState, call: Call) -> None:
         request = call.request
         answer: ChatResponse | EmbeddingResponse
         if isinstance(request, EmbeddingRequest):
-            client = cast("EmbeddingClient", target.client)
+            client = cast("EmbeddingClient", call.client)
             answer = call.embedding = await client.embed(request)
         else:
-            answer = call.response = await target.client.complete(request)
+            answer = call.response = await call.client.complete(request)
     except asyncio.CancelledError as exc:
         if not deadline.disarm():
             strategy.call_finished(call.stats_key)

@@ -13,6 +13,10 @@ Rule 5: a general fallback route runs only after retryable failures left no targ
 context and content fallbacks after their class; at most 3 hops per request.
 Rule 6: an embeddings request walks the same way, its calls whole answers (`run_whole`); it is
 never hedged, and has no refusal or `accept` check (an answer is vectors, not text).
+Rule 7: a request's `CallPlan` (`turnout.routing.plan`, its rules there) shapes each pass: the
+targets and order come from the route's `TargetPlan`, each visit checks the target's rule
+(policy skip, org-key fallback gate, the caller's credential), and a caller-credential call
+reports to health only as `release`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Literal
 
-from turnout.errors import NoDeploymentAvailable, ProviderError
+from turnout.errors import NoDeploymentAvailable, PolicyDenied, ProviderError
 from turnout.routing.attempt import Call, run_whole
 from turnout.routing.backoff import retry_wait
 from turnout.routing.classify import RETRYABLE
@@ -28,6 +32,7 @@ from turnout.routing.ending import Ending, ending_error
 from turnout.routing.health import Skip
 from turnout.routing.hedge import race
 from turnout.routing.options import MAX_FALLBACKS
+from turnout.routing.plan import caller_client
 from turnout.routing.request_state import price
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
 
     from turnout.routing.attempt import RoutedRequest
     from turnout.routing.health import Admission
+    from turnout.routing.plan import TargetPlan, TargetRule
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
 
@@ -54,15 +60,24 @@ _NO_CALLS = Ending("zero_calls")
 def serve(route: Route, state: RequestState) -> Awaitable[Call]:
     """Route the request: awaits to the winning call (an accepted answer, or a committed
     stream), or raises the ending error of §3.4 (with `.routing` set)."""
-    if route.undeployable is not None:
-        raise NoDeploymentAvailable(route.undeployable, routing=state.record)
-    return RoutePass(route, state, 0).serve()
+    plan = _plan_of(route, state)
+    undeployable = route.undeployable if plan is None else plan.undeployable
+    if undeployable is not None:
+        raise NoDeploymentAvailable(undeployable, routing=state.record)
+    return RoutePass(route, state, 0, plan).serve()
+
+
+def _plan_of(route: Route, state: RequestState) -> TargetPlan | None:
+    """The request plan's part for `route` (None without a plan, or for a route it skips)."""
+    plan = state.plan
+    return None if plan is None else plan.for_route(route)
 
 
 async def _serve_route(route: Route, state: RequestState, hop: int) -> tuple[Call | None, Ending]:
-    if route.undeployable is not None:
+    plan = _plan_of(route, state)
+    if (route.undeployable if plan is None else plan.undeployable) is not None:
         return None, _NO_CALLS
-    walk = RoutePass(route, state, hop)
+    walk = RoutePass(route, state, hop, plan)
     call = await walk.run()
     if call is not None:
         return call, walk.ending
@@ -95,31 +110,43 @@ async def _escalate(
 class RoutePass:
     """One route's turn at a request (see the module rules).
 
-    `order[:cursor]` are the targets reached so far; the rest are not tried (yet).
+    `order[:cursor]` are the targets reached so far; the rest are not tried (yet). With a
+    `plan`, `fallback_open` says whether the org-key fallback targets may be called now, and
+    `credential_spent` that the caller's credential ran out of quota (plan Rules 3 and 5).
     """
 
     __slots__ = (
         "auth_failed",
         "blocked",
         "calls",
+        "credential_spent",
         "cursor",
         "ending",
         "failed",
+        "fallback_open",
         "forced",
         "health_skips",
         "hop",
         "ineligible",
         "order",
+        "plan",
+        "policy_skips",
         "route",
         "state",
         "stopped",
     )
 
-    def __init__(self, route: Route, state: RequestState, hop: int) -> None:
+    def __init__(
+        self, route: Route, state: RequestState, hop: int, plan: TargetPlan | None = None
+    ) -> None:
         self.route = route
         self.state = state
         self.hop = hop
-        order, reason = route.start_order(state.record.session_id)
+        self.plan = plan
+        if plan is None:
+            order, reason = route.start_order(state.record.session_id)
+        else:
+            order, reason = plan.start_order(route, state.record.session_id)
         if hop == 0:
             state.record.strategy_reason = reason
         self.order = order
@@ -133,6 +160,9 @@ class RoutePass:
         self.forced: list[tuple[int, Skip, Hashable]] | None = None
         self.stopped: str | None = None
         self.ending = _NO_CALLS
+        self.policy_skips: list[str] = []
+        self.fallback_open = False
+        self.credential_spent = False
 
     async def serve(self) -> Call:
         """The first route's pass: the winning call, else its fallbacks, else the ending error."""
@@ -142,6 +172,12 @@ class RoutePass:
         call, ending = await _escalate(self.route, self.state, self.ending)
         if call is not None:
             return call
+        if ending is self.ending and self._is_denied():
+            reasons = "; ".join(dict.fromkeys(self.policy_skips))
+            raise PolicyDenied(
+                f'no target of route "{self.route.name}" may be called: {reasons}',
+                routing=self.state.record,
+            )
         raise ending_error(self.state, ending)
 
     async def run(self) -> Call | None:
@@ -210,8 +246,11 @@ class RoutePass:
         """The next target that may be called now, recording an entry for each one skipped on
         the way; None when the order is done (or the budget is spent)."""
         order = self.order
+        plan = self.plan
         while self.cursor < len(order) and self.stopped is None:
             index = order[self.cursor]
+            if plan is not None and plan.rules[index].fallback and not self.fallback_open:
+                break  # plan Rule 3: the org-key fallback is not open (yet)
             self.cursor += 1
             call = self._screen(index)
             if call is not None:
@@ -233,7 +272,14 @@ class RoutePass:
             if reason is not None:
                 self.ineligible.append((target.name, reason))
                 state.skip(self.hop, index, target, "ineligible", reason)
+                self._passed_by(index)
                 return None
+        rule = self.plan.rules[index] if self.plan is not None else None
+        if rule is not None and rule.skip is not None:
+            self.policy_skips.append(rule.skip)
+            state.skip(self.hop, index, target, "policy_skipped", rule.skip)
+            self._passed_by(index)
+            return None
         stop = state.stop_reason()
         if stop is not None:
             self.stopped = stop
@@ -241,22 +287,32 @@ class RoutePass:
             return None
         model = target.model
         wire = request if model is None else request.with_model(model)
-        if (self.auth_failed is not None or state.cost_budget is not None) and self._blocked(
-            index, wire
-        ):
+        if (
+            self.auth_failed is not None or state.cost_budget is not None or self.credential_spent
+        ) and self._blocked(index, wire, rule):
             return None
         key = route.key_for(index, wire.model)
         verdict = route.health.admit(key, lease=target.timeout, breaker=route.breaker)
         if isinstance(verdict, Skip):
+            self._passed_by(index)
             return self._skipped(index, wire, key, verdict)
         return self._call(index, wire, key, verdict)
 
-    def _blocked(self, index: int, wire: RoutedRequest) -> bool:
-        """Skip (`not_tried`) a target of a credential that failed auth, or over budget."""
+    def _passed_by(self, index: int) -> None:
+        """A caller-credential target was skipped: not a failure, so it closes the org-key
+        fallback again (plan Rule 3)."""
+        if self.plan is not None and not self.plan.rules[index].fallback:
+            self.fallback_open = False
+
+    def _blocked(self, index: int, wire: RoutedRequest, rule: TargetRule | None) -> bool:
+        """Skip (`not_tried`) a target of a credential that failed auth or ran out of quota,
+        or one over budget."""
         route, state = self.route, self.state
         target = route.targets[index]
         blocked = None
-        if self.auth_failed is not None and route.providers[index] in self.auth_failed:
+        if (self.auth_failed is not None and route.providers[index] in self.auth_failed) or (
+            self.credential_spent and rule is not None and rule.caller_credential
+        ):
             blocked = "same credential"
         elif state.cost_budget is not None and self._over_budget(index, wire.model):
             blocked = "cost_budget"
@@ -293,6 +349,15 @@ class RoutePass:
         call = Call(self.route, index, wire, key, admission, forced=forced)
         if self.hop:
             call.hop = self.hop
+        plan = self.plan
+        if plan is not None:
+            rule = plan.rules[index]
+            if rule.caller_credential:
+                credential = self.state.plan.credential if self.state.plan is not None else None
+                call.client = caller_client(call.client, credential)
+                call.credentialed = True
+            call.fallback = rule.fallback
+            call.shadow = rule.shadow
         return call
 
     def _over_budget(self, index: int, model: str | None) -> bool:
@@ -368,6 +433,7 @@ class RoutePass:
             if response.finish_reason == "content_filter" and route.retry.fail_over_on_refusal:
                 entry.outcome = "refused"
                 route.health.release(call.admission)
+                self._passed_by(call.index)
                 return "next"
             if route.accept is not None:
                 reason = route.accept(response)
@@ -375,8 +441,12 @@ class RoutePass:
                     entry.outcome = "rejected"
                     entry.reason = reason
                     route.health.release(call.admission)
+                    self._passed_by(call.index)
                     return "next"
-        route.health.record_success(call.admission)
+        if call.credentialed:
+            route.health.release(call.admission)  # plan Rule 4
+        else:
+            route.health.record_success(call.admission)
         route.strategy.record_latency(call.stats_key, call.finished - call.started, call.finished)
         entry.outcome = "answered"
         entry.committed = state.streaming
@@ -397,6 +467,7 @@ class RoutePass:
         health = route.health
         if error_class in RETRYABLE:
             self.failed += 1
+        if error_class in RETRYABLE and not call.credentialed:
             health.record_failure(
                 call.admission,
                 error_class,
@@ -405,22 +476,31 @@ class RoutePass:
             )
             state.watched.append((health, call.key))
         else:
-            health.release(call.admission)
+            health.release(call.admission)  # plan Rule 4 for a caller's credential
         kind = _ESCALATION.get(error_class)
         if kind is not None:
             self.ending = Ending(
                 "escalate" if route.fallbacks.of(kind) else "terminal", error, escalate=kind
             )
             return "stop"
-        if error_class not in route.retry.retry_on:
+        if error_class not in route.retry.retry_on or (call.credentialed and error_class == "auth"):
             self.ending = Ending("terminal", error)
             return "stop"
+        if call.credentialed:
+            self._caller_credential_failed(error_class)
         if error_class == "auth":
             if self.auth_failed is None:
                 self.auth_failed = set()
             self.auth_failed.add(call.provider)
             return "next"
         return "retry" if error_class in _SAME_TARGET_RETRY else "next"
+
+    def _caller_credential_failed(self, error_class: str) -> None:
+        """Plan Rules 3 and 5: a retryable failure opens the org-key fallback; a quota failure
+        also spends the credential for the other caller-credential targets."""
+        self.fallback_open = error_class in RETRYABLE
+        if error_class == "quota_exhausted":
+            self.credential_spent = True
 
     def _classify(self, call: Call, error: ProviderError) -> str:
         route = self.route
@@ -439,9 +519,18 @@ class RoutePass:
         """How the pass ended once its order ran out without an answer."""
         if self.calls:
             return Ending("exhausted")
-        if self.ineligible and not (self.health_skips or self.blocked or self.stopped):
+        if self.policy_skips or not self.ineligible:
+            return _NO_CALLS  # policy skips left no call: `serve` raises PolicyDenied
+        if not (self.health_skips or self.blocked or self.stopped):
             return Ending("ineligible", reasons=tuple(self.ineligible))
-        return Ending("zero_calls")
+        return _NO_CALLS
+
+    def _is_denied(self) -> bool:
+        """Policy skips alone left no call (§3.4: every remaining target denied by policy)."""
+        return bool(
+            self.policy_skips
+            and not (self.calls or self.health_skips or self.blocked or self.stopped)
+        )
 
     def _mark_not_tried(self) -> None:
         state = self.state

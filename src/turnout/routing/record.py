@@ -69,7 +69,8 @@ class AttemptEntry:
     of a skip (`60 s`); `retry_after` is in seconds. `started_wall` is the epoch time the entry
     began (None for a target never reached); `started_at` renders it as ISO 8601 UTC.
     `duration_ms` is whole milliseconds (None for entries that are not calls). `hedge` is True
-    for a call started beside a running one.
+    for a call started beside a running one. `shadow` holds the decisions of observe-mode
+    policies that would have skipped the target (it was called anyway; SPEC §6.3).
     """
 
     index: int
@@ -90,6 +91,7 @@ class AttemptEntry:
     committed: bool = False
     provider_request_id: str | None = None
     usage: Usage | None = None
+    shadow: tuple[str, ...] = ()
 
     @property
     def started_at(self) -> str | None:
@@ -122,6 +124,7 @@ class AttemptEntry:
             "provider_request_id": self.provider_request_id,
             "usage": None if self.usage is None else self.usage.as_dict(),
             "hedge": self.hedge,
+            "shadow": list(self.shadow),
         }
 
 
@@ -133,8 +136,10 @@ class RoutingRecord:
     0-based position; `served_provider` / `served_model` say who served. `fallbacks` counts the
     distinct targets passed (failed or skipped) before the serving one; `hedges` the hedge calls
     started. `fallback_route` / `fallback_kind` (`general`, `context`, `content`) name the
-    fallback route that served or was last tried. `usage` and `cost` (USD, None without a price)
-    are the serving call's; `discarded_usage` sums every other call's usage.
+    fallback route that served or was last tried. `credential_fallback` is True when an org-key
+    target served a caller that brought its own credential (SPEC §5.2). `usage` and `cost`
+    (USD, None without a price) are the serving call's; `discarded_usage` sums every other
+    call's usage.
     `remaining_attempts` is what is left of the request's `max_attempts`. `error` describes how
     a failed request ended (`status`, `code`, `message`), None on success.
     """

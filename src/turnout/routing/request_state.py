@@ -7,6 +7,8 @@ order things happened; skipped targets get theirs when they are passed (`skip`).
 Rule 3: only the serving call is billed; every other call's usage goes to `discarded_usage`.
 Rule 4: `on_routed` is called once per request (`close`), never raising into the caller and
 never waiting for an async callback (which runs as a task, referenced until done).
+Rule 5: the request's `plan` (None: every target) is the same for every hop; a call served by
+an org-key fallback target sets the record's `credential_fallback` (`turnout.routing.plan`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
     from turnout.routing.attempt import Call, RoutedRequest
     from turnout.routing.health import Health
+    from turnout.routing.plan import CallPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Usage
@@ -61,7 +64,8 @@ new_request_id = _request_ids.next
 class RequestState:
     """What one routed request shares across its calls and fallback hops: the routing record,
     the request budget (`max_attempts`, `request_timeout`, `cost_budget` of the first route),
-    money spent so far, and the errors of failed calls (for the ending, SPEC §3.4).
+    money spent so far, the errors of failed calls (for the ending, SPEC §3.4), and the
+    request's `plan` (None: every target).
 
     `embedding` is True for an embeddings request (`Route.embed`): its calls are whole answers,
     never hedged, refused or rejected."""
@@ -78,6 +82,7 @@ class RequestState:
         "hops",
         "max_attempts",
         "passed",
+        "plan",
         "record",
         "request",
         "route",
@@ -95,9 +100,11 @@ class RequestState:
         context: Any,
         session_id: str | None,
         streaming: bool,
+        plan: CallPlan | None = None,
     ) -> None:
         self.route = route
         self.request = request
+        self.plan = plan
         self.context = context
         self.streaming = streaming
         self.embedding = isinstance(request, EmbeddingRequest)
@@ -160,6 +167,8 @@ class RequestState:
             clock.wall(),
             call.hedge,
         )
+        if call.shadow:
+            entry.shadow = call.shadow
         attempts.append(entry)
         call.entry = entry
         if call.hedge:
@@ -192,6 +201,8 @@ class RequestState:
         route = call.route
         record.answered = call.target.name
         record.target_index = index
+        if call.fallback:
+            record.credential_fallback = True
         record.served_provider = call.provider
         record.served_provider_id = route.provider_ids[index]
         served_model = (response.model if response is not None else None) or call.model

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from turnout.routing.attempt import Call
     from turnout.routing.clock import Clock
+    from turnout.routing.plan import CallPlan
     from turnout.routing.record import RoutingRecord
     from turnout.routing.strategies import Strategy
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Message
@@ -250,18 +251,23 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
+        plan: CallPlan | None = None,
         **params: Any,
     ) -> ChatResponse:
         """Route one request and return the accepted answer (`response.routing` is the record).
 
         A list of messages is wrapped into `ChatRequest(messages=…, **params)`; `context` is
-        what each target's `eligible` receives. Raises the §3.4 ending error: the terminal
-        call's own `ProviderError`, `RouteExhausted`, `RouteIneligible` or
-        `NoDeploymentAvailable`, each with `.routing` set.
+        what each target's `eligible` receives; `plan` (default None: every target, as
+        configured) limits and orders the targets of this one call, carries the caller's own
+        credential and the policy verdicts (`turnout.routing.plan`). Raises the §3.4 ending
+        error: the terminal call's own `ProviderError`, `RouteExhausted`, `RouteIneligible`,
+        `NoDeploymentAvailable` or `PolicyDenied`, each with `.routing` set.
         """
         if params or not isinstance(request, ChatRequest):
             request = as_request(request, params)
-        state = RequestState(self, request, context=context, session_id=session_id, streaming=False)
+        state = RequestState(
+            self, request, context=context, session_id=session_id, streaming=False, plan=plan
+        )
         try:
             call = await serve(self, state)
         except BaseException as exc:
@@ -276,15 +282,19 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
+        plan: CallPlan | None = None,
         **params: Any,
     ) -> RoutedStream:
         """Route one streamed request: chunks as they come; the last carries usage and the
         routing record, which the returned stream's `routing` also holds from the start (it
         fills in as the request goes, complete for the attempts so far at the first chunk).
         Fails over until the first token; after it a failure raises `StreamBroken`, and a
-        refused or rejected stream raises `StreamRejected` at its end."""
+        refused or rejected stream raises `StreamRejected` at its end. `plan` as for
+        `complete`."""
         request = as_request(request, params)
-        state = RequestState(self, request, context=context, session_id=session_id, streaming=True)
+        state = RequestState(
+            self, request, context=context, session_id=session_id, streaming=True, plan=plan
+        )
         return RoutedStream(state.record, routed_stream(self, state, serve))
 
     async def embed(
@@ -293,6 +303,7 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
+        plan: CallPlan | None = None,
     ) -> EmbeddingResponse:
         """Route one embeddings request and return the vectors (`response.routing` is the
         record); a string or a list of strings is wrapped into `EmbeddingRequest(input=…)`.
@@ -305,11 +316,14 @@ class Route:
         raises `RoutingError` 400 `embeddings_not_supported`. `context_window` and `cost_budget`
         are not checked (an embeddings request has no `max_tokens`); `eligible` receives the
         `EmbeddingRequest`. The record's `usage` is the serving call's and its `cost` is priced
-        at the model's input price. Other failures raise as `complete` does (§3.4).
+        at the model's input price. Other failures raise as `complete` does (§3.4); `plan` as
+        for `complete`.
         """
         if not isinstance(request, EmbeddingRequest):
             request = EmbeddingRequest(input=request)
-        state = RequestState(self, request, context=context, session_id=session_id, streaming=False)
+        state = RequestState(
+            self, request, context=context, session_id=session_id, streaming=False, plan=plan
+        )
         try:
             call = await serve(self, state)
         except BaseException as exc:
@@ -319,6 +333,11 @@ class Route:
         return _answered(state, call, call.embedding)
 
     # -- used by the driver
+
+    @property
+    def candidates(self) -> tuple[Candidate, ...]:
+        """What the strategy sees of the targets that may start a request (not paused)."""
+        return self._candidates
 
     def start_order(self, session_id: str | None) -> tuple[list[int], str]:
         """The try order of one request (target indices) and the strategy's reason."""

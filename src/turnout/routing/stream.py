@@ -4,7 +4,8 @@ Rule 1: the first token is the first chunk that carries content (`ChatChunk.has_
 chunks before it are held back. Failover is allowed until the first token, never after.
 Rule 2: `timeout`, `first_token_timeout` and the request deadline bound the wait for the first
 token; after it, only `stream_idle_timeout` bounds each wait, and a silent or failing committed
-stream ends with `StreamBroken`.
+stream ends with `StreamBroken` (counted by health, unless the call was made with the caller's
+own credential: `turnout.routing.plan` Rule 4).
 Rule 3: a stream that ends before its first token is judged like a whole answer (no finish
 reason: `provider_error`; refusal and `accept` checks may still fail over).
 Rule 4: after commit, the refusal and `accept` checks run when the stream ends; a refused or
@@ -53,7 +54,7 @@ async def open_stream(state: RequestState, call: Call) -> None:
     upstream: AsyncIterator[ChatChunk] | None = None
     try:
         async with call_deadline(clock, seconds):
-            upstream = aiter(target.client.stream(cast("ChatRequest", call.request)))
+            upstream = aiter(call.client.stream(cast("ChatRequest", call.request)))
             while True:
                 try:
                     chunk = await anext(upstream)
@@ -277,7 +278,7 @@ def _broken(
     entry.error_class = error.error_class
     entry.status = error.status
     health = call.route.health
-    if error.error_class in RETRYABLE:
+    if error.error_class in RETRYABLE and not call.credentialed:
         health.record_failure(Admission(call.key), error.error_class, retry_after=error.retry_after)
     return StreamBroken(
         f"the stream from {call.target.name} broke after the first token: {error}",
