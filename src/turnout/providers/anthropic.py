@@ -14,6 +14,7 @@ from turnout.providers.transport import request_id_of
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.providers.base import CredentialMode
     from turnout.providers.transport import Timeouts, Transport
     from turnout.wire.model import ChatRequest
 
@@ -30,7 +31,10 @@ class Anthropic(HttpProvider):
     `api_key` defaults to the `ANTHROPIC_API_KEY` environment variable; `base_url` to
     `https://api.anthropic.com`; `version` is the `anthropic-version` header (2023-06-01).
     A caller's own Messages request keeps its `anthropic-version` and `anthropic-beta`
-    headers (`HttpProvider.call_headers`). Other options: see `HttpProvider`.
+    headers (`HttpProvider.call_headers`). A key goes in `x-api-key`; with
+    `credential_mode="passthrough"` each call carries the caller's own credential there, or as
+    `Authorization: Bearer` when the caller sent it that way (an OAuth token of a Claude
+    plan). Other options: see `HttpProvider`.
     """
 
     kind = "anthropic"
@@ -50,18 +54,16 @@ class Anthropic(HttpProvider):
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,
         transport: Transport | None = None,
+        credential_mode: CredentialMode = "org_key",
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        auth = {"anthropic-version": version}
-        if key:
-            auth["x-api-key"] = key
         super().__init__(
             name=name,
             vendor="anthropic",
             family="anthropic",
             wire=ANTHROPIC_MESSAGES,
             base_url=base_url,
-            auth_headers=auth,
+            auth_headers={"anthropic-version": version},
             model=model,
             headers=headers,
             timeouts=timeouts,
@@ -69,7 +71,13 @@ class Anthropic(HttpProvider):
             prices=prices,
             model_aliases=model_aliases,
             transport=transport,
+            api_key=key or None,
+            credential_mode=credential_mode,
         )
+
+    def credential_headers(self, secret: str, *, bearer: bool = False) -> dict[str, str]:
+        """`x-api-key`, or `Authorization: Bearer` for a caller's bearer token."""
+        return {"authorization": f"Bearer {secret}"} if bearer else {"x-api-key": secret}
 
     def chat_url(self, model: str) -> str:
         """`{base_url}/v1/messages`."""

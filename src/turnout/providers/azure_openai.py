@@ -13,6 +13,7 @@ from turnout.providers.base import ANTHROPIC_MESSAGES, OPENAI_CHAT, EmbeddingsSu
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.providers.base import CredentialMode
     from turnout.providers.transport import Timeouts, Transport
 
 __all__ = ["DEFAULT_API_VERSION", "AzureOpenAI"]
@@ -35,7 +36,10 @@ class AzureOpenAI(EmbeddingsSupport):
     for the Anthropic wire); `api_version` is the query parameter of OpenAI-wire calls (default
     2024-10-21); `wire` is required: `openai-chat` or `anthropic-messages`. The model a target
     asks for is the deployment name: `{base_url}/openai/deployments/{model}/chat/completions`.
-    Embeddings only on the OpenAI wire. Other options: see `HttpProvider`.
+    Embeddings only on the OpenAI wire. With `credential_mode="passthrough"` each call carries
+    the caller's own credential in that same header (on the Anthropic wire, as
+    `Authorization: Bearer` when the caller sent a bearer token). Other options: see
+    `HttpProvider`.
     """
 
     kind = "azure-openai"
@@ -55,14 +59,13 @@ class AzureOpenAI(EmbeddingsSupport):
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,
         transport: Transport | None = None,
+        credential_mode: CredentialMode = "org_key",
     ) -> None:
         if wire not in _WIRES:
             raise ConfigError(f"wire: must be one of {', '.join(_WIRES)} (got {wire!r})")
         codec, family = _WIRES[wire]
         anthropic = wire == "anthropic-messages"
         auth: dict[str, str] = {"anthropic-version": ANTHROPIC_VERSION} if anthropic else {}
-        if api_key:
-            auth["x-api-key" if anthropic else "api-key"] = api_key
         self.api_version = api_version
         self.supports_embeddings = not anthropic
         super().__init__(
@@ -79,7 +82,16 @@ class AzureOpenAI(EmbeddingsSupport):
             prices=prices,
             model_aliases=model_aliases,
             transport=transport,
+            api_key=api_key,
+            credential_mode=credential_mode,
         )
+
+    def credential_headers(self, secret: str, *, bearer: bool = False) -> dict[str, str]:
+        """`api-key` on the OpenAI wire; `x-api-key` (or `Authorization: Bearer` for a
+        caller's bearer token) on the Anthropic wire."""
+        if self.wire.format == "anthropic-messages":
+            return {"authorization": f"Bearer {secret}"} if bearer else {"x-api-key": secret}
+        return {"api-key": secret}
 
     def chat_url(self, model: str) -> str:
         """The deployment's chat URL (OpenAI wire) or `{base_url}/v1/messages`."""

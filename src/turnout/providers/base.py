@@ -12,17 +12,28 @@ after a finish reason is complete even without its terminator; one that ends wit
 reason raises `ProviderUnavailable` ("stream ended early").
 Rule 3: every error raised by a call names the provider and, when the upstream sent one, its
 request id.
+Rule 4: credentials (SPEC §4, §5.2). An `org_key` provider sends its own `api_key` on every
+call. A `passthrough` provider has no key of its own: only the per-call view that
+`with_credential` returns carries the caller's credential, and the provider itself refuses a
+call (`AuthenticationFailed`, nothing sent) rather than send it upstream without one.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import orjson
 
-from turnout.errors import InvalidRequest, ProviderError, ProviderUnavailable
+from turnout.errors import (
+    AuthenticationFailed,
+    ConfigError,
+    InvalidRequest,
+    ProviderError,
+    ProviderUnavailable,
+)
 from turnout.providers.transport import (
     Timeouts,
     Transport,
@@ -35,7 +46,9 @@ from turnout.wire.sse import SSEDecoder
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
+    from typing import Self
 
+    from turnout.routing.plan import CallerCredential
     from turnout.wire.model import (
         ChatChunk,
         ChatRequest,
@@ -48,12 +61,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
+    "CREDENTIAL_MODES",
     "OPENAI_CHAT",
     "OPENAI_CHAT_COMPATIBLE",
+    "CredentialMode",
     "EmbeddingsSupport",
     "HttpProvider",
     "Wire",
 ]
+
+CredentialMode = Literal["org_key", "passthrough"]
+CREDENTIAL_MODES: tuple[CredentialMode, ...] = ("org_key", "passthrough")
 
 
 class StreamDecoder(Protocol):
@@ -139,8 +157,11 @@ class HttpProvider:
     `name` (the provider id, part of the default health key), `model` (used when neither the
     target nor the request names one), `headers` (sent with every call), `timeouts`
     (`Timeouts(connect=10, read=600)`, seconds), `max_connections` (pool size, 100), `prices`
-    (USD per 1M input/output tokens by model), `model_aliases` (requested -> wire model), and
-    `transport` (an alternative `Transport`, e.g. for tests).
+    (USD per 1M input/output tokens by model), `model_aliases` (requested -> wire model),
+    `transport` (an alternative `Transport`, e.g. for tests), `api_key` (sent in the kind's
+    credential header, `credential_headers`) and `credential_mode`: `org_key` (default: the
+    provider's own `api_key`, or none) or `passthrough` (no key of its own: each call carries
+    the caller's credential through `with_credential`; `api_key` is ignored). See Rule 4.
     """
 
     kind: ClassVar[str] = "http"
@@ -161,11 +182,19 @@ class HttpProvider:
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,
         transport: Transport | None = None,
+        api_key: str | None = None,
+        credential_mode: CredentialMode = "org_key",
     ) -> None:
+        if credential_mode not in CREDENTIAL_MODES:
+            rule = f"must be one of {', '.join(CREDENTIAL_MODES)} (got {credential_mode!r})"
+            raise ConfigError(f"credential_mode: {rule}", [("credential_mode", rule)])
         self.name = name
         self.vendor = vendor
         self.family = family
         self.wire = wire
+        self.credential_mode: CredentialMode = credential_mode
+        self._needs_credential = credential_mode == "passthrough"
+        own_key = self.credential_headers(api_key) if api_key and not self._needs_credential else {}
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeouts = timeouts if timeouts is not None else Timeouts()
@@ -176,6 +205,7 @@ class HttpProvider:
             "user-agent": _USER_AGENT,
             **{k.lower(): v for k, v in (headers or {}).items()},
             **auth_headers,
+            **own_key,
         }
         self._prices = _prices(prices)
         self._aliases = dict(model_aliases or {})
@@ -222,16 +252,54 @@ class HttpProvider:
         """The URL of the chat endpoint for `model`."""
         raise NotImplementedError
 
+    def credential_headers(self, secret: str, *, bearer: bool = False) -> dict[str, str]:
+        """The header carrying a credential on this kind's calls: `Authorization: Bearer`
+        (OpenAI-style APIs). `bearer` says a caller sent its credential as a bearer token,
+        for kinds whose API tells the two apart."""
+        del bearer
+        return {"authorization": f"Bearer {secret}"}
+
+    def with_credential(self, credential: CallerCredential) -> Self:
+        """This passthrough provider for one call made with the caller's own `credential`
+        (the same connection pool; the credential lives only in the returned view). An
+        `org_key` provider refuses with `ValueError`: it uses its own key, never a caller's."""
+        if not self._needs_credential:
+            raise ValueError(
+                f"provider {self.name!r} uses its own credential (credential_mode org_key);"
+                " it never takes a caller's"
+            )
+        view = copy.copy(self)
+        view._headers = {
+            **self._headers,
+            **self.credential_headers(credential.reveal(), bearer=credential.bearer),
+        }
+        view._needs_credential = False
+        return view
+
+    def sent_headers(self) -> Mapping[str, str]:
+        """The headers every call sends; a passthrough provider with no caller's credential
+        refuses (Rule 4) with `AuthenticationFailed` (401), before anything is sent."""
+        if self._needs_credential:
+            raise AuthenticationFailed(
+                f"provider {self.name!r} forwards the caller's own credential"
+                " (credential_mode passthrough) and this call carries none; nothing was sent",
+                status=401,
+                reason="no caller credential",
+                provider=self.name,
+            )
+        return self._headers
+
     def call_headers(self, request: ChatRequest) -> Mapping[str, str]:
         """The headers of one chat call: the provider's own; for a caller's own Anthropic
         Messages request, with its `anthropic-version` and `anthropic-beta` (SPEC §4)."""
+        headers = self.sent_headers()
         source = request.source
         if source is None or not source.headers or source.format != "anthropic-messages":
-            return self._headers
+            return headers
         if self.wire.format != "anthropic-messages":
-            return self._headers
+            return headers
         kept = {k.lower(): v for k, v in source.headers if k.lower() in _FORWARDED_HEADERS}
-        return {**self._headers, **kept} if kept else self._headers
+        return {**headers, **kept} if kept else headers
 
     def body_for(self, request: ChatRequest, model: str, *, stream: bool) -> bytes:
         """Rule 1: the caller's own bytes when they are in this format, else encoded."""
@@ -346,7 +414,7 @@ class EmbeddingsSupport(HttpProvider):
             body = openai_embeddings.forward_body(source.body, model=model)
         else:
             body = orjson.dumps(openai_embeddings.encode_request(request, model=model))
-        reply = await self._transport.post(self.embeddings_url(model), body, self._headers)
+        reply = await self._transport.post(self.embeddings_url(model), body, self.sent_headers())
         self._check_status(reply.status, reply.headers, reply.body)
         request_id = request_id_of(reply.headers)
         try:

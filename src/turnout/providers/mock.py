@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from turnout.mock_upstream.app import MockUpstreamApp
     from turnout.mock_upstream.exchange import Request
     from turnout.mock_upstream.log import LoggedRequest
+    from turnout.providers.base import CredentialMode
     from turnout.providers.transport import StreamReply
     from turnout.routing.clock import Clock
 
@@ -236,7 +237,8 @@ class MockProvider(EmbeddingsSupport):
     fault steps played by the next calls, whatever their model (`"status=429;retry_after=8"`,
     `"ok"`; see `turnout.mock_upstream`); `wire` `openai-chat` (default) or
     `anthropic-messages`; `clock` times the delays faults ask for (default: the loop's);
-    `prices` as for every provider. `requests` lists what it was asked, oldest first.
+    `prices` and `credential_mode` as for every provider. `requests` lists what it was asked,
+    oldest first.
     """
 
     kind = "mock"
@@ -251,6 +253,7 @@ class MockProvider(EmbeddingsSupport):
         clock: Clock | None = None,
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,
+        credential_mode: CredentialMode = "org_key",
     ) -> None:
         codecs = {"openai-chat": OPENAI_CHAT, "anthropic-messages": ANTHROPIC_MESSAGES}
         if wire not in codecs:
@@ -274,6 +277,7 @@ class MockProvider(EmbeddingsSupport):
             prices=prices,
             model_aliases=model_aliases,
             transport=MemoryTransport(self.app, provider=name),
+            credential_mode=credential_mode,
         )
         self.supports_embeddings = wire == "openai-chat"
 

@@ -10,6 +10,7 @@ from turnout.providers.base import OPENAI_CHAT, EmbeddingsSupport
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.providers.base import CredentialMode
     from turnout.providers.transport import Timeouts, Transport
 
 __all__ = ["OpenAI"]
@@ -22,7 +23,9 @@ class OpenAI(EmbeddingsSupport):
 
     `api_key` defaults to the `OPENAI_API_KEY` environment variable (no key: no
     `Authorization` header); `base_url` defaults to `https://api.openai.com/v1`; `name`
-    (default `openai`) is the provider id. Other options: see `HttpProvider`.
+    (default `openai`) is the provider id; `credential_mode="passthrough"` sends each call
+    with the caller's own credential as `Authorization: Bearer` instead of a key of its own.
+    Other options: see `HttpProvider`.
     """
 
     kind = "openai"
@@ -40,6 +43,7 @@ class OpenAI(EmbeddingsSupport):
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,
         transport: Transport | None = None,
+        credential_mode: CredentialMode = "org_key",
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         super().__init__(
@@ -48,7 +52,7 @@ class OpenAI(EmbeddingsSupport):
             family="openai",
             wire=OPENAI_CHAT,
             base_url=base_url,
-            auth_headers={"authorization": f"Bearer {key}"} if key else {},
+            auth_headers={},
             model=model,
             headers=headers,
             timeouts=timeouts,
@@ -56,6 +60,8 @@ class OpenAI(EmbeddingsSupport):
             prices=prices,
             model_aliases=model_aliases,
             transport=transport,
+            api_key=key or None,
+            credential_mode=credential_mode,
         )
 
     def chat_url(self, model: str) -> str:

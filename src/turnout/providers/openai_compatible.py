@@ -18,6 +18,7 @@ from turnout.routing.catalog import vendor_entry
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.providers.base import CredentialMode
     from turnout.providers.transport import Timeouts, Transport
 
 __all__ = ["KEYLESS_PRESETS", "PRESETS", "OpenAICompatible", "is_loopback"]
@@ -47,7 +48,9 @@ class OpenAICompatible(EmbeddingsSupport):
     ollama, vllm); `api_key` is optional (no key: no `Authorization` header, as local servers
     expect); `name` defaults to the preset, else `openai-compatible`. Requests carry
     `max_tokens` (the field such servers know). `embed` works when the preset's vendor serves
-    embeddings (or, without a preset, always). Other options: see `HttpProvider`.
+    embeddings (or, without a preset, always). `credential_mode="passthrough"` sends each call
+    with the caller's own credential as `Authorization: Bearer`. Other options: see
+    `HttpProvider`.
     """
 
     kind = "openai-compatible"
@@ -66,6 +69,7 @@ class OpenAICompatible(EmbeddingsSupport):
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,
         transport: Transport | None = None,
+        credential_mode: CredentialMode = "org_key",
     ) -> None:
         if preset is not None and preset not in PRESETS:
             raise ConfigError(f"preset: unknown preset {preset!r}; one of {', '.join(PRESETS)}")
@@ -81,7 +85,7 @@ class OpenAICompatible(EmbeddingsSupport):
             family="none",
             wire=OPENAI_CHAT_COMPATIBLE,
             base_url=url,
-            auth_headers={"authorization": f"Bearer {api_key}"} if api_key else {},
+            auth_headers={},
             model=model,
             headers=headers,
             timeouts=timeouts,
@@ -89,6 +93,8 @@ class OpenAICompatible(EmbeddingsSupport):
             prices=prices,
             model_aliases=model_aliases,
             transport=transport,
+            api_key=api_key,
+            credential_mode=credential_mode,
         )
         self.keyless = api_key is None and (preset in KEYLESS_PRESETS or is_loopback(url))
 
