@@ -8,11 +8,12 @@ import pytest
 
 from turnout.config.load import parse_config
 from turnout.config.schema import FileConfig
-from turnout.errors import ConfigError
+from turnout.errors import AuthenticationFailed, ConfigError
 from turnout.gateway.keys import KeyRing
 from turnout.gateway.runtime import Runtime
 from turnout.providers import Anthropic, AzureOpenAI, MockProvider, OpenAI, OpenAICompatible
 from turnout.routing.clock import FakeClock
+from turnout.routing.plan import CallerCredential
 from turnout.wire.model import ChatRequest, Message
 
 if TYPE_CHECKING:
@@ -91,10 +92,16 @@ def test_provider_options_reach_the_adapter() -> None:
 
 
 def test_a_provider_without_api_key_sends_no_credential(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A configured provider never picks up OPENAI_API_KEY by itself; only ${VAR} reads it."""
+    """A configured provider never picks up OPENAI_API_KEY by itself; only ${VAR} reads it:
+    keyless, it is passthrough, refuses a call without the caller's credential and sends only
+    the caller's when it has one."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     runtime = runtime_of({"providers": [{"name": "byok", "kind": "openai"}]})
-    assert "authorization" not in runtime.providers["byok"].call_headers(question("gpt-4o"))
+    provider = runtime.providers["byok"]
+    with pytest.raises(AuthenticationFailed):
+        provider.call_headers(question("gpt-4o"))
+    bound = provider.with_credential(CallerCredential("sk-caller"))
+    assert bound.call_headers(question("gpt-4o"))["authorization"] == "Bearer sk-caller"
     assert runtime.credential_modes["byok"] == "passthrough"
 
 

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import redis.asyncio as aredis
 
-from turnout.state.cache import CachedAnswer, ResponseCache, cache_key
+from turnout.state.cache import AnswerCollector, CachedAnswer, ResponseCache, cache_key
 from turnout.state.memory import MemoryState
 from turnout.wire import anthropic_messages, openai_chat
 from turnout.wire.model import (
+    ChatChunk,
     ChatRequest,
     ChatResponse,
     ImagePart,
@@ -20,6 +21,7 @@ from turnout.wire.model import (
     TextPart,
     ThinkingPart,
     ToolCall,
+    ToolCallDelta,
     Usage,
 )
 
@@ -321,3 +323,55 @@ def test_hit_streams_as_chunks() -> None:
     sse = b"".join(encoder.encode(chunk) for chunk in chunks) + encoder.finish()
     assert b"Sunny, 18C." in sse
     assert b'"finish_reason":"stop"' in sse
+
+
+# ---- collecting a streamed answer ------------------------------------------------------------
+
+
+def test_collected_chunks_give_back_the_answer() -> None:
+    """An answer streamed as chunks and collected again is the same answer (text, signed
+    thinking, tool call, finish reason, usage, model)."""
+    cached = CachedAnswer.from_response(answer(), provider="openai")
+    collector = AnswerCollector()
+    for chunk in cached.to_chunks():
+        collector.add(chunk)
+    assert collector.answer("openai") == cached
+
+
+def test_collector_joins_deltas_by_kind_and_tool_calls_by_index() -> None:
+    """Text pieces join into one part per run, thinking keeps its signature, tool-call
+    arguments join by index (id and name from their first delta), in first-seen order."""
+    collector = AnswerCollector()
+    chunks = [
+        ChatChunk(thinking="let me ", model="m-1"),
+        ChatChunk(thinking="think"),
+        ChatChunk(thinking_signature="sig-1"),
+        ChatChunk(delta="It is "),
+        ChatChunk(delta="sunny."),
+        ChatChunk(tool_calls=[ToolCallDelta(3, "call_b", "clock", "")]),
+        ChatChunk(tool_calls=[ToolCallDelta(1, "call_a", "weather", '{"city":')]),
+        ChatChunk(tool_calls=[ToolCallDelta(1, arguments=' "Rome"}')]),
+        ChatChunk(finish_reason="tool_calls"),
+        ChatChunk(usage=Usage(10, 4)),
+    ]
+    for chunk in chunks:
+        collector.add(chunk)
+    collected = collector.answer("p")
+    assert collected.content == (ThinkingPart("let me think", "sig-1"), TextPart("It is sunny."))
+    assert collected.tool_calls == (
+        ToolCall("call_b", "clock", "{}"),
+        ToolCall("call_a", "weather", '{"city": "Rome"}'),
+    )
+    assert (collected.finish_reason, collected.usage, collected.model) == (
+        "tool_calls",
+        Usage(10, 4),
+        "m-1",
+    )
+    assert collected.is_cacheable
+
+
+def test_collector_without_a_finish_reason_is_not_cacheable() -> None:
+    """A stream that never said how it finished collects into an answer that is not stored."""
+    collector = AnswerCollector()
+    collector.add(ChatChunk(delta="half an ans"))
+    assert not collector.answer().is_cacheable

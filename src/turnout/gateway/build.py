@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 from turnout.config.rules import mock_script_steps
 from turnout.errors import ConfigError
 from turnout.gateway.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, RouteEntry
-from turnout.gateway.route_plan import MESSAGES_WIRE, alias_wire_model, messages_split
+from turnout.gateway.route_plan import (
+    MESSAGES_WIRE,
+    alias_wire_model,
+    credential_mode,
+    messages_split,
+)
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
@@ -55,11 +60,14 @@ _DERIVED: tuple[Endpoint, ...] = ("messages", "embeddings")
 
 def build_provider(config: ProviderConfig, *, clock: Clock | None = None) -> Any:
     """The adapter for one configured provider (`kind` -> class). A missing `api_key` means no
-    credential: the adapters' own environment defaults are not read, only `${VAR}` is."""
+    credential: the adapters' own environment defaults are not read, only `${VAR}` is. The
+    adapter gets the provider's credential mode (§4, `credential_mode`): a passthrough adapter
+    has no key of its own and sends each call with the caller's credential."""
     common: dict[str, Any] = {
         "name": config.name,
         "prices": {model: (p.input, p.output) for model, p in config.prices.items()},
         "model_aliases": dict(config.model_aliases),
+        "credential_mode": credential_mode(config),
     }
     if config.kind == "mock":
         return MockProvider(

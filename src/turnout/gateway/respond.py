@@ -3,8 +3,8 @@
 Every routed response carries `x-request-id`, `x-turnout-route`, `x-turnout-target`,
 `x-turnout-model`, `x-turnout-attempts` (one `target;outcome=…;class=…;status=…;ms=…` item per
 attempt entry), `x-turnout-fallback-route`/`-kind` when a fallback route served,
-`x-turnout-cache` and, on whole answers with a price, `x-turnout-cost`. Errors carry the
-headers known so far.
+`x-turnout-cache` (`hit` when the record says so, else `miss`) and, on whole answers with a
+price, `x-turnout-cost`. Errors carry the headers known so far.
 
 Exceptions become HTTP responses in ONE place: `_TABLE` below, read top to bottom, first
 matching class wins. Anything it does not name is a 500 with the request id and a log line;
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from turnout.routing.record import AttemptEntry, RoutingRecord
 
 __all__ = [
+    "CACHE_HIT",
     "CACHE_MISS",
     "JSON",
     "Header",
@@ -61,6 +62,7 @@ logger = logging.getLogger("turnout.gateway")
 Header = tuple[bytes, bytes]
 JSON: Header = (b"content-type", b"application/json")
 CACHE_MISS: Header = (b"x-turnout-cache", b"miss")
+CACHE_HIT: Header = (b"x-turnout-cache", b"hit")
 # Characters kept as they are in a header value; everything else is percent-encoded, so a
 # name or model from a config file or an upstream can never break the header block.
 _SAFE = " !\"#$%&'()*+-./:<>?@[]^_`{|}~"
@@ -164,7 +166,7 @@ def routing_headers(
     if record.fallback_route is not None:
         headers.append((b"x-turnout-fallback-route", header_value(record.fallback_route)))
         headers.append((b"x-turnout-fallback-kind", header_value(record.fallback_kind or "")))
-    headers.append(CACHE_MISS)
+    headers.append(CACHE_HIT if record.cache == "hit" else CACHE_MISS)
     if with_cost and record.cost is not None:
         headers.append((b"x-turnout-cost", format_cost(record.cost)))
     return headers
@@ -178,6 +180,7 @@ def routing_object(record: RoutingRecord) -> dict[str, Any]:
         "route": record.route,
         "target_index": record.target_index,
         "fallbacks": record.fallbacks,
+        "credential_fallback": record.credential_fallback,
         "attempts": [
             {
                 "target": entry.target,
@@ -189,6 +192,7 @@ def routing_object(record: RoutingRecord) -> dict[str, Any]:
                 "status": entry.status,
                 "reason": entry.reason,
                 "duration_ms": entry.duration_ms,
+                **({"shadow": list(entry.shadow)} if entry.shadow else {}),
             }
             for entry in record.attempts
         ],
@@ -196,6 +200,8 @@ def routing_object(record: RoutingRecord) -> dict[str, Any]:
     if record.fallback_route is not None:
         routing["fallback_route"] = record.fallback_route
         routing["fallback_kind"] = record.fallback_kind
+    if record.cache is not None:
+        routing["cache"] = record.cache
     return routing
 
 

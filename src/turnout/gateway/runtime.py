@@ -9,6 +9,7 @@ loads with a remark is in `warnings`.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import replace
 from types import MappingProxyType
@@ -18,6 +19,8 @@ from turnout.config.rules import check_config, check_config_warnings
 from turnout.errors import ConfigError
 from turnout.gateway.access import AccessPolicy
 from turnout.gateway.build import build_entries, build_health, build_provider
+from turnout.gateway.cache_step import ChatCache
+from turnout.gateway.call_plans import CallPlanner
 from turnout.gateway.embedded import MOCK_PROVIDER, embedded_config
 from turnout.gateway.keys import KeyRing
 from turnout.gateway.model_index import PatternIndex
@@ -30,14 +33,18 @@ from turnout.gateway.route_entry import (
     RouteEntry,
 )
 from turnout.gateway.route_plan import credential_mode, plan_routes
+from turnout.state.cache import ResponseCache
+from turnout.state.memory import MemoryState
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from turnout.config.schema import FileConfig
-    from turnout.gateway.keys import Caller
+    from turnout.gateway.keys import Caller, Credentials
     from turnout.routing.clock import Clock
     from turnout.routing.health import Health
+    from turnout.routing.plan import CallPlan
+    from turnout.state.base import StateStore
 
 __all__ = [
     "AliasRoutes",
@@ -59,12 +66,19 @@ class Runtime:
     - `routes`: route name -> `RouteEntry` (configured, then implicit, then family routes);
     - `keys`: the key ring, None when `server.auth` is `open`;
     - `access`: the access policy compiled from `config.bindings` (§6.3);
-    - `warnings`: load-time warnings, each `path: message`.
+    - `warnings`: load-time warnings, each `path: message`;
+    - `clock`: the clock it was built with (None: the event loop's);
+    - `state`, `cache`: the shared state store of `config.state` and the response cache over
+      it (§5.5, §10), made on first use and closed by `aclose`.
     """
 
     __slots__ = (
+        "_cache",
+        "_planner",
         "_resolver",
+        "_state",
         "access",
+        "clock",
         "config",
         "credential_modes",
         "health",
@@ -87,9 +101,13 @@ class Runtime:
         keys: KeyRing | None,
         access: AccessPolicy | None = None,
         warnings: tuple[str, ...] = (),
+        clock: Clock | None = None,
     ) -> None:
         """Use `from_config` or `embedded`. `access` defaults to no bindings (the implicit
         Everyone grant)."""
+        self.clock = clock
+        self._state: StateStore | None = None
+        self._cache: ChatCache | None = None
         self.project = config.project
         self.config = config
         self.health = health
@@ -103,6 +121,7 @@ class Runtime:
         self.access = access if access is not None else AccessPolicy()
         self.warnings = warnings
         self._resolver = Resolver(self.routes, index, project=config.project, access=self.access)
+        self._planner = CallPlanner(config, self.routes, self.credential_modes, self.access)
 
     def __repr__(self) -> str:
         return (
@@ -140,6 +159,7 @@ class Runtime:
             keys=keys if config.server.auth == "keys" else None,
             access=access,
             warnings=warnings,
+            clock=clock,
         )
 
     @classmethod
@@ -168,6 +188,7 @@ class Runtime:
             keys=runtime.keys,
             access=runtime.access,
             warnings=(*runtime.warnings, note),
+            clock=clock,
         )
 
     def resolve(
@@ -183,12 +204,72 @@ class Runtime:
         """
         return self._resolver.resolve(model, endpoint=endpoint, caller=caller)
 
-    def models(self, caller: Caller | None = None) -> list[str]:
+    def plan_for(
+        self,
+        resolution: Resolution,
+        caller: Caller,
+        credentials: Callable[[], Credentials],
+        *,
+        endpoint: Endpoint,
+    ) -> CallPlan | None:
+        """The per-call plan of a resolved request (credential filter, org-key fallback,
+        policies; `turnout.gateway.call_plans`), None when the route runs as configured.
+        `credentials()` gives the request's credential headers, read only when needed.
+        Raises `NoRoute` (503) or `PolicyDenied` (403) before any call."""
+        return self._planner.plan_for(resolution, caller, credentials, endpoint=endpoint)
+
+    def models(
+        self, caller: Caller | None = None, credentials: Credentials | None = None
+    ) -> list[str]:
         """The models `caller` could use, for `GET /v1/models`: configured route names,
-        aliases and exact model patterns that resolve for it, sorted."""
-        return self._resolver.models(caller)
+        aliases and exact model patterns that resolve for it, sorted; with `credentials`,
+        only those whose route keeps a target for the caller's credential mode (§5.1)."""
+        names = self._resolver.models(caller)
+        if credentials is None:
+            return names
+        own = credentials.own_credential is not None
+        return [
+            name
+            for name in names
+            if self._planner.serves(
+                self.resolve(name, endpoint="chat", caller=caller),
+                own_credential=own,
+                endpoint="chat",
+            )
+        ]
+
+    @property
+    def state(self) -> StateStore:
+        """The shared state store of `config.state`: in memory, or Redis for `redis://…`."""
+        if self._state is None:
+            self._state = _state_store(self.config.state, self.clock)
+        return self._state
+
+    @property
+    def cache(self) -> ChatCache:
+        """The response cache of every route with `cache.enabled`, over `state`."""
+        if self._cache is None:
+            self._cache = ChatCache(ResponseCache(self.state, clock=self.clock))
+        return self._cache
 
     async def aclose(self) -> None:
-        """Close every provider's HTTP pool."""
+        """Close every provider's HTTP pool, and the state store if one was opened."""
         for provider in self.providers.values():
             await provider.aclose()
+        if self._state is not None:
+            await self._state.close()
+
+
+def _state_store(url: str, clock: Clock | None) -> StateStore:
+    """`state: memory` (default) or `redis://…` / `rediss://…`; anything else runs on memory,
+    with a warning."""
+    if url.startswith(("redis://", "rediss://")):
+        from turnout.state.redis import RedisState  # noqa: PLC0415 - redis is optional
+
+        return RedisState(url, clock=clock)
+    if url != "memory":
+        scheme = url.split(":", 1)[0]  # never the rest: a URL may hold a password
+        logging.getLogger(__name__).warning(
+            "state: must be memory or a redis:// or rediss:// URL (got %r…); using memory", scheme
+        )
+    return MemoryState(clock)

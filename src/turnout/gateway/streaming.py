@@ -32,14 +32,16 @@ from turnout.gateway.respond import (
 from turnout.wire.sse import KEEPALIVE
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
     from turnout.gateway.client_formats import StreamEncoder
     from turnout.gateway.handlers.exchange import Exchange
     from turnout.gateway.respond import Header
     from turnout.routing.clock import Clock
+    from turnout.routing.plan import CallPlan
     from turnout.routing.record import AttemptEntry, RoutingRecord
     from turnout.routing.route import Route
+    from turnout.routing.stream import RoutedStream
     from turnout.wire.model import ChatChunk, ChatRequest
 
 __all__ = ["SSE_HEADERS", "stream_answer"]
@@ -108,12 +110,18 @@ async def stream_answer(
     session_id: str | None,
     include_usage: bool,
     commit_on_headers: bool,
+    tap: Callable[[RoutedStream], RoutedStream] | None = None,
+    plan: CallPlan | None = None,
 ) -> None:
     """Route `request` as a stream and relay it to the caller as SSE (see the module rules).
 
-    `include_usage` is whether an OpenAI caller asked for the usage chunk.
+    `include_usage` is whether an OpenAI caller asked for the usage chunk; `tap` wraps the
+    route's stream before it is relayed (the response cache stores a cleanly ended stream);
+    `plan` is the request's per-call plan (`Route.stream`).
     """
-    chunks = route.stream(request, session_id=session_id)
+    chunks = route.stream(request, session_id=session_id, plan=plan)
+    if tap is not None:
+        chunks = tap(chunks)
     record = chunks.routing  # complete for the attempts so far at commit: the headers need it
     # Closing the stream on any way out (a failure, the caller leaving while a write is
     # pending) ends the upstream call at once and lets the route close its record.

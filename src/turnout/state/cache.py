@@ -9,6 +9,8 @@ refusals (`content_filter`) and unfinished answers (`None`, `error`) are refused
 Rule 2: a TTL is 1 to 86,400 seconds (`cache.ttl_seconds`, default 300).
 Rule 3: an entry that cannot be read back (corrupt, or from another encoding version) is a miss.
 Rule 4: the cache never raises because the store is unreachable: the store degrades instead.
+Rule 5: a streamed answer is collected chunk by chunk (`AnswerCollector`) into the same
+`CachedAnswer` a whole answer gives; whether it may be stored is decided once it ended.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "CACHEABLE_FINISH_REASONS",
     "DEFAULT_CACHE_TTL",
     "MAX_CACHE_TTL",
+    "AnswerCollector",
     "CachedAnswer",
     "ResponseCache",
     "cache_key",
@@ -179,6 +182,73 @@ class CachedAnswer:
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ValueError(f"not a cached answer: {exc}") from exc
+
+
+class AnswerCollector:
+    """A streamed answer put back together (Rule 5): `add` each chunk the route yields, then
+    `answer()` is the `CachedAnswer` the stream amounts to.
+
+    Text and thinking deltas join into parts in the order they came; tool-call deltas join by
+    their `index` (id and name from the first delta that has them); the finish reason, usage
+    and model are the last ones a chunk carried.
+    """
+
+    __slots__ = ("_calls", "_parts", "finish_reason", "model", "usage")
+
+    def __init__(self) -> None:
+        self._parts: list[list[Any]] = []  # [kind, [texts], signature]
+        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument pieces]]
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.model: str | None = None
+
+    def add(self, chunk: ChatChunk) -> None:
+        """Take in one chunk."""
+        if chunk.thinking or chunk.thinking_signature:
+            part = self._part("k")
+            if chunk.thinking:
+                part[1].append(chunk.thinking)
+            if chunk.thinking_signature:
+                part[2] = chunk.thinking_signature
+        if chunk.delta:
+            self._part("t")[1].append(chunk.delta)
+        for delta in chunk.tool_calls:
+            call = self._calls.setdefault(delta.index, [None, None, []])
+            call[0] = call[0] or delta.id
+            call[1] = call[1] or delta.name
+            if delta.arguments:
+                call[2].append(delta.arguments)
+        if chunk.finish_reason is not None:
+            self.finish_reason = chunk.finish_reason
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        if chunk.model is not None:
+            self.model = chunk.model
+
+    def _part(self, kind: str) -> list[Any]:
+        parts = self._parts
+        if not parts or parts[-1][0] != kind:
+            parts.append([kind, [], None])
+        return parts[-1]
+
+    def answer(self, provider: str | None = None) -> CachedAnswer:
+        """What the chunks so far amount to, served by `provider`."""
+        content: list[Part] = [
+            ThinkingPart("".join(texts), signature) if kind == "k" else TextPart("".join(texts))
+            for kind, texts, signature in self._parts
+        ]
+        calls = tuple(
+            ToolCall(ident or "", name or "", "".join(pieces) or "{}")
+            for ident, name, pieces in self._calls.values()
+        )
+        return CachedAnswer(
+            content=tuple(content),
+            tool_calls=calls,
+            finish_reason=self.finish_reason or "",
+            usage=self.usage,
+            provider=provider,
+            model=self.model,
+        )
 
 
 class ResponseCache:

@@ -3,7 +3,8 @@
 The body is decoded with the caller's codec into a neutral request that keeps the caller's own
 bytes (`source`), so a target of the same format receives them with only `model` replaced;
 the answer comes back as the upstream's own bytes with the `routing` object spliced in, or is
-re-encoded when the serving target spoke another format.
+re-encoded when the serving target spoke another format. A route with `cache.enabled` answers
+from the response cache when it can (`turnout.gateway.cache_step`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from turnout.wire.model import RawBody
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.gateway.cache_step import CacheVisit
     from turnout.gateway.client_formats import ClientFormat
     from turnout.gateway.handlers.exchange import Exchange
     from turnout.wire.model import ChatRequest, ChatResponse
@@ -87,17 +89,31 @@ async def handle_chat(exchange: Exchange) -> None:
     resolution = runtime.resolve(request.model, endpoint=exchange.fmt.endpoint, caller=caller)
     session_id = session_of(exchange.headers, request)
     route = resolution.route
+    visit: CacheVisit | None = None
+    config = resolution.entry.config
+    if config is not None and config.cache.enabled:  # §5.3: after the grant check
+        visit = await runtime.cache.look_up(resolution, request, caller, session_id=session_id)
+        if visit.answer is not None:
+            await visit.serve(exchange, include_usage=_include_usage(obj))
+            return
+    plan = runtime.plan_for(
+        resolution, caller, exchange.credentials, endpoint=exchange.fmt.endpoint
+    )
     if request.stream:
         await stream_answer(
             exchange,
             route,
             request,
             session_id=session_id,
+            plan=plan,
             include_usage=_include_usage(obj),
             commit_on_headers=resolution.entry.commit_on_headers,
+            tap=None if visit is None else visit.tap,
         )
         return
-    response = await route.complete(request, session_id=session_id)
+    response = await route.complete(request, session_id=session_id, plan=plan)
+    if visit is not None:
+        await visit.store(response)
     await exchange.reply(answer_reply(exchange.fmt, response))
 
 

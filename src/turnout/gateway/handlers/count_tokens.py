@@ -1,6 +1,7 @@
 """`POST /v1/messages/count_tokens` (SPEC §5.1): the first target of the resolved route that
 speaks Anthropic Messages answers, without failover; with none, 404 in Anthropic's format.
-Never a made-up count (S1-94)."""
+Never a made-up count (S1-94). Only a target the request's plan lets start may count, with the
+caller's credential when it is a passthrough target (§5.2)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from turnout.errors import RoutingError
 from turnout.gateway.handlers.chat import decode_body
 from turnout.gateway.handlers.exchange import request_id_header
 from turnout.gateway.respond import header_value, json_reply
+from turnout.routing.plan import caller_client
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
     from turnout.gateway.handlers.exchange import Exchange
+    from turnout.routing.plan import CallPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target
 
@@ -22,10 +25,15 @@ __all__ = ["counting_target", "handle_count_tokens"]
 _FORMAT = "anthropic-messages"
 
 
-def counting_target(route: Route) -> Target | None:
-    """The first target of `route` whose provider speaks Anthropic Messages and counts tokens."""
-    for target in route.targets:
+def counting_target(route: Route, plan: CallPlan | None = None) -> Target | None:
+    """The first target of `route` whose provider speaks Anthropic Messages and counts tokens
+    (among the targets `plan` lets start, when given)."""
+    part = plan.for_route(route) if plan is not None else None
+    for index, target in enumerate(route.targets):
         client: Any = target.client
+        rule = part.rule(index) if part is not None else None
+        if part is not None and (rule is None or rule.fallback or rule.skip is not None):
+            continue
         if getattr(client, "wire_format", None) == _FORMAT and hasattr(client, "count_tokens"):
             return target
     return None
@@ -39,7 +47,10 @@ async def handle_count_tokens(exchange: Exchange) -> None:
     # here rather than the messages endpoint's NO_ROUTE.
     resolution = exchange.runtime.resolve(request.model, endpoint="chat", caller=caller)
     route = resolution.route
-    target = counting_target(route)
+    plan = exchange.runtime.plan_for(
+        resolution, caller, exchange.credentials, endpoint="count_tokens"
+    )
+    target = counting_target(route, plan)
     if target is None:
         raise RoutingError(
             f'no target of route "{route.name}" speaks Anthropic Messages, so its tokens '
@@ -50,6 +61,10 @@ async def handle_count_tokens(exchange: Exchange) -> None:
     if target.model is not None:
         request.model = target.model
     client: Any = target.client
+    part = plan.for_route(route) if plan is not None else None
+    rule = part.rule(route.targets.index(target)) if part is not None else None
+    if rule is not None and rule.caller_credential:
+        client = caller_client(client, plan.credential if plan is not None else None)
     count = await client.count_tokens(request)
     model = request.model or ""
     headers = [

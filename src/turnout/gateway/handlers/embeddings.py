@@ -36,9 +36,11 @@ async def handle_embeddings(exchange: Exchange) -> None:
     except InvalidRequest as exc:
         raise invalid_request(exc.message) from exc
     request.source = RawBody(openai_embeddings.FORMAT, exchange.body)
-    resolution = exchange.runtime.resolve(request.model, endpoint="embeddings", caller=caller)
+    runtime = exchange.runtime
+    resolution = runtime.resolve(request.model, endpoint="embeddings", caller=caller)
     session_id = session_of(exchange.headers, None)
-    response = await resolution.route.embed(request, session_id=session_id)
+    plan = runtime.plan_for(resolution, caller, exchange.credentials, endpoint="embeddings")
+    response = await resolution.route.embed(request, session_id=session_id, plan=plan)
     await exchange.reply(embeddings_reply(response, request.encoding_format))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from turnout.errors import RoutingError
-from turnout.gateway.keys import Caller, authenticate, split_credentials
+from turnout.gateway.keys import Caller, Credentials, authenticate, split_credentials
 from turnout.gateway.respond import header_value
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class Exchange:
     the response side (see the module rules)."""
 
     __slots__ = (
+        "_credentials",
         "body",
         "ended",
         "fmt",
@@ -85,6 +86,7 @@ class Exchange:
             # A header sent twice (two `anthropic-beta` lines) reads as one comma-joined value.
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         self.headers = headers
+        self._credentials: Credentials | None = None
         self.body = b""
         self.started = False
         self.ended = False
@@ -99,10 +101,18 @@ class Exchange:
         """Who is calling (SPEC §5.2): the anonymous caller under `auth: open`, else the key's
         caller; a missing or unknown key raises 401 `invalid_api_key`."""
         runtime = self.settings.runtime
-        ring = runtime.keys
-        if ring is None:
+        if runtime.keys is None:
             return self.settings.anonymous
-        return authenticate(split_credentials(self.headers, ring), runtime.project)
+        return authenticate(self.credentials(), runtime.project)
+
+    def credentials(self) -> Credentials:
+        """What the request's headers say about its caller (SPEC §5.2: the key and the
+        caller's own provider credential), read once."""
+        found = self._credentials
+        if found is None:
+            found = split_credentials(self.headers, self.settings.runtime.keys)
+            self._credentials = found
+        return found
 
     async def read_body(self, limit: int) -> bool:
         """Read the whole body into `body` (False when the caller left first). A body over

@@ -15,7 +15,7 @@ __all__ = ["handle_models"]
 async def handle_models(exchange: Exchange) -> None:
     """`{"object": "list", "data": [{"id", "object": "model", "created": 0, "owned_by"}]}`."""
     caller = exchange.caller()
-    models = exchange.runtime.models(caller)
+    models = exchange.runtime.models(caller, exchange.credentials())
     data = [
         {"id": model, "object": "model", "created": 0, "owned_by": "turnout"} for model in models
     ]
