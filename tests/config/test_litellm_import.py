@@ -32,8 +32,12 @@ def convert(name: str) -> ImportResult:
 
 
 def load(result: ImportResult) -> FileConfig:
-    """The imported YAML through the real loader, every variable it reads set."""
-    env = {name: f"value-of-{name.lower()}" for name in result.variables}
+    """The imported YAML through the real loader, every variable it reads set (a Redis URL
+    variable to a Redis URL, as `state` requires)."""
+    env = {
+        name: "redis://cache:6379/0" if name.endswith("REDIS_URL") else f"value-of-{name.lower()}"
+        for name in result.variables
+    }
     return parse_config(yaml.load(result.yaml, Loader=LOADER), env=env)  # noqa: S506
 
 

@@ -631,3 +631,19 @@ def test_check_config_takes_a_config_built_in_code() -> None:
     """The validator works on a `FileConfig` built without the loader (the admin API's way)."""
     config = FileConfig.model_validate({"providers": MOCK, "routes": [route("a"), route("a")]})
     assert ("routes[1].name", "name 'a' is already taken by routes[0]") in check_config(config)
+
+
+@pytest.mark.parametrize("state", ["memory", "redis://127.0.0.1:6379/0", "rediss://cache:6380"])
+def test_state_accepts_memory_and_redis_urls(state: str) -> None:
+    """`state` is `memory` or a `redis://` / `rediss://` URL."""
+    assert parse_config({"providers": MOCK, "state": state}, env={}).state == state
+
+
+def test_unknown_state_store_names_the_field_without_the_url() -> None:
+    """Another store is refused at `state`, repeating only the scheme (a URL may hold a
+    password)."""
+    errors = errors_of({"providers": MOCK, "state": "postgres://user:s3cret@db/state"})
+    assert errors == [
+        ("state", "unknown state store 'postgres': use 'memory' or a 'redis://' / 'rediss://' URL")
+    ]
+    assert "s3cret" not in str(errors)

@@ -41,6 +41,7 @@ def check_config(config: FileConfig) -> Problems:
     """Every cross-object violation in `config`, grouped by rule, in file order within each."""
     plan = plan_routes(config)
     errors: Problems = []
+    errors.extend(_check_state(config))
     errors.extend(_check_names(config))
     errors.extend(check_reserved_names(config))
     errors.extend(_check_providers(config))
@@ -61,6 +62,21 @@ def check_config_warnings(config: FileConfig) -> Problems:
     found.extend(plan_routes(config).warnings)
     found.extend(_messages_warnings(config))
     return found
+
+
+def _check_state(config: FileConfig) -> Problems:
+    """`state` is `memory` or a Redis URL (SPEC §10); only the scheme is repeated, since a URL
+    may hold a password."""
+    state = config.state
+    if state == "memory" or state.startswith(("redis://", "rediss://")):
+        return []
+    scheme = state.split(":", 1)[0] if ":" in state else state
+    return [
+        (
+            "state",
+            f"unknown state store {scheme!r}: use 'memory' or a 'redis://' / 'rediss://' URL",
+        )
+    ]
 
 
 def _check_names(config: FileConfig) -> Problems:

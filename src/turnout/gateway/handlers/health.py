@@ -20,17 +20,20 @@ async def handle_healthz(exchange: Exchange) -> None:
 
 
 def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, object]]:
-    """`/readyz`'s status and body: 200 once the configuration is loaded, else 503."""
+    """`/readyz`'s status and body: 503 before the configuration is loaded; then 200, with
+    `status: degraded` while the shared state store is unreachable (the gateway serves on local
+    state then: a failing store never fails a call) and the store's own detail under `state`."""
     if settings is None:
         return 503, {"status": "starting", "config": "not loaded"}
     runtime = settings.runtime
+    state = runtime.state
     return 200, {
-        "status": "ready",
+        "status": "ready" if state.healthy else "degraded",
         "config": "loaded",
         "project": runtime.project,
         "routes": len(runtime.routes),
-        # The scheme only: a state URL may hold a password.
-        "state": runtime.config.state.split(":", 1)[0],
+        # The store describes itself with any password redacted.
+        "state": state.describe(),
         # Bindings load with the configuration; grants are enforced while resolving (§6.3).
         "bindings": "loaded",
     }
