@@ -205,3 +205,20 @@ async def test_deny_binding_alone_still_refuses_under_the_implicit_grant() -> No
     assert opus.status_code == 403
     assert _code(opus) == "POLICY_DENIED"
     assert gpt.status_code == 200
+
+
+async def test_model_a_target_of_the_grant_route_only_aliases_goes_where_it_would_go() -> None:
+    """S1-37: a model the granted route does not serve, but one of its targets' providers
+    aliases, uses the route the caller would get without the grant; a model nobody aliases
+    still fails closed."""
+    config = _config()
+    config["providers"][1] = mock_provider(
+        "bedrock", wire="anthropic-messages", model_aliases={"codestral-2": "claude-haiku"}
+    )
+    aliased_app = app_of(config)
+    aliased = await _post(aliased_app, "/v1/chat/completions", chat("codestral-2"), OPS_KEY)
+    other = await _post(aliased_app, "/v1/chat/completions", chat("codestral-3"), OPS_KEY)
+    assert aliased.status_code == 200
+    assert aliased.headers["x-turnout-route"] == "codestral"
+    assert other.status_code == 503
+    assert _code(other) == "NO_ROUTE"

@@ -3,7 +3,9 @@
 Rule 0: after the empty-model rule, the access policy decides first (§6.3): no grant is 400
 MODEL_DENIED, a deny binding 403 POLICY_DENIED. A winning grant that names a route sends the
 model to that route when the route serves it (its patterns, aliases or name), else 503
-NO_ROUTE; it never falls through to another route. A grant naming no route goes on to Rule 1.
+NO_ROUTE; it never falls through to another route, with one exception (S1-37): a model that the
+route does not serve but one of its targets' providers lists in its `model_aliases` goes where
+it would go without the grant (Rule 1). A grant naming no route goes on to Rule 1.
 Rule 1: first match wins: an alias, a route name (both ignoring case), the most specific model
 pattern of an enabled or implicit route (the pattern index), a family route; else 503
 NO_ROUTE naming the closest route and pattern.
@@ -81,6 +83,7 @@ class Resolver:
         "_cache_size",
         "_entries",
         "_index",
+        "_member_aliases",
         "_names",
         "_open",
         "project",
@@ -110,6 +113,7 @@ class Resolver:
             for entry in entries.values()
             for lowered, routes in entry.aliases.items()
         }
+        self._member_aliases = {name: _member_aliases(entry) for name, entry in entries.items()}
         self._cache: OrderedDict[tuple[str, str, str], Resolution | _Refusal] = OrderedDict()
         self._cache_size = max(cache_size, 0)
 
@@ -198,6 +202,8 @@ class Resolver:
         if entry is None or served is None or not served.enabled:
             return _Refusal(grant_route_missing(model, decision).message)
         if not served.serves(model):
+            if model.lower() in self._member_aliases[name]:
+                return self._find(model, endpoint)  # S1-37: as without the grant
             return _Refusal(grant_route_not_serving(model, decision).message)
         lowered = model.lower()
         alias = entry.aliases.get(lowered)
@@ -242,6 +248,16 @@ class Resolver:
                 continue
             usable.append(name)
         return sorted(usable, key=str.lower)
+
+
+def _member_aliases(entry: RouteEntry) -> frozenset[str]:
+    """The lower-cased models that some target's provider of `entry` lists in its
+    `model_aliases` (a client without aliases lists none)."""
+    found: set[str] = set()
+    for target in entry.route.targets:
+        aliases: Mapping[str, str] = getattr(target.client, "model_aliases", None) or {}
+        found.update(model.lower() for model in aliases)
+    return frozenset(found)
 
 
 def _most_specific(patterns: tuple[ModelPattern, ...], lowered: str) -> str | None:

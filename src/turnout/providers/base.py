@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import orjson
@@ -229,6 +230,11 @@ class HttpProvider:
     def wire_format(self) -> WireFormat:
         """The wire format this provider speaks."""
         return self.wire.format
+
+    @property
+    def model_aliases(self) -> Mapping[str, str]:
+        """The provider's `model_aliases` (requested -> wire model), read-only."""
+        return MappingProxyType(self._aliases)
 
     def price_for(self, model: str | None) -> tuple[float, float] | None:
         """USD per 1M (input, output) tokens for `model`, or None when unknown."""
