@@ -24,7 +24,7 @@ from turnout.errors import ConfigError
 from turnout.gateway.access import RouteModels, check_bindings, route_models
 from turnout.gateway.keys import KeyRing
 from turnout.gateway.policies import Policies
-from turnout.gateway.route_plan import messages_split, plan_routes
+from turnout.gateway.route_plan import chat_split, messages_split, plan_routes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -60,7 +60,7 @@ def check_config_warnings(config: FileConfig) -> Problems:
     found: Problems = []
     found.extend(static_budget_warnings(config))
     found.extend(plan_routes(config).warnings)
-    found.extend(_messages_warnings(config))
+    found.extend(_endpoint_warnings(config))
     return found
 
 
@@ -237,8 +237,9 @@ def _check_access(config: FileConfig, plan: RoutePlan) -> Problems:
 # ---- warnings ---------------------------------------------------------------------------------
 
 
-def _messages_warnings(config: FileConfig) -> Problems:
-    """Targets left out of `/v1/messages` on a route that serves it (§5.1, §7.4)."""
+def _endpoint_warnings(config: FileConfig) -> Problems:
+    """Targets left out of `/v1/messages` on a route that serves it, or out of
+    `/v1/chat/completions` on a cross-provider route (§5.1, §7.4)."""
     providers = {p.name: p for p in config.providers}
     found: Problems = []
     for r, route in enumerate(config.routes):
@@ -250,5 +251,11 @@ def _messages_warnings(config: FileConfig) -> Problems:
         for t, reason in excluded:
             name = route.targets[t].display_name
             message = f'target "{name}" of route "{route.name}" does not serve /v1/messages: '
+            found.append((f"routes[{r}].targets[{t}]", message + reason))
+        for t, reason in chat_split(route, providers)[1]:
+            name = route.targets[t].display_name
+            message = (
+                f'target "{name}" of route "{route.name}" does not serve /v1/chat/completions: '
+            )
             found.append((f"routes[{r}].targets[{t}]", message + reason))
     return found

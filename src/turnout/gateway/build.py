@@ -23,6 +23,7 @@ from turnout.gateway.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, R
 from turnout.gateway.route_plan import (
     MESSAGES_WIRE,
     alias_wire_model,
+    chat_split,
     credential_mode,
     messages_split,
 )
@@ -151,7 +152,9 @@ class _Builder:
             return self._route(config, subset, strategy, endpoint)
 
         messages, _ = messages_split(config, self.provider_configs)
+        chat, _ = chat_split(config, self.provider_configs)
         subsets: dict[Endpoint, frozenset[int]] = {
+            "chat": frozenset(chat),
             "messages": frozenset(messages),
             "embeddings": frozenset(
                 i for i, t in enumerate(targets) if _offers_embeddings(t, config.targets[i])
@@ -168,7 +171,7 @@ class _Builder:
             config.name,
             "configured",
             config,
-            make(targets, "chat"),
+            make([t for i, t in enumerate(targets) if i in subsets["chat"]], "chat"),
             routes.get("messages"),
             routes.get("embeddings"),
             config.commit_on_headers,

@@ -19,7 +19,12 @@ has an eligibility rule, the request is refused with 403 POLICY_DENIED before an
 the engine finds it out the same way, after eligibility, §3.4).
 Rule 6: plans are kept per (route, client family, kind of caller, requirements) in a bounded
 LRU; a request only adds its credential. A keyed caller without a credential of its own, on a
-configuration without passthrough providers, policies or requirements, costs one check.
+configuration without passthrough providers, policies or requirements, costs one check (two
+on a route with `allow_cross_provider` or a fallback route that has it).
+Rule 7: on a route with `allow_cross_provider` whose remaining targets span two or more
+provider families, each target's rule names its family and the plan switches family on quota
+as the route's `switch_family_on_quota` says (the engine's plan Rules 7 and 8); the session's
+pin is added per request (`turnout.gateway.pin_step`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from turnout.gateway.policies import CLEAR, Policies, ProviderFacts
 from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator, Mapping
+    from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 
     from turnout.config.schema import FileConfig, RouteConfig
     from turnout.gateway.access import AccessPolicy, Decision
@@ -87,6 +92,7 @@ class CallPlanner:
         "_cache_size",
         "_checks_targets",
         "_configs",
+        "_cross",
         "_facts",
         "_families",
         "_has_passthrough",
@@ -120,6 +126,7 @@ class CallPlanner:
             binding.require != NO_REQUIREMENTS for binding in config.bindings
         )
         self._checks_targets = bool(config.policies) or requirements
+        self._cross = _cross_provider_routes(config.routes)
         self._cache: OrderedDict[Hashable, _Planned] = OrderedDict()
         self._cache_size = max(cache_size, 0)
 
@@ -138,7 +145,12 @@ class CallPlanner:
         own = None
         if not self._open:
             own = credentials().own_credential
-            if own is None and not self._has_passthrough and not self._checks_targets:
+            if (
+                own is None
+                and not self._has_passthrough
+                and not self._checks_targets
+                and resolution.route.name not in self._cross
+            ):
                 return None  # Rule 6: the common case
             kind: CallerKind = "own" if own is not None else "org"
         else:
@@ -217,7 +229,9 @@ class CallPlanner:
                 if denial is not None:
                     return _Refusal(denial, denied=True)
             trivial = trivial and len(rules) == len(each.targets) and _plain(rules)
-            plans[each] = TargetPlan(each, rules)
+            config = self._configs.get(each.name)
+            switch = config is None or config.switch_family_on_quota
+            plans[each] = TargetPlan(each, rules, switch_family_on_quota=switch)
         return _NOTHING if trivial else CallPlan(plans)
 
     def _rules(
@@ -243,6 +257,7 @@ class CallPlanner:
                 org_key = self._modes.get(provider) != "passthrough"
                 if org_key and self._families.get(provider, "none") in (family, "none"):
                     allowed[index] = True
+        families = self._target_families(route, allowed)
         rules: dict[int, TargetRule] = {}
         for index, fallback in allowed.items():
             provider = route.providers[index]
@@ -255,8 +270,18 @@ class CallPlanner:
                 fallback=fallback,
                 skip=verdict.reason if verdict.skipped else None,
                 shadow=verdict.shadow,
+                family=families.get(index),
             )
         return rules
+
+    def _target_families(self, route: Route, kept: Mapping[int, bool]) -> dict[int, str]:
+        """Rule 7: each kept target's family, when the route orders by family (else empty)."""
+        config = self._configs.get(route.name)
+        if config is None or not config.allow_cross_provider:
+            return {}
+        providers = route.providers
+        families = {index: self._families.get(providers[index], "none") for index in kept}
+        return families if len(set(families.values())) > 1 else {}
 
     def _org_key_fallback(self, route: str) -> bool:
         config = self._configs.get(route)
@@ -274,6 +299,28 @@ def _with_fallbacks(route: Route) -> Iterator[Route]:
         seen.add(id(each))
         yield each
         stack.extend(each.fallbacks)
+
+
+def _cross_provider_routes(routes: Iterable[RouteConfig]) -> frozenset[str]:
+    """The routes that may order by family: `allow_cross_provider` on the route or on a route
+    its fallbacks reach (Rule 7)."""
+    by_name = {route.name: route for route in routes if route.enabled}
+    found: set[str] = set()
+    for name in by_name:
+        seen: set[str] = set()
+        stack = [name]
+        while stack:
+            each = stack.pop()
+            config = by_name.get(each)
+            if each in seen or config is None:
+                continue
+            seen.add(each)
+            if config.allow_cross_provider:
+                found.add(name)
+                break
+            fallbacks = config.fallbacks
+            stack.extend((*fallbacks.general, *fallbacks.context, *fallbacks.content))
+    return frozenset(found)
 
 
 def _plain(rules: Mapping[int, TargetRule]) -> bool:

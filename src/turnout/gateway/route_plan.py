@@ -1,6 +1,15 @@
 """Which routes a configuration serves, decided from the configuration alone (SPEC §6.1, §6.2,
 §7.4): the enabled configured routes, the implicit provider routes and the family routes, each
-with its model patterns; and which targets of a route may serve Anthropic Messages.
+with its model patterns; and which targets of a route may serve Anthropic Messages and Chat
+Completions.
+
+Cross-family targets (§7.4): on `/v1/messages` a target of another wire format serves only on
+a route with `allow_cross_provider`; on `/v1/chat/completions` every family serves (§5.1),
+except that on a route with `allow_cross_provider` a target of another family than the
+route's first target (the family a request starts on) is held to the same rule. Such a target
+needs its own credential (`org_key`: a caller's credential never goes to another vendor) and a
+model mapping (a target model, an alias entry or provider `model_aliases`): without, it is
+left out of that endpoint and the validator warns, naming the route and the target.
 
 Pure and tolerant: it reads a configuration that may still be invalid (the validator runs it
 to know the implicit routes) and leaves out what it cannot parse, which the validator reports
@@ -33,6 +42,7 @@ __all__ = [
     "RouteKind",
     "RoutePlan",
     "alias_wire_model",
+    "chat_split",
     "credential_mode",
     "messages_split",
     "parse_patterns",
@@ -222,6 +232,35 @@ def messages_split(
     return tuple(kept), tuple(excluded)
 
 
+def chat_split(
+    route: RouteConfig, providers: Mapping[str, ProviderConfig]
+) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...]]:
+    """Which targets of `route` may serve `/v1/chat/completions` (§5.1, §7.4): their indices,
+    and each excluded target's index with the reason.
+
+    Every target, unless the route sets `allow_cross_provider`: then a target of another
+    family than the first target's also needs its own credential and a model mapping.
+    """
+    first = providers.get(route.targets[0].provider) if route.targets else None
+    if not route.allow_cross_provider or first is None:
+        return tuple(range(len(route.targets))), ()
+    home = provider_family(first)
+    kept: list[int] = []
+    excluded: list[tuple[int, str]] = []
+    for index, target in enumerate(route.targets):
+        provider = providers.get(target.provider)
+        if provider is None:
+            continue
+        reason = None
+        if provider_family(provider) != home:
+            reason = _cross_family_gap(route, target.display_name, target.model, provider)
+        if reason is None:
+            kept.append(index)
+        else:
+            excluded.append((index, reason))
+    return tuple(kept), tuple(excluded)
+
+
 def _messages_gap(
     route: RouteConfig, target_name: str, model: str | None, provider: ProviderConfig
 ) -> str | None:
@@ -231,6 +270,13 @@ def _messages_gap(
         return (
             "it does not speak Anthropic Messages and the route does not set allow_cross_provider"
         )
+    return _cross_family_gap(route, target_name, model, provider)
+
+
+def _cross_family_gap(
+    route: RouteConfig, target_name: str, model: str | None, provider: ProviderConfig
+) -> str | None:
+    """Why a cross-family target of a cross-provider route cannot serve (§7.4), or None."""
     if credential_mode(provider) != "org_key":
         return "a cross-family target needs its own credential"
     if not _has_mapping(route, target_name, model, provider):

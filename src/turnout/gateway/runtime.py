@@ -24,6 +24,7 @@ from turnout.gateway.call_plans import CallPlanner
 from turnout.gateway.embedded import MOCK_PROVIDER, embedded_config
 from turnout.gateway.keys import KeyRing
 from turnout.gateway.model_index import PatternIndex
+from turnout.gateway.pin_step import PinStep
 from turnout.gateway.resolve import Resolver
 from turnout.gateway.route_entry import (
     AliasRoutes,
@@ -35,6 +36,7 @@ from turnout.gateway.route_entry import (
 from turnout.gateway.route_plan import credential_mode, plan_routes
 from turnout.state.cache import ResponseCache
 from turnout.state.memory import MemoryState
+from turnout.state.sessions import SessionPins
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -69,11 +71,13 @@ class Runtime:
     - `warnings`: load-time warnings, each `path: message`;
     - `clock`: the clock it was built with (None: the event loop's);
     - `state`, `cache`: the shared state store of `config.state` and the response cache over
-      it (§5.5, §10), made on first use and closed by `aclose`.
+      it (§5.5, §10), made on first use and closed by `aclose`;
+    - `pins`: the session family pins of cross-provider routes over `state` (§7.4).
     """
 
     __slots__ = (
         "_cache",
+        "_pins",
         "_planner",
         "_resolver",
         "_state",
@@ -108,6 +112,7 @@ class Runtime:
         self.clock = clock
         self._state: StateStore | None = None
         self._cache: ChatCache | None = None
+        self._pins: PinStep | None = None
         self.project = config.project
         self.config = config
         self.health = health
@@ -251,6 +256,14 @@ class Runtime:
         if self._cache is None:
             self._cache = ChatCache(ResponseCache(self.state, clock=self.clock))
         return self._cache
+
+    @property
+    def pins(self) -> PinStep:
+        """The session family pins (TTL `defaults.session_pin_ttl_seconds`), over `state`."""
+        if self._pins is None:
+            ttl = self.config.defaults.session_pin_ttl_seconds
+            self._pins = PinStep(SessionPins(self.state, ttl))
+        return self._pins
 
     async def aclose(self) -> None:
         """Close every provider's HTTP pool, and the state store if one was opened."""

@@ -13,6 +13,8 @@ are forwarded (for an OpenAI caller that did not ask for `include_usage`, the us
 is left out; turnout always asks upstream); otherwise the caller's codec re-encodes.
 Rule 4: after commit, a broken stream ends with the format's error event (`stream_broken`), a
 refused or rejected one with `stream_refused` / `stream_rejected`, instead of the terminator.
+Rule 5: a stream that ended cleanly pins its session to the family that served it, as a whole
+answer does (`turnout.gateway.pin_step`).
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ async def stream_answer(
             include_usage=include_usage,
             keepalive_clock=route.clock if commit_on_headers else None,
         )
+        await exchange.runtime.pins.after(plan, session_id, record)
     finally:
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:

@@ -17,6 +17,13 @@ Rule 7: a request's `CallPlan` (`turnout.routing.plan`, its rules there) shapes 
 targets and order come from the route's `TargetPlan`, each visit checks the target's rule
 (policy skip, org-key fallback gate, the caller's credential), and a caller-credential call
 reports to health only as `release`.
+Rule 8: held-back targets (plan Rules 3 and 8: the org-key fallback, the families other than
+the request's own) end the walk while their gate is closed, and are then `not_tried`. The
+family gate opens on a `quota_exhausted` failure or a `parked` skip of a target of the
+request's family (never on a caller's credential) and stays open for the pass; while it is
+closed for good (`switch_family_on_quota` off) the held-back targets do not count as targets
+left, so a parked last target of the family is still probed (§3.5). A pass whose family was
+used up with the gate closed ends naming the family (`Ending.family`).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from turnout.errors import NoDeploymentAvailable, PolicyDenied, ProviderError
 from turnout.routing.attempt import Call, run_whole
 from turnout.routing.backoff import retry_wait
 from turnout.routing.classify import RETRYABLE
-from turnout.routing.ending import Ending, ending_error
+from turnout.routing.ending import Ending, EndingKind, ending_error
 from turnout.routing.health import Skip
 from turnout.routing.hedge import race
 from turnout.routing.options import MAX_FALLBACKS
@@ -112,7 +119,9 @@ class RoutePass:
 
     `order[:cursor]` are the targets reached so far; the rest are not tried (yet). With a
     `plan`, `fallback_open` says whether the org-key fallback targets may be called now, and
-    `credential_spent` that the caller's credential ran out of quota (plan Rules 3 and 5).
+    `credential_spent` that the caller's credential ran out of quota (plan Rules 3 and 5);
+    `family` is the family the request tries first (None: no family order) and `family_open`
+    whether the other families may be called now (plan Rules 7 and 8).
     """
 
     __slots__ = (
@@ -124,6 +133,8 @@ class RoutePass:
         "ending",
         "failed",
         "fallback_open",
+        "family",
+        "family_open",
         "forced",
         "health_skips",
         "hop",
@@ -143,10 +154,14 @@ class RoutePass:
         self.state = state
         self.hop = hop
         self.plan = plan
+        self.family: str | None = None
+        self.family_open = False
         if plan is None:
             order, reason = route.start_order(state.record.session_id)
         else:
-            order, reason = plan.start_order(route, state.record.session_id)
+            if plan.families and state.plan is not None:
+                self.family = plan.family_for(state.plan.pinned_family(route))
+            order, reason = plan.start_order(route, state.record.session_id, self.family)
         if hop == 0:
             state.record.strategy_reason = reason
         self.order = order
@@ -249,8 +264,8 @@ class RoutePass:
         plan = self.plan
         while self.cursor < len(order) and self.stopped is None:
             index = order[self.cursor]
-            if plan is not None and plan.rules[index].fallback and not self.fallback_open:
-                break  # plan Rule 3: the org-key fallback is not open (yet)
+            if plan is not None and self._is_held_back(index):
+                break  # Rule 8: the org-key fallback or the other families are not open (yet)
             self.cursor += 1
             call = self._screen(index)
             if call is not None:
@@ -298,6 +313,34 @@ class RoutePass:
             return self._skipped(index, wire, key, verdict)
         return self._call(index, wire, key, verdict)
 
+    def _is_held_back(self, index: int) -> bool:
+        """Rule 8: is target `index` behind a gate that is closed now?"""
+        plan = self.plan
+        assert plan is not None
+        if plan.rules[index].fallback and not self.fallback_open:
+            return True
+        return not self.family_open and plan.is_held_back(index, self.family)
+
+    def _is_closed_for_good(self, index: int) -> bool:
+        """Rule 8: target `index` is of another family that this pass can never open."""
+        plan = self.plan
+        return (
+            plan is not None
+            and not plan.switch_family_on_quota
+            and plan.is_held_back(index, self.family)
+        )
+
+    def _quota_spent(self, index: int) -> None:
+        """Plan Rule 8: a target of the request's family ran out of quota (failed or parked)."""
+        plan = self.plan
+        if (
+            plan is not None
+            and self.family is not None
+            and plan.switch_family_on_quota
+            and plan.rules[index].family == self.family
+        ):
+            self.family_open = True
+
     def _passed_by(self, index: int) -> None:
         """A caller-credential target was skipped: not a failure, so it closes the org-key
         fallback again (plan Rule 3)."""
@@ -327,6 +370,8 @@ class RoutePass:
         last one left after earlier failures (then it is probed anyway)."""
         route, state = self.route, self.state
         target = route.targets[index]
+        if skip.outcome == "parked":
+            self._quota_spent(index)
         if skip.outcome == "parked" and self.failed and self._is_last():
             forced = route.health.admit_forced(key, lease=target.timeout)
             if forced is not None:
@@ -384,7 +429,9 @@ class RoutePass:
     def _is_last(self) -> bool:
         """No target after the current one could still be asked."""
         targets = self.route.targets
-        return all(targets[i].paused for i in self.order[self.cursor :])
+        return all(
+            targets[i].paused or self._is_closed_for_good(i) for i in self.order[self.cursor :]
+        )
 
     def _forced_call(self) -> Call | None:
         if self.forced is None:
@@ -488,6 +535,8 @@ class RoutePass:
             return "stop"
         if call.credentialed:
             self._caller_credential_failed(error_class)
+        elif error_class == "quota_exhausted":
+            self._quota_spent(call.index)
         if error_class == "auth":
             if self.auth_failed is None:
                 self.auth_failed = set()
@@ -517,6 +566,10 @@ class RoutePass:
 
     def final_ending(self) -> Ending:
         """How the pass ended once its order ran out without an answer."""
+        if self.family is not None and not self.family_open:
+            family = self._family_ending()
+            if family is not None:
+                return family
         if self.calls:
             return Ending("exhausted")
         if self.policy_skips or not self.ineligible:
@@ -524,6 +577,19 @@ class RoutePass:
         if not (self.health_skips or self.blocked or self.stopped):
             return Ending("ineligible", reasons=tuple(self.ineligible))
         return _NO_CALLS
+
+    def _family_ending(self) -> Ending | None:
+        """Rule 8: the request's family was used up and the other families stayed closed."""
+        if not (self.calls or self.health_skips) or self.policy_skips or self.stopped:
+            return None
+        plan = self.plan
+        assert plan is not None
+        targets = self.route.targets
+        members = tuple(
+            targets[i].name for i in self.order if not plan.is_held_back(i, self.family)
+        )
+        kind: EndingKind = "exhausted" if self.calls else "zero_calls"
+        return Ending(kind, family=self.family, members=members)
 
     def _is_denied(self) -> bool:
         """Policy skips alone left no call (§3.4: every remaining target denied by policy)."""

@@ -9,6 +9,10 @@
 3. Zero calls: 503 `route_exhausted`.
 Every target ineligible ends with `RouteIneligible` (400 `route_ineligible`), or, for an
 embeddings request no target can serve, 400 `embeddings_not_supported` (SPEC §11).
+In a pass that tried one provider family first and never opened the others (SPEC §7.4), the
+message of 2. and 3. is S1's: `every member of the "anthropic" provider family this session is
+pinned to failed (team-a: rate_limited, team-b: quota_exhausted)`, listing that family's targets
+only (`this request started on` without a session id); status and code are unchanged.
 Every `RouteExhausted` carries `retry_after`: the shortest time until a target that is cooling
 down, open or parked can be asked again (None when there is none).
 """
@@ -41,12 +45,16 @@ class Ending:
     `terminal` / `escalate` carry the call's own `error` (escalate: to `fallbacks.<kind>`);
     `exhausted`: retryable failures left no target; `zero_calls`: no call was made;
     `ineligible`: every target was ineligible (`reasons` lists `(target, reason)`).
+    `family` (exhausted and zero calls only): the provider family the pass was held to, whose
+    targets are `members`; None when the pass did not order by family or opened the others.
     """
 
     kind: EndingKind
     error: ProviderError | None = None
     escalate: str | None = None
     reasons: tuple[tuple[str, str], ...] = ()
+    family: str | None = None
+    members: tuple[str, ...] = ()
 
 
 def ending_error(state: RequestState, ending: Ending) -> BaseException:
@@ -77,7 +85,8 @@ def ending_error(state: RequestState, ending: Ending) -> BaseException:
     summary = _summary(record.attempts)
     if not calls:
         return RouteExhausted(
-            f'no target of route "{route}" could be called ({summary})',
+            _family_message(state, ending)
+            or f'no target of route "{route}" could be called ({summary})',
             status=503,
             code="route_exhausted",
             retry_after=hint,
@@ -88,7 +97,7 @@ def ending_error(state: RequestState, ending: Ending) -> BaseException:
     last_error = state.errors.get(last.index)
     message = last_error.message if last_error is not None else (last.reason or last.outcome)
     return RouteExhausted(
-        f'every target of route "{route}" failed ({summary})',
+        _family_message(state, ending) or f'every target of route "{route}" failed ({summary})',
         status=status,
         code=code,
         retry_after=hint,
@@ -111,6 +120,17 @@ def pool_status(calls: list[AttemptEntry]) -> tuple[int, str]:
     if len(statuses) == 1:
         return statuses.pop() or 503, "UPSTREAM_POOL_EXHAUSTED"
     return 503, "UPSTREAM_POOL_EXHAUSTED"
+
+
+def _family_message(state: RequestState, ending: Ending) -> str | None:
+    """S1's message for a pass held to one family: that family's targets and their words
+    (None when the pass was not held to a family)."""
+    if ending.family is None:
+        return None
+    members = set(ending.members)
+    summary = _summary([entry for entry in state.record.attempts if entry.target in members])
+    held = "this session is pinned to" if state.record.session_id else "this request started on"
+    return f'every member of the "{ending.family}" provider family {held} failed ({summary})'
 
 
 def _summary(attempts: list[AttemptEntry]) -> str:

@@ -23,6 +23,18 @@ the way to the fallback targets.
 Rule 6: a target whose rule has a `skip` reason is recorded `policy_skipped` with it, and not
 called; `shadow` decisions (observe mode) are recorded on the target's call entries, and the
 target is called. When policy skips alone leave no call, the request ends 403 POLICY_DENIED.
+Rule 7: family order (SPEC §7.4, cross-provider routes). When the rules give targets of two or
+more provider families, a request tries one family first: the family the plan's `pins` name
+for the route (a session's pin), else the family of the route's first target the plan keeps
+(S1-119); a pin naming a family with no target that may start counts as no pin. The strategy
+picks the start among that family's targets; the rest of the family follows in list order,
+then every other family's targets in list order (fallback-only targets last in each part).
+Rule 8: the other families are held back, and open (for the rest of the pass) only when a
+target of the request's family fails with `quota_exhausted` or is skipped as `parked`, and the
+route switches family on quota (`switch_family_on_quota`). Any other failure (a server error,
+a rate limit, a rejected key, an ineligible target) never opens them, nor does anything on a
+caller's own credential (Rule 4). When they stay closed and the request's family is used up,
+the request ends with S1's family message (`turnout.routing.ending`).
 """
 
 from __future__ import annotations
@@ -82,13 +94,16 @@ class TargetRule:
     - `fallback`: an org-key fallback target, reached only after caller-credential targets
       failed (Rule 3);
     - `skip`: why a policy or data-handling requirement skips the target (`policy_skipped`);
-    - `shadow`: observe-mode decisions recorded on its calls (the target is still called).
+    - `shadow`: observe-mode decisions recorded on its calls (the target is still called);
+    - `family`: the target's provider family on a route that orders by family (Rules 7, 8);
+      None on a route that does not. Either every rule of a plan has one or none has.
     """
 
     caller_credential: bool = False
     fallback: bool = False
     skip: str | None = None
     shadow: tuple[str, ...] = ()
+    family: str | None = None
 
 
 OWN_KEY: Final = TargetRule()
@@ -100,13 +115,32 @@ class TargetPlan:
     left out is removed, Rule 1), with the start candidates and the orders precomputed.
 
     Build it once per (route, kind of caller) and reuse it: it keeps no per-request state.
-    Raises `ValueError` for an index outside the route, or a `caller_credential` target whose
-    client has no `with_credential`.
+    `switch_family_on_quota` (default True) lets a quota failure open the other families
+    (Rule 8); `families` is empty unless the rules name two or more families.
+    Raises `ValueError` for an index outside the route, a `caller_credential` target whose
+    client has no `with_credential`, or rules of which only some name a family.
     """
 
-    __slots__ = ("_first", "_orders", "candidates", "fallback", "rules", "undeployable")
+    __slots__ = (
+        "_by_family",
+        "_first",
+        "_orders",
+        "candidates",
+        "fallback",
+        "families",
+        "home_family",
+        "rules",
+        "switch_family_on_quota",
+        "undeployable",
+    )
 
-    def __init__(self, route: Route, rules: Mapping[int, TargetRule]) -> None:
+    def __init__(
+        self,
+        route: Route,
+        rules: Mapping[int, TargetRule],
+        *,
+        switch_family_on_quota: bool = True,
+    ) -> None:
         targets = route.targets
         checked: dict[int, TargetRule] = {}
         for index in sorted(rules):
@@ -129,8 +163,15 @@ class TargetPlan:
         self.candidates: tuple[Candidate, ...] = tuple(
             c for c in route.candidates if c.index in checked and not checked[c.index].fallback
         )
-        self._orders: dict[int, list[int]] = {}
+        self._orders: dict[tuple[str | None, int], list[int]] = {}
         self.undeployable = _undeployable(route, self.candidates, bool(checked))
+        self.switch_family_on_quota = switch_family_on_quota
+        self.families, self.home_family = _families(route, checked)
+        self._by_family: dict[str, tuple[Candidate, ...]] = {}
+        for candidate in self.candidates if self.families else ():
+            family = checked[candidate.index].family
+            assert family is not None
+            self._by_family[family] = (*self._by_family.get(family, ()), candidate)
 
     def __repr__(self) -> str:
         return f"TargetPlan({dict(self.rules)!r})"
@@ -139,22 +180,52 @@ class TargetPlan:
         """The rule of target `index`, or None when the plan removed it."""
         return self.rules.get(index)
 
-    def start_order(self, route: Route, session_id: str | None) -> tuple[list[int], str]:
+    def family_for(self, pinned: str | None) -> str | None:
+        """The family a request tries first (Rule 7): `pinned` when a target of it may start,
+        else the route's first family, else the first family that may start; None when the
+        plan does not order by family."""
+        if not self.families:
+            return None
+        for family in (pinned, self.home_family):
+            if family is not None and family in self._by_family:
+                return family
+        return next(iter(self._by_family), self.home_family)
+
+    def start_order(
+        self, route: Route, session_id: str | None, family: str | None = None
+    ) -> tuple[list[int], str]:
         """The try order of one request and the strategy's reason: the strategy's start among
         the non-fallback targets, the others as `try_order` puts them, then the fallback
-        targets (SPEC §3.1, Rule 3)."""
+        targets (SPEC §3.1, Rule 3). With `family` (from `family_for`), the start is among
+        that family's targets and the other families follow (Rule 7)."""
+        candidates = self.candidates if family is None else self._by_family.get(family, ())
+        candidates = candidates or self.candidates
         start, reason = route.strategy.pick_start(
-            self.candidates, route_id=route.route_id, session_id=session_id, now=route.clock.now()
+            candidates, route_id=route.route_id, session_id=session_id, now=route.clock.now()
         )
-        order = self._orders.get(start)
+        order = self._orders.get((family, start))
         if order is None:
-            rest = [i for i in self._first if i != start]
-            order = self._orders[start] = [
-                start,
-                *_listed(rest, route),
-                *self.fallback,
-            ]
+            order = self._orders[family, start] = self._order(route, start, family)
         return order, reason
+
+    def _order(self, route: Route, start: int, family: str | None) -> list[int]:
+        rest = [i for i in self._first if i != start]
+        if family is None:
+            return [start, *_listed(rest, route), *self.fallback]
+        rules = self.rules
+        own = [i for i in rest if rules[i].family == family]
+        other = [i for i in rest if rules[i].family != family]
+        return [
+            start,
+            *_listed(own, route),
+            *(i for i in self.fallback if rules[i].family == family),
+            *_listed(other, route),
+            *(i for i in self.fallback if rules[i].family != family),
+        ]
+
+    def is_held_back(self, index: int, family: str | None) -> bool:
+        """True when target `index` belongs to a family other than `family` (Rule 8)."""
+        return family is not None and self.rules[index].family != family
 
 
 def _listed(indices: Iterable[int], route: Route) -> tuple[int, ...]:
@@ -165,6 +236,23 @@ def _listed(indices: Iterable[int], route: Route) -> tuple[int, ...]:
         *(i for i in chosen if not targets[i].fallback_only),
         *(i for i in chosen if targets[i].fallback_only),
     )
+
+
+def _families(route: Route, rules: Mapping[int, TargetRule]) -> tuple[frozenset[str], str | None]:
+    """The families the rules name (empty when fewer than two) and the family of the first
+    target kept (Rule 7)."""
+    named = [rules[i].family for i in sorted(rules)]
+    if all(family is None for family in named):
+        return frozenset(), None
+    if any(family is None for family in named):
+        raise ValueError(
+            f'route "{route.name}": either every target rule names a family or none does'
+        )
+    families = frozenset(family for family in named if family is not None)
+    if len(families) < 2:
+        return frozenset(), None
+    first = next((i for i in sorted(rules) if not rules[i].fallback), min(rules))
+    return families, rules[first].family
 
 
 def _undeployable(route: Route, candidates: tuple[Candidate, ...], any_left: bool) -> str | None:
@@ -183,14 +271,17 @@ def _undeployable(route: Route, candidates: tuple[Candidate, ...], any_left: boo
 @dataclass(frozen=True, slots=True, eq=False)
 class CallPlan:
     """A per-call plan (see the module rules): a `TargetPlan` per route it covers, by route
-    object, and the caller's own credential (None: the caller sent none).
+    object, the caller's own credential (None: the caller sent none), and `pins`: route id ->
+    the family a session is pinned to on that route (Rule 7).
 
     A route the plan does not cover is walked as without a plan. Build the credential-free
-    part once and add each request's credential with `with_credential` (cheap).
+    part once and add each request's credential and pins with `with_credential` and
+    `with_pins` (cheap).
     """
 
     routes: Mapping[Route, TargetPlan] = field(default_factory=dict)
     credential: CallerCredential | None = field(default=None, repr=False)
+    pins: Mapping[str, str] = field(default_factory=dict)
 
     def for_route(self, route: Route) -> TargetPlan | None:
         """The plan of `route`, or None when the plan does not cover it."""
@@ -199,6 +290,19 @@ class CallPlan:
     def with_credential(self, credential: CallerCredential | None) -> CallPlan:
         """This plan carrying `credential` (for this one request)."""
         return replace(self, credential=credential)
+
+    def with_pins(self, pins: Mapping[str, str]) -> CallPlan:
+        """This plan with the session's family pins (route id -> family), for one request."""
+        return replace(self, pins=MappingProxyType(dict(pins)))
+
+    def pinned_family(self, route: Route) -> str | None:
+        """The family the session is pinned to on `route`, or None."""
+        return self.pins.get(route.route_id) if self.pins else None
+
+    @property
+    def orders_by_family(self) -> bool:
+        """True when some route of the plan orders its targets by family (Rule 7)."""
+        return any(plan.families for plan in self.routes.values())
 
     @property
     def needs_credential(self) -> bool:

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_SESSION_ID_CHARS",
     "SESSION_HEADERS",
     "SessionPins",
+    "pin_key",
     "session_from_user_id",
     "session_id_from",
 ]
@@ -131,7 +132,7 @@ class SessionPins:
 
     async def get(self, route_id: str, session_id: str) -> str | None:
         """The family `session_id` is pinned to on `route_id`, or None."""
-        value = await self.state.get(_pin_key(route_id, session_id))
+        value = await self.state.get(pin_key(route_id, session_id))
         return value.decode() if value else None
 
     async def pin(
@@ -141,17 +142,18 @@ class SessionPins:
         if not family:
             raise ValueError("a session pin needs a family")
         seconds = self.ttl if ttl is None else check_ttl(ttl)
-        await self.state.set(_pin_key(route_id, session_id), family.encode(), seconds)
+        await self.state.set(pin_key(route_id, session_id), family.encode(), seconds)
 
     async def refresh(self, route_id: str, session_id: str, ttl: float | None = None) -> bool:
         """Restart the pin's TTL after a request; False when the session has no pin."""
         seconds = self.ttl if ttl is None else check_ttl(ttl)
-        return await self.state.touch(_pin_key(route_id, session_id), seconds)
+        return await self.state.touch(pin_key(route_id, session_id), seconds)
 
     async def forget(self, route_id: str, session_id: str) -> None:
         """Remove the session's pin."""
-        await self.state.delete(_pin_key(route_id, session_id))
+        await self.state.delete(pin_key(route_id, session_id))
 
 
-def _pin_key(route_id: str, session_id: str) -> str:
+def pin_key(route_id: str, session_id: str) -> str:
+    """The state-store key of a session's pin on a route (`pin:<route id, quoted>:<session>`)."""
     return f"pin:{quote(route_id, safe='')}:{session_id}"

@@ -4,7 +4,9 @@ The body is decoded with the caller's codec into a neutral request that keeps th
 bytes (`source`), so a target of the same format receives them with only `model` replaced;
 the answer comes back as the upstream's own bytes with the `routing` object spliced in, or is
 re-encoded when the serving target spoke another format. A route with `cache.enabled` answers
-from the response cache when it can (`turnout.gateway.cache_step`).
+from the response cache when it can (`turnout.gateway.cache_step`); a session on a
+cross-provider route reads its family pin before the call and is pinned after a success
+(`turnout.gateway.pin_step`).
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ async def handle_chat(exchange: Exchange) -> None:
     plan = runtime.plan_for(
         resolution, caller, exchange.credentials, endpoint=exchange.fmt.endpoint
     )
+    plan = await runtime.pins.before(plan, session_id)  # §7.4: the session's family first
     if request.stream:
         await stream_answer(
             exchange,
@@ -112,6 +115,7 @@ async def handle_chat(exchange: Exchange) -> None:
         )
         return
     response = await route.complete(request, session_id=session_id, plan=plan)
+    await runtime.pins.after(plan, session_id, response.routing)
     if visit is not None:
         await visit.store(response)
     await exchange.reply(answer_reply(exchange.fmt, response))

@@ -1,0 +1,310 @@
+"""Family order on cross-provider routes (SPEC §7.4; plan Rules 7 and 8): the request's family
+first, the other families held back until a quota failure or a parked target opens them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.routing._plan_support import QUESTION, SECRET, Passthrough, scripted
+from turnout import errors
+from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
+from turnout.routing.route import Route, Target
+from turnout.testing import isolated_health, turn
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from turnout.testing import IsolatedHealth, ScriptedModel
+
+ANTHROPIC = TargetRule(family="anthropic")
+OPENAI = TargetRule(family="openai")
+
+
+def _route(
+    health: IsolatedHealth,
+    members: list[tuple[ScriptedModel, TargetRule]],
+    *,
+    switch: bool = True,
+    pins: Mapping[str, str] | None = None,
+    **options: object,
+) -> tuple[Route, CallPlan]:
+    """A route over `members` (named by provider) and a plan giving each its family."""
+    targets = [Target(model.provider, model) for model, _ in members]
+    route = Route("mixed", targets, health=health, **options)  # type: ignore[arg-type]
+    rules = {index: rule for index, (_, rule) in enumerate(members)}
+    plan = CallPlan({route: TargetPlan(route, rules, switch_family_on_quota=switch)})
+    return route, plan.with_pins(pins or {})
+
+
+async def test_without_a_pin_the_first_targets_family_goes_first() -> None:
+    """No pin: the first target's family is tried in member order before any other family."""
+    health = isolated_health()
+    gpt = scripted("gpt", turn.answer("never"))
+    team_a = scripted("team-a", turn.fail(503))
+    team_b = scripted("team-b", turn.answer("from b"))
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI), (team_b, ANTHROPIC)])
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "from b"
+    assert response.routing is not None
+    assert response.routing.outcomes() == [
+        ("team-a", "failed"),
+        ("team-b", "answered"),
+        ("gpt", "not_tried"),
+    ]
+
+
+async def test_a_pin_puts_its_family_first() -> None:
+    """A session pinned to openai starts on the openai target listed last."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.answer("never"))
+    gpt = scripted("gpt", turn.answer("from gpt"))
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)], pins={"mixed": "openai"})
+    response = await health.clock.run(route.complete(QUESTION, session_id="s-1", plan=plan))
+    assert response.text == "from gpt"
+    assert team_a.calls == 0
+
+
+async def test_a_pin_to_a_family_without_targets_counts_as_none() -> None:
+    """A pin naming a family the plan has no target of falls back to the first target's."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.answer("from a"))
+    gpt = scripted("gpt")
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)], pins={"mixed": "google"})
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "from a"
+
+
+async def test_the_strategy_starts_within_the_pinned_family() -> None:
+    """Round-robin picks its start among the pinned family's targets only."""
+    health = isolated_health()
+    gpt = scripted("gpt", turn.answer("never"))
+    team_a = scripted("team-a", turn.answer("a"))
+    team_b = scripted("team-b", turn.answer("b"))
+    route, plan = _route(
+        health,
+        [(gpt, OPENAI), (team_a, ANTHROPIC), (team_b, ANTHROPIC)],
+        pins={"mixed": "anthropic"},
+        strategy="round-robin",
+    )
+    first = await health.clock.run(route.complete(QUESTION, plan=plan))
+    second = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert [first.text, second.text] == ["a", "b"]
+    assert gpt.calls == 0
+
+
+async def test_quota_opens_the_other_family_after_the_pinned_members() -> None:
+    """A quota failure opens the other family, tried in member order after every member of
+    the pinned family."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(402, message="credit balance is too low"))
+    gpt = scripted("gpt", turn.answer("from gpt"))
+    team_b = scripted("team-b", turn.fail(503))
+    mini = scripted("mini", turn.answer("never"))
+    route, plan = _route(
+        health, [(team_a, ANTHROPIC), (gpt, OPENAI), (team_b, ANTHROPIC), (mini, OPENAI)]
+    )
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "from gpt"
+    assert response.routing is not None
+    assert response.routing.outcomes() == [
+        ("team-a", "failed"),
+        ("team-b", "failed"),
+        ("gpt", "answered"),
+        ("mini", "not_tried"),
+    ]
+    assert response.routing.attempts[0].error_class == "quota_exhausted"
+
+
+async def test_insufficient_quota_429_opens_the_other_family() -> None:
+    """OpenAI's 429 insufficient_quota is a quota failure: a session pinned to openai moves."""
+    health = isolated_health()
+    gpt = scripted("gpt", turn.fail(429, error_type="insufficient_quota"))
+    team_a = scripted("team-a", turn.answer("from claude"))
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)], pins={"mixed": "openai"})
+    response = await health.clock.run(route.complete(QUESTION, session_id="s", plan=plan))
+    assert response.text == "from claude"
+
+
+@pytest.mark.parametrize(
+    ("status", "error_class"),
+    [(429, "rate_limited"), (500, "provider_error"), (503, "provider_error"), (401, "auth")],
+)
+async def test_other_failures_keep_the_other_family_closed(status: int, error_class: str) -> None:
+    """A rate limit, a server error or a rejected key on every pinned member never opens the
+    other family: the request ends with S1's family message."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(status))
+    team_b = scripted("team-b", turn.fail(status))
+    gpt = scripted("gpt", turn.answer("never"))
+    route, plan = _route(
+        health,
+        [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)],
+        retry_on=["provider_error", "rate_limited", "timeout", "quota_exhausted", "auth"],
+    )
+    with pytest.raises(errors.RouteExhausted) as caught:
+        await health.clock.run(route.complete(QUESTION, session_id="s-7", plan=plan))
+    assert gpt.calls == 0
+    assert str(caught.value) == (
+        'every member of the "anthropic" provider family this session is pinned to failed'
+        f" (team-a: {error_class}, team-b: {error_class})"
+    )
+    assert caught.value.status == status
+    assert caught.value.code == "UPSTREAM_POOL_EXHAUSTED"
+    assert caught.value.routing is not None
+    assert caught.value.routing.outcomes()[-1] == ("gpt", "not_tried")
+
+
+async def test_the_family_message_lists_each_member_and_is_a_503_when_they_differ() -> None:
+    """Rate limit then quota with the switch off: 503 UPSTREAM_POOL_EXHAUSTED naming each
+    member's class, the record attached; without a session id the wording says request."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(429))
+    team_b = scripted("team-b", turn.fail(402))
+    gpt = scripted("gpt")
+    route, plan = _route(
+        health, [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)], switch=False
+    )
+    with pytest.raises(errors.RouteExhausted) as caught:
+        await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert str(caught.value) == (
+        'every member of the "anthropic" provider family this request started on failed'
+        " (team-a: rate_limited, team-b: quota_exhausted)"
+    )
+    assert (caught.value.status, caught.value.code) == (503, "UPSTREAM_POOL_EXHAUSTED")
+    assert caught.value.routing is not None
+    assert caught.value.routing.route == "mixed"
+
+
+async def test_one_failed_member_returns_its_own_error() -> None:
+    """Only one call made in the pinned family: its own error, not the family message."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(429, message="slow down"))
+    gpt = scripted("gpt")
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)])
+    with pytest.raises(errors.ProviderError) as caught:
+        await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert caught.value.status == 429
+    assert gpt.calls == 0
+
+
+async def test_a_parked_member_opens_the_other_family() -> None:
+    """The pinned family's only member parked by an earlier quota failure: the next request
+    skips it as parked and the other family serves."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(402))
+    gpt = scripted("gpt", turn.answer("first"), turn.answer("second"))
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)])
+    first = await health.clock.run(route.complete(QUESTION, plan=plan))
+    second = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert [first.text, second.text] == ["first", "second"]
+    assert second.routing is not None
+    assert second.routing.outcomes() == [("team-a", "parked"), ("gpt", "answered")]
+    assert team_a.calls == 1
+
+
+async def test_switch_off_keeps_the_other_family_closed_on_quota() -> None:
+    """`switch_family_on_quota` off: quota failures on every pinned member end the request."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(402))
+    team_b = scripted("team-b", turn.fail(402))
+    gpt = scripted("gpt")
+    route, plan = _route(
+        health, [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)], switch=False
+    )
+    with pytest.raises(errors.RouteExhausted) as caught:
+        await health.clock.run(route.complete(QUESTION, session_id="s", plan=plan))
+    assert gpt.calls == 0
+    assert '"anthropic" provider family' in str(caught.value)
+    assert caught.value.status == 402
+
+
+async def test_switch_off_probes_a_parked_last_member() -> None:
+    """With the switch off the closed family is not a target left, so a parked member that is
+    the last one after a failure is still probed (§3.5, S1-149)."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(503), turn.fail(503))
+    team_b = scripted("team-b", turn.fail(402), turn.answer("probed"))
+    gpt = scripted("gpt")
+    route, plan = _route(
+        health, [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)], switch=False
+    )
+    with pytest.raises(errors.RouteExhausted):
+        await health.clock.run(route.complete(QUESTION, plan=plan))
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "probed"
+    assert gpt.calls == 0
+
+
+async def test_a_quota_failure_on_the_callers_credential_moves_nothing() -> None:
+    """Quota on a caller's own forwarded credential never opens the other family: its own
+    error is returned."""
+    health = isolated_health()
+    byok = Passthrough(scripted("byok", turn.fail(402)))
+    gpt = scripted("gpt", turn.answer("never"))
+    route = Route("mixed", [Target("byok", byok), Target("gpt", gpt)], health=health)
+    rules = {0: TargetRule(caller_credential=True, family="anthropic"), 1: OPENAI}
+    plan = CallPlan({route: TargetPlan(route, rules)}, CallerCredential(SECRET))
+    with pytest.raises(errors.ProviderError) as caught:
+        await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert caught.value.status == 402
+    assert gpt.calls == 0
+    assert byok.seen == [SECRET]
+
+
+async def test_an_ineligible_member_does_not_open_the_other_family() -> None:
+    """A pinned member that cannot take the request (ineligible) opens nothing."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(503))
+    small = scripted("small")
+    gpt = scripted("gpt", turn.answer("never"))
+    targets = [
+        Target("team-a", team_a),
+        Target("small", small, context_window=1),
+        Target("gpt", gpt),
+    ]
+    route = Route("mixed", targets, health=health)
+    rules = {0: ANTHROPIC, 1: ANTHROPIC, 2: OPENAI}
+    plan = CallPlan({route: TargetPlan(route, rules)})
+    with pytest.raises(errors.ProviderError):
+        await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert gpt.calls == 0
+
+
+async def test_a_stream_moves_family_on_quota() -> None:
+    """Streams follow the same order: quota before the first token opens the other family."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(402))
+    gpt = scripted("gpt", turn.stream(["hel", "lo"]))
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)])
+    chunks = route.stream(QUESTION, plan=plan)
+    text = "".join([chunk.delta async for chunk in chunks])
+    assert text == "hello"
+    assert chunks.routing.answered == "gpt"
+
+
+async def test_hedged_calls_respect_the_closed_family() -> None:
+    """A hedge never starts a held-back family's target."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.answer("slow a", delay=5), clock=health.clock)
+    gpt = scripted("gpt", turn.answer("never"))
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)], hedge_after=1)
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "slow a"
+    assert gpt.calls == 0
+
+
+def test_rules_must_all_name_a_family_or_none() -> None:
+    """A plan mixing rules with and without a family is refused, naming the route."""
+    route = Route("mixed", [Target("a", scripted("a")), Target("b", scripted("b"))])
+    with pytest.raises(ValueError, match='route "mixed"'):
+        TargetPlan(route, {0: ANTHROPIC, 1: TargetRule()})
+
+
+def test_one_family_orders_nothing() -> None:
+    """Rules naming a single family leave the plan without a family order."""
+    route = Route("one", [Target("a", scripted("a")), Target("b", scripted("b"))])
+    plan = TargetPlan(route, {0: ANTHROPIC, 1: ANTHROPIC})
+    assert not plan.families
+    assert plan.family_for("anthropic") is None
