@@ -261,3 +261,30 @@ async def test_without_cross_provider_every_family_serves_chat() -> None:
         "unmapped",
     ]
     assert not [w for w in runtime.warnings if "/v1/chat/completions" in w]
+
+
+async def _count(app: GatewayApp, session: str) -> httpx.Response:
+    body = {"model": "coder", "messages": [{"role": "user", "content": "How many tokens?"}]}
+    async with client_of(app) as client:
+        return await client.post(
+            "/v1/messages/count_tokens", json=body, headers={"x-turnout-session-id": session}
+        )
+
+
+async def test_count_tokens_follows_the_sessions_pinned_family(
+    runtime: Runtime, upstream: MockUpstream
+) -> None:
+    """count_tokens counts with the route's first Anthropic target; once the session is pinned
+    to openai, whose targets cannot count, it is 404 naming the pin rather than a count from
+    the other family (§5.1, S1-94)."""
+    app = GatewayApp(runtime)
+    unpinned = await _count(app, "s-count")
+    assert unpinned.status_code == 200
+    assert unpinned.headers["x-turnout-target"] == "claude"
+    assert isinstance(unpinned.json()["input_tokens"], int)
+    await runtime.pins.pins.pin("coder", "s-count", "openai")
+    pinned = await _count(app, "s-count")
+    assert pinned.status_code == 404
+    message = pinned.json()["error"]["message"]
+    assert 'of the "openai" family this session is pinned to' in message
+    assert [entry.path for entry in upstream.app.log.entries()] == ["/v1/messages/count_tokens"]

@@ -1,14 +1,16 @@
 """`POST /v1/messages/count_tokens` (SPEC §5.1): the first target of the resolved route that
 speaks Anthropic Messages answers, without failover; with none, 404 in Anthropic's format.
 Never a made-up count (S1-94). Only a target the request's plan lets start may count, with the
-caller's credential when it is a passthrough target (§5.2)."""
+caller's credential when it is a passthrough target (§5.2). A session pinned to a family on a
+cross-provider route counts with the first such target of that family (§5.1, §7.4), or not at
+all: a count from another family's tokenizer would be a made-up one for the session."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from turnout.errors import RoutingError
-from turnout.gateway.handlers.chat import decode_body
+from turnout.gateway.handlers.chat import decode_body, session_of
 from turnout.gateway.handlers.exchange import request_id_header
 from turnout.gateway.respond import header_value, json_reply
 from turnout.routing.plan import caller_client
@@ -27,12 +29,16 @@ _FORMAT = "anthropic-messages"
 
 def counting_target(route: Route, plan: CallPlan | None = None) -> Target | None:
     """The first target of `route` whose provider speaks Anthropic Messages and counts tokens
-    (among the targets `plan` lets start, when given)."""
+    (among the targets `plan` lets start, when given, and of the family the plan's session is
+    pinned to on `route`, when it is)."""
     part = plan.for_route(route) if plan is not None else None
+    pinned = plan.pinned_family(route) if plan is not None and part is not None else None
     for index, target in enumerate(route.targets):
         client: Any = target.client
         rule = part.rule(index) if part is not None else None
         if part is not None and (rule is None or rule.fallback or rule.skip is not None):
+            continue
+        if pinned is not None and (rule is None or rule.family != pinned):
             continue
         if getattr(client, "wire_format", None) == _FORMAT and hasattr(client, "count_tokens"):
             return target
@@ -50,10 +56,13 @@ async def handle_count_tokens(exchange: Exchange) -> None:
     plan = exchange.runtime.plan_for(
         resolution, caller, exchange.credentials, endpoint="count_tokens"
     )
+    plan = await exchange.runtime.pins.before(plan, session_of(exchange.headers, request))
     target = counting_target(route, plan)
     if target is None:
+        pinned = plan.pinned_family(route) if plan is not None else None
+        among = f' of the "{pinned}" family this session is pinned to' if pinned else ""
         raise RoutingError(
-            f'no target of route "{route.name}" speaks Anthropic Messages, so its tokens '
+            f'no target{among} of route "{route.name}" speaks Anthropic Messages, so its tokens '
             "cannot be counted",
             status=404,
             code="NOT_FOUND",
