@@ -50,6 +50,15 @@ def _config(upstream: MockUpstream) -> dict[str, Any]:
                 ],
             },
             {
+                "name": "gpt-first",
+                "models": ["claude-tools"],
+                "allow_cross_provider": True,
+                "targets": [
+                    {"provider": "oai", "model": "gpt-tools", "name": "gpt"},
+                    {"provider": "ant-a", "model": "claude-tools-a", "name": "team-a"},
+                ],
+            },
+            {
                 "name": "strict",
                 "models": ["claude-strict"],
                 "allow_cross_provider": True,
@@ -270,3 +279,28 @@ async def test_crossing_families_drops_signed_thinking_and_keeps_the_rest(
     tool_result = crossed["messages"][2]
     assert (tool_result["role"], tool_result["tool_call_id"]) == ("tool", "toolu_1")
     assert "shipped" in orjson.dumps(tool_result["content"]).decode()
+
+
+async def test_a_first_request_with_a_server_tool_starts_on_the_tools_family(
+    gateway: RunningGateway, upstream: MockUpstream
+) -> None:
+    """A new session's first request carrying an Anthropic server tool, on a route whose first
+    target is OpenAI, is served by the Anthropic target (the OpenAI one is never called: it
+    cannot run the tool), and the session is pinned there."""
+    async with anthropic.AsyncAnthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0
+    ) as client:
+        reply = await client.messages.with_raw_response.create(
+            model="claude-tools",
+            max_tokens=64,
+            messages=USER,
+            tools=[{"type": "web_search_20250305", "name": "web_search", "max_uses": 2}],
+            extra_headers={SESSION: "tools-session"},
+        )
+    assert reply.headers["x-turnout-target"] == "team-a"
+    logged = upstream.app.log.entries()
+    assert [entry.model for entry in logged] == ["claude-tools-a"]
+    sent = orjson.loads(logged[0].body)
+    assert sent["tools"][0]["type"] == "web_search_20250305"
+    runtime = gateway.runtime
+    assert await runtime.pins.pins.get("gpt-first", "tools-session") == "anthropic"

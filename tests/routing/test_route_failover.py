@@ -11,7 +11,15 @@ from turnout import errors
 from turnout.routing.backoff import BACKOFF_CAP
 from turnout.routing.route import Route, Target
 from turnout.testing import ScriptedModel, isolated_health, turn
-from turnout.wire.model import ChatRequest, ImagePart, Message, TextPart, Tool, Usage
+from turnout.wire.model import (
+    ChatRequest,
+    ImagePart,
+    Message,
+    NativeBlock,
+    TextPart,
+    Tool,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from turnout.routing.record import RoutingRecord
@@ -485,3 +493,43 @@ async def test_an_inner_route_ineligible_is_invalid_request_for_the_outer() -> N
     assert caught.value.status == 400
     assert caught.value.routing is not None
     assert caught.value.routing.attempts[0].error_class == "invalid_request"
+
+
+class _SpeaksFormat(ScriptedModel):
+    """A scripted model that says which wire format it speaks, as a provider adapter does."""
+
+    def __init__(self, wire_format: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.wire_format = wire_format
+
+
+async def test_server_tools_make_targets_of_another_format_ineligible() -> None:
+    """A request carrying an Anthropic server tool skips an OpenAI-format target (ineligible,
+    naming the tool) instead of having the tool dropped in translation; an Anthropic-format
+    target takes it, and a plain function tool never makes a target ineligible."""
+    health = isolated_health()
+    openai_side = _SpeaksFormat("openai-chat", "oai", "gpt", [turn.answer("plain tool ok")])
+    anthropic_side = _SpeaksFormat("anthropic-messages", "ant", "claude", [turn.answer("ok")])
+    route = Route(
+        "r",
+        [Target("gpt", openai_side), Target("claude", anthropic_side)],
+        health=health,
+    )
+    search = Tool(
+        "web_search",
+        native=NativeBlock(
+            "anthropic-messages", {"type": "web_search_20250305", "name": "web_search"}
+        ),
+    )
+    served = await health.clock.run(route.complete(ChatRequest(QUESTION, tools=[search])))
+    record = served.routing
+    assert record is not None
+    assert record.answered == "claude"
+    assert record.attempts[0].outcome == "ineligible"
+    assert record.attempts[0].reason == (
+        "it cannot carry the server tool web_search (web_search_20250305)"
+    )
+    assert openai_side.calls == 0
+    plain = await health.clock.run(route.complete(ChatRequest(QUESTION, tools=[Tool("lookup")])))
+    assert plain.routing is not None
+    assert plain.routing.answered == "gpt"

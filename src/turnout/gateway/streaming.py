@@ -136,7 +136,7 @@ async def stream_answer(
             include_usage=include_usage,
             keepalive_clock=route.clock if commit_on_headers else None,
         )
-        await exchange.runtime.pins.after(plan, session_id, record)
+        await exchange.runtime.pins.after(plan, session_id, record, request)
     finally:
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:

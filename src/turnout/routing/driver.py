@@ -143,6 +143,7 @@ class RoutePass:
         "plan",
         "policy_skips",
         "route",
+        "screen_all",
         "state",
         "stopped",
     )
@@ -154,6 +155,12 @@ class RoutePass:
         self.state = state
         self.hop = hop
         self.plan = plan
+        # Every target is screened for an embeddings request, or one carrying server tools
+        # (a target of another wire format cannot run them); else only those that ask to be.
+        request = state.request
+        self.screen_all = state.embedding or any(
+            tool.native is not None for tool in getattr(request, "tools", ())
+        )
         self.family: str | None = None
         self.family_open = False
         if plan is None:
@@ -282,7 +289,7 @@ class RoutePass:
             state.skip(self.hop, index, target, "paused")
             return None
         request = state.request
-        if route.screens[index] or state.embedding:
+        if route.screens[index] or self.screen_all:
             reason = ineligible_reason(target, request, state.context)
             if reason is not None:
                 self.ineligible.append((target.name, reason))

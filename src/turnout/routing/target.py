@@ -1,4 +1,10 @@
-"""`Target`: one entry of a route, and whether it can take a given request (SPEC §2, §7.3)."""
+"""`Target`: one entry of a route, and whether it can take a given request (SPEC §2, §7.3).
+
+A chat request is ineligible on a target that lacks a needed capability, whose context window
+it overflows, whose client speaks another wire format than the request's server tools (an
+Anthropic `web_search`, say: no other family can run it, and translation would drop it
+silently, S1 "a feature translation can't carry"), or whose own `eligible` rule says no.
+"""
 
 from __future__ import annotations
 
@@ -169,6 +175,11 @@ def ineligible_reason(
         missing = needed_capabilities(request) - target.capabilities
         if missing:
             return f"it lacks {', '.join(sorted(missing))}"
+    if request.tools:
+        foreign = _foreign_tools(target, request)
+        if foreign:
+            plural = "s" if len(foreign) > 1 else ""
+            return f"it cannot carry the server tool{plural} {', '.join(foreign)}"
     if target.context_window is not None:
         prompt = request.prompt_chars // 4
         wanted = prompt + (request.max_tokens or 0)
@@ -180,6 +191,19 @@ def ineligible_reason(
     if target.eligible is not None:
         return target.eligible(request, context)
     return None
+
+
+def _foreign_tools(target: Target, request: ChatRequest) -> list[str]:
+    """The request's server tools that the target's wire format cannot run, named for the
+    reason (empty: none, or the client does not say which format it speaks)."""
+    wire_format = getattr(target.client, "wire_format", None)
+    if wire_format is None:
+        return []
+    return [
+        f"{tool.name} ({tool.native.block.get('type', 'native')})"
+        for tool in request.tools
+        if tool.native is not None and tool.native.format != wire_format
+    ]
 
 
 def _own_rule(target: Target, request: EmbeddingRequest, context: Any) -> str | None:

@@ -101,7 +101,7 @@ async def handle_chat(exchange: Exchange) -> None:
     plan = runtime.plan_for(
         resolution, caller, exchange.credentials, endpoint=exchange.fmt.endpoint
     )
-    plan = await runtime.pins.before(plan, session_id)  # §7.4: the session's family first
+    plan = await runtime.pins.before(plan, session_id, request)  # §7.4: the session's family first
     if request.stream:
         await stream_answer(
             exchange,
@@ -115,7 +115,7 @@ async def handle_chat(exchange: Exchange) -> None:
         )
         return
     response = await route.complete(request, session_id=session_id, plan=plan)
-    await runtime.pins.after(plan, session_id, response.routing)
+    await runtime.pins.after(plan, session_id, response.routing, request)
     if visit is not None:
         await visit.store(response)
     await exchange.reply(answer_reply(exchange.fmt, response))
