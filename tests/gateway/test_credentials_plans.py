@@ -204,3 +204,54 @@ def test_requirements_of_the_key_and_the_binding_skip_targets() -> None:
     assert 'key "strict"' in part.rules[0].skip
     assert part.rules[1].skip is None
     assert _plan(runtime, "r", NONE) is None  # the app key requires nothing
+
+
+def test_a_credential_goes_to_one_upstream_only() -> None:
+    """Two passthrough providers without a family (two `openai-compatible` vendors) are two
+    audiences: the caller's credential goes only to the first one's origin, on the route asked
+    and on its fallback route; a second provider at the same origin still gets it."""
+    runtime = runtime_of(
+        {
+            "server": {"auth": "keys"},
+            "providers": [
+                {
+                    "name": "vendor-a",
+                    "kind": "openai-compatible",
+                    "base_url": "https://api.vendor-a.example/v1",
+                    "credential_mode": "passthrough",
+                },
+                {
+                    "name": "vendor-a-eu",
+                    "kind": "openai-compatible",
+                    "base_url": "https://API.vendor-a.example/eu/v1",
+                    "credential_mode": "passthrough",
+                },
+                {
+                    "name": "vendor-b",
+                    "kind": "openai-compatible",
+                    "base_url": "https://api.vendor-b.example/v1",
+                    "credential_mode": "passthrough",
+                },
+            ],
+            "routes": [
+                {
+                    "name": "byok",
+                    "models": ["byok"],
+                    "targets": [
+                        {"provider": "vendor-a", "model": "m"},
+                        {"provider": "vendor-b", "model": "m"},
+                        {"provider": "vendor-a-eu", "model": "m"},
+                    ],
+                    "fallbacks": {"general": ["other"]},
+                },
+                {"name": "other", "targets": [{"provider": "vendor-b", "model": "m"}]},
+            ],
+            "keys": [{"name": "app", "key": "tk_app_key_for_tests_01"}],
+        }
+    )
+    plan = _plan(runtime, "byok", OWN)
+    assert _targets(runtime, plan, "byok") == {"vendor-a:m": "caller", "vendor-a-eu:m": "caller"}
+    assert plan is not None
+    other = runtime.routes["other"].route
+    assert plan.for_route(other) is not None
+    assert _targets(runtime, plan, "other") == {}

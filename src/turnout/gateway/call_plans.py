@@ -6,8 +6,11 @@ Rule 1: the credential filter. A caller with its own provider credential is serv
 passthrough targets, any other caller only by org-key targets. Under `auth: open` nothing is
 filtered, except that a passthrough target is never called without a credential to forward.
 Rule 2: a caller's credential goes only to passthrough targets of the client's family (openai
-for chat completions and embeddings, anthropic for messages) or of no family: forwarding it to
-another vendor would leak it.
+for chat completions and embeddings, anthropic for messages) or of no family, and among those
+only to one audience: the upstream origin (scheme, host, port of the provider's base URL) of
+the first such target of the route asked, in the route's order. Forwarding it to another vendor
+would leak it: two `openai-compatible` providers have no family and may be two vendors. The
+other passthrough targets are removed by the filter, on fallback routes too.
 Rule 3: with the route's `org_key_fallback_for_caller_credentials` and at least one
 passthrough target left, the org-key targets of the client's family (or of no family) follow
 as fallbacks (the engine's plan Rule 3).
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Final, Literal
+from urllib.parse import urlsplit
 
 from turnout.errors import NoRoute, PolicyDenied, RoutingError
 from turnout.gateway.access import IMPLICIT_GRANT
@@ -179,7 +183,9 @@ class CallPlanner:
         else:
             kind = "own" if own_credential else "org"
         route = resolution.route
-        return bool(self._rules(route, CLIENT_FAMILIES[endpoint], kind, None, None))
+        family = CLIENT_FAMILIES[endpoint]
+        audience = self._audience(route, family) if own_credential else None
+        return bool(self._rules(route, family, kind, None, None, audience=audience))
 
     # -- building
 
@@ -220,8 +226,9 @@ class CallPlanner:
     ) -> _Planned:
         plans: dict[Route, TargetPlan] = {}
         trivial = True
+        audience = self._audience(route, family) if kind in ("own", "open_own") else None
         for each in _with_fallbacks(route):
-            rules = self._rules(each, family, kind, caller, decision)
+            rules = self._rules(each, family, kind, caller, decision, audience=audience)
             if each is route and not rules:
                 return _Refusal(_empty_filter_message(route.name, kind), denied=False)
             if each is route:
@@ -241,14 +248,21 @@ class CallPlanner:
         kind: CallerKind,
         caller: Caller | None,
         decision: Decision | None,
+        *,
+        audience: str | None = None,
     ) -> dict[int, TargetRule]:
-        """Rules 1-3 and 5 for the targets of `route` (without a caller: no verdicts)."""
+        """Rules 1-3 and 5 for the targets of `route` (without a caller: no verdicts); a
+        caller's credential goes only to passthrough targets at `audience` (Rule 2)."""
         with_credential = kind in ("own", "open_own")
         allowed: dict[int, bool] = {}  # index -> is a fallback target
         for index, provider in enumerate(route.providers):
             passthrough = self._modes.get(provider) == "passthrough"
             if passthrough:
-                if with_credential and self._families.get(provider, "none") in (family, "none"):
+                if (
+                    with_credential
+                    and self._families.get(provider, "none") in (family, "none")
+                    and _origin(route, index) == audience
+                ):
                     allowed[index] = False
             elif kind != "own":
                 allowed[index] = False
@@ -274,6 +288,16 @@ class CallPlanner:
             )
         return rules
 
+    def _audience(self, route: Route, family: str) -> str | None:
+        """Rule 2: the origin of the first passthrough target of `route` that a credential of
+        the client's `family` may go to (None: there is none)."""
+        for index, provider in enumerate(route.providers):
+            if self._modes.get(provider) == "passthrough" and self._families.get(
+                provider, "none"
+            ) in (family, "none"):
+                return _origin(route, index)
+        return None
+
     def _target_families(self, route: Route, kept: Mapping[int, bool]) -> dict[int, str]:
         """Rule 7: each kept target's family, when the route orders by family (else empty)."""
         config = self._configs.get(route.name)
@@ -286,6 +310,16 @@ class CallPlanner:
     def _org_key_fallback(self, route: str) -> bool:
         config = self._configs.get(route)
         return config is not None and config.org_key_fallback_for_caller_credentials
+
+
+def _origin(route: Route, index: int) -> str:
+    """Where target `index` of `route` sends its calls: the scheme, host and port of its
+    client's base URL (the provider's name when the client has none)."""
+    base_url = getattr(route.targets[index].client, "base_url", None)
+    if not isinstance(base_url, str) or not base_url:
+        return f"provider:{route.providers[index]}"
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def _with_fallbacks(route: Route) -> Iterator[Route]:
