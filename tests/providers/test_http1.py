@@ -10,12 +10,13 @@ import socket
 import ssl
 import subprocess
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
 
 from turnout.errors import InvalidRequest, ProviderError, ProviderTimeout, ProviderUnavailable
+from turnout.providers import http1
 from turnout.providers.http1 import HIGH_WATER, Http1Transport
 from turnout.providers.transport import Timeouts
 
@@ -739,3 +740,47 @@ async def test_https_with_sni_and_verification(certificate: tuple[Path, Path]) -
     finally:
         await client.aclose()
         await default.aclose()
+
+
+async def test_a_cancel_while_the_connection_opens_keeps_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call cancelled just as its connection is made (the transport exists, the connect has
+    not returned) gives its slot back once: afterwards `max_connections` still holds."""
+    client = Http1Transport(provider="p", max_connections=2)
+    victims: list[asyncio.Future[Any]] = []
+    made = http1._Connection.connection_made
+
+    def cancel_on_connect(conn: http1._Connection, transport: asyncio.BaseTransport) -> None:
+        made(conn, transport)
+        if victims:
+            victims.pop().cancel()
+
+    async def answer(
+        server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        while await server.read_request(reader) is not None:
+            await server.release.wait()
+            writer.write(OK)
+
+    try:
+        async with RawServer(answer) as server:
+            monkeypatch.setattr(http1._Connection, "connection_made", cancel_on_connect)
+            for _ in range(3):
+                call = asyncio.ensure_future(client.post(server.url(), BODY, HEADERS))
+                victims.append(call)
+                with pytest.raises(asyncio.CancelledError):
+                    await call
+            monkeypatch.setattr(http1._Connection, "connection_made", made)
+            calls = [
+                asyncio.ensure_future(client.post(server.url(), BODY, HEADERS)) for _ in range(6)
+            ]
+            await until(lambda: len(server.requests) >= 2)
+            for _ in range(50):
+                await asyncio.sleep(0)
+            server.release.set()
+            replies = await asyncio.gather(*calls)
+        assert [reply.status for reply in replies] == [200] * 6
+        assert server.peak <= 2
+    finally:
+        await client.aclose()

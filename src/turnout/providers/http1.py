@@ -396,6 +396,7 @@ class _Connection(asyncio.Protocol):
         "loop",
         "lost",
         "pool",
+        "registered",
         "response",
         "reusable",
         "transport",
@@ -408,6 +409,8 @@ class _Connection(asyncio.Protocol):
         self.response: _Response | None = None
         self.reusable = True
         self.closed = False
+        # Counted by the pool once `_connect` has it; until then, the slot is the opener's.
+        self.registered = False
         self.idle_since = 0.0
         self.lost: asyncio.Future[None] = self.loop.create_future()
 
@@ -425,7 +428,8 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed:
             self.closed = True
-            self.pool.forget(self)
+            if self.registered:
+                self.pool.forget(self)
         self.pool.gone(self)
         if not self.lost.done():
             self.lost.set_result(None)
@@ -452,7 +456,8 @@ class _Connection(asyncio.Protocol):
         """Close now, whatever is in flight (idempotent)."""
         if not self.closed:
             self.closed = True
-            self.pool.forget(self)
+            if self.registered:
+                self.pool.forget(self)
             self.transport.abort()
 
 
@@ -548,6 +553,9 @@ class _Pool:
             raise ConnectTimeout(f"no connection to {host}:{port}: {exc}") from None
         except OSError as exc:
             raise ConnectFailed(f"cannot connect: {exc}") from None
+        if conn.closed:  # closed as it opened: the opener still holds the slot
+            raise UpstreamClosed(f"{host}:{port} closed the connection as it opened")
+        conn.registered = True
         self._all.add(conn)
         return conn
 
