@@ -233,3 +233,29 @@ async def test_concurrent_requests_keep_their_own_credentials() -> None:
     )
     await health.clock.run(both)
     assert sorted(s for s in byok.seen if s) == sorted([SECRET, "sk-second-caller"])
+
+
+async def test_a_hedged_passthrough_failure_keeps_the_fallback_shut_while_another_runs() -> None:
+    """With hedging, one passthrough call failing does not open the org-key fallback while
+    another call on the caller's credential still runs: that call answers, the fallback is
+    never called."""
+    health = isolated_health()
+    one = Passthrough(scripted("one", turn.fail(503, delay=3), clock=health.clock))
+    two = Passthrough(scripted("two", turn.answer("late", delay=100), clock=health.clock))
+    org = scripted("org", turn.answer("org answer"), clock=health.clock)
+    route = Route(
+        "r",
+        [Target("one", one), Target("two", two), Target("org", org)],
+        health=health,
+        hedge_after=1,
+    )
+    plan = plan_of({route: {0: CALLER, 1: CALLER, 2: FALLBACK}})
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "late"
+    assert response.routing is not None
+    assert response.routing.outcomes() == [
+        ("one", "failed"),
+        ("two", "answered"),
+        ("org", "not_tried"),
+    ]
+    assert org.calls == 0

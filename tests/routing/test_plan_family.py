@@ -308,3 +308,28 @@ def test_one_family_orders_nothing() -> None:
     plan = TargetPlan(route, {0: ANTHROPIC, 1: ANTHROPIC})
     assert not plan.families
     assert plan.family_for("anthropic") is None
+
+
+async def test_a_hedge_starts_the_other_family_once_quota_opens_it() -> None:
+    """With hedging, the other family's target starts as soon as a quota failure opens its
+    gate, beside a slow call of the first family, instead of waiting for that call."""
+    health = isolated_health()
+    first = scripted("a1", turn.fail(402, delay=3), clock=health.clock)
+    slow = scripted("a2", turn.answer("slow a2", delay=100), clock=health.clock)
+    other = scripted("gpt", turn.answer("gpt", delay=1), clock=health.clock)
+    route = Route(
+        "mixed",
+        [Target("a1", first), Target("a2", slow), Target("gpt", other)],
+        health=health,
+        hedge_after=1,
+    )
+    plan = CallPlan({route: TargetPlan(route, {0: ANTHROPIC, 1: ANTHROPIC, 2: OPENAI})})
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "gpt"
+    assert response.routing is not None
+    assert response.routing.outcomes() == [
+        ("a1", "failed"),
+        ("a2", "lost_race"),
+        ("gpt", "answered"),
+    ]
+    assert health.clock.now() == pytest.approx(4.0)

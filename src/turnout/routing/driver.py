@@ -129,6 +129,7 @@ class RoutePass:
         "blocked",
         "calls",
         "credential_spent",
+        "credentialed_running",
         "cursor",
         "ending",
         "failed",
@@ -185,6 +186,7 @@ class RoutePass:
         self.policy_skips: list[str] = []
         self.fallback_open = False
         self.credential_spent = False
+        self.credentialed_running = 0
 
     async def serve(self) -> Call:
         """The first route's pass: the winning call, else its fallbacks, else the ending error."""
@@ -408,6 +410,7 @@ class RoutePass:
                 credential = self.state.plan.credential if self.state.plan is not None else None
                 call.client = caller_client(call.client, credential)
                 call.credentialed = True
+                self.credentialed_running += 1
             call.fallback = rule.fallback
             call.shadow = rule.shadow
         return call
@@ -475,6 +478,8 @@ class RoutePass:
 
     def settle(self, call: Call) -> Decision:
         """Judge a finished call: record its outcome, tell health, and decide what comes next."""
+        if call.credentialed:
+            self.credentialed_running -= 1
         if call.error is not None:
             return self._failed(call, call.error)
         state, route = self.state, self.route
@@ -554,7 +559,9 @@ class RoutePass:
     def _caller_credential_failed(self, error_class: str) -> None:
         """Plan Rules 3 and 5: a retryable failure opens the org-key fallback; a quota failure
         also spends the credential for the other caller-credential targets."""
-        self.fallback_open = error_class in RETRYABLE
+        # With hedging, another call on the caller's credential may still be running: the
+        # fallback opens only once the last one reached failed (plan Rule 3).
+        self.fallback_open = error_class in RETRYABLE and not self.credentialed_running
         if error_class == "quota_exhausted":
             self.credential_spent = True
 

@@ -6,6 +6,9 @@ Rule 2: the first accepted answer (for streams: the first stream to produce a to
 other call is cancelled and recorded `lost_race`, and counts for nothing.
 Rule 3: a call that fails terminally cancels the others (recorded `cancelled`) and ends the pass.
 Rule 4: when no call is running, the next target starts at once (plain failover).
+Rule 5: when the delay passed but no target could start (the next one is held back behind a
+gate, driver Rule 8), the next one starts as soon as a call settles and lets it: the delay is
+not waited again.
 """
 
 from __future__ import annotations
@@ -41,13 +44,13 @@ async def race(walk: RoutePass) -> Call | None:
             if timer is not None:
                 waiting.add(timer)
             done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            due = timer in done
-            if due:
+            if timer in done:
                 timer = None
             decided = await _settle(walk, running, done)
             if decided is not None:
                 return decided or None
-            due = due or not running
+            # Rule 5: no timer left means the delay passed with nothing started since.
+            due = timer is None or not running
     finally:
         if timer is not None:
             timer.cancel()
