@@ -255,3 +255,15 @@ def test_a_credential_goes_to_one_upstream_only() -> None:
     other = runtime.routes["other"].route
     assert plan.for_route(other) is not None
     assert _targets(runtime, plan, "other") == {}
+    expected = (
+        'routes[0].targets[1]: passthrough provider "vendor-b" at https://api.vendor-b.example '
+        "never receives a caller's own credential: a request's credential goes to one upstream "
+        "only, the route's first passthrough target's (https://api.vendor-a.example)"
+    )
+    assert runtime.warnings == (expected,)
+
+
+def test_passthrough_targets_of_two_families_warn_about_nothing() -> None:
+    """An OpenAI and an Anthropic passthrough target each serve their own client family's
+    callers: neither is unreachable, so the load has no warning about them."""
+    assert not [w for w in _runtime().warnings if "never receives" in w]

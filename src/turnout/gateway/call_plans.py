@@ -39,7 +39,8 @@ from urllib.parse import urlsplit
 from turnout.errors import NoRoute, PolicyDenied, RoutingError
 from turnout.gateway.access import IMPLICIT_GRANT
 from turnout.gateway.keys import NO_REQUIREMENTS
-from turnout.gateway.policies import CLEAR, Policies, ProviderFacts
+from turnout.gateway.policies import CLEAR, Policies, ProviderFacts, provider_family
+from turnout.gateway.route_plan import credential_mode
 from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from turnout.gateway.route_entry import Endpoint, Resolution, RouteEntry
     from turnout.routing.route import Route
 
-__all__ = ["CLIENT_FAMILIES", "CallPlanner", "CallerKind"]
+__all__ = ["CLIENT_FAMILIES", "CallPlanner", "CallerKind", "unreachable_passthrough"]
 
 CallerKind = Literal["own", "org", "open_own", "open"]
 """`own`/`org`: a keyed caller with / without its own credential; `open_own`/`open`: the same
@@ -312,12 +313,57 @@ class CallPlanner:
         return config is not None and config.org_key_fallback_for_caller_credentials
 
 
+def unreachable_passthrough(
+    config: FileConfig, providers: Mapping[str, object]
+) -> list[tuple[str, str]]:
+    """Load-time warnings, as `(path, message)`, for passthrough targets that no caller's own
+    credential can reach under Rule 2 (for any client family): the credential goes to one
+    upstream per request, the first passthrough target's. `providers` are the built adapters
+    by name (their `base_url` gives the origin)."""
+    modes = {p.name: credential_mode(p) for p in config.providers}
+    families = {p.name: provider_family(p) for p in config.providers}
+
+    def origin(name: str) -> str:
+        return _origin_of(getattr(providers.get(name), "base_url", None), name)
+
+    found: list[tuple[str, str]] = []
+    for i, route in enumerate(config.routes):
+        passthrough = [
+            (j, target.provider)
+            for j, target in enumerate(route.targets)
+            if modes.get(target.provider) == "passthrough"
+        ]
+        reachable: set[int] = set()
+        audiences: list[str] = []
+        for family in ("openai", "anthropic"):
+            fitting = [(j, name) for j, name in passthrough if families[name] in (family, "none")]
+            if not fitting:
+                continue
+            audience = origin(fitting[0][1])
+            if audience not in audiences:
+                audiences.append(audience)
+            reachable.update(j for j, name in fitting if origin(name) == audience)
+        for j, name in passthrough:
+            if j not in reachable:
+                message = (
+                    f'passthrough provider "{name}" at {origin(name)} never receives a '
+                    "caller's own credential: a request's credential goes to one upstream "
+                    f"only, the route's first passthrough target's ({' or '.join(audiences)})"
+                )
+                found.append((f"routes[{i}].targets[{j}]", message))
+    return found
+
+
 def _origin(route: Route, index: int) -> str:
     """Where target `index` of `route` sends its calls: the scheme, host and port of its
     client's base URL (the provider's name when the client has none)."""
     base_url = getattr(route.targets[index].client, "base_url", None)
+    return _origin_of(base_url, route.providers[index])
+
+
+def _origin_of(base_url: object, provider: str) -> str:
     if not isinstance(base_url, str) or not base_url:
-        return f"provider:{route.providers[index]}"
+        return f"provider:{provider}"
     parts = urlsplit(base_url)
     return f"{parts.scheme}://{parts.netloc}".lower()
 

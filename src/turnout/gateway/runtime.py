@@ -20,7 +20,7 @@ from turnout.errors import ConfigError
 from turnout.gateway.access import AccessPolicy
 from turnout.gateway.build import build_entries, build_health, build_provider
 from turnout.gateway.cache_step import ChatCache
-from turnout.gateway.call_plans import CallPlanner
+from turnout.gateway.call_plans import CallPlanner, unreachable_passthrough
 from turnout.gateway.embedded import MOCK_PROVIDER, embedded_config
 from turnout.gateway.keys import KeyRing
 from turnout.gateway.model_index import PatternIndex
@@ -154,7 +154,8 @@ class Runtime:
         # The validator above already checked the routes grants name.
         configured = {route.name: route for route in config.routes}
         access = AccessPolicy.from_config(config.bindings, configured, index, check_routes=False)
-        warnings = tuple(f"{path}: {message}" for path, message in check_config_warnings(config))
+        remarks = [*check_config_warnings(config), *unreachable_passthrough(config, providers)]
+        warnings = tuple(f"{path}: {message}" for path, message in remarks)
         return cls(
             config=config,
             health=health,
