@@ -39,8 +39,7 @@ from urllib.parse import urlsplit
 from turnout.errors import NoRoute, PolicyDenied, RoutingError
 from turnout.gateway.access import IMPLICIT_GRANT
 from turnout.gateway.keys import NO_REQUIREMENTS
-from turnout.gateway.policies import CLEAR, Policies, ProviderFacts, provider_family
-from turnout.gateway.route_plan import credential_mode
+from turnout.gateway.policies import CLEAR, Policies, ProviderFacts
 from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
     from turnout.gateway.route_entry import Endpoint, Resolution, RouteEntry
     from turnout.routing.route import Route
 
-__all__ = ["CLIENT_FAMILIES", "CallPlanner", "CallerKind", "unreachable_passthrough"]
+__all__ = ["CLIENT_FAMILIES", "CallPlanner", "CallerKind"]
 
 CallerKind = Literal["own", "org", "open_own", "open"]
 """`own`/`org`: a keyed caller with / without its own credential; `open_own`/`open`: the same
@@ -104,6 +103,7 @@ class CallPlanner:
         "_modes",
         "_open",
         "_policies",
+        "_route_configs",
     )
 
     def __init__(
@@ -125,6 +125,7 @@ class CallPlanner:
         self._configs: dict[str, RouteConfig | None] = {
             name: entry.config for name, entry in routes.items()
         }
+        self._route_configs = config.routes
         self._policies = Policies.from_config(config.policies)
         self._access = access
         requirements = any(key.require != NO_REQUIREMENTS for key in config.keys) or any(
@@ -299,6 +300,45 @@ class CallPlanner:
                 return _origin(route, index)
         return None
 
+    def unreachable(self, entries: Mapping[str, RouteEntry]) -> list[tuple[str, str]]:
+        """Load-time warnings, as `(path, message)`, for the passthrough targets of configured
+        routes that no caller's own credential can reach (Rule 2: on no endpoint is the target
+        at the one origin a request's credential goes to)."""
+        found: list[tuple[str, str]] = []
+        for i, config in enumerate(self._route_configs):
+            entry = entries.get(config.name)
+            if entry is None:
+                continue
+            reached: set[str] = set()
+            audiences: list[str] = []
+            origins: dict[str, str] = {}
+            for endpoint, engine in (("chat", entry.route), ("messages", entry.messages_route)):
+                if engine is None:
+                    continue
+                for index, built in enumerate(engine.targets):
+                    origins[built.name] = _origin(engine, index)
+                family = CLIENT_FAMILIES[endpoint]
+                audience = self._audience(engine, family)
+                if audience is None:
+                    continue
+                if audience not in audiences:
+                    audiences.append(audience)
+                rules = self._rules(engine, family, "own", None, None, audience=audience)
+                reached.update(engine.targets[index].name for index in rules)
+            for j, target in enumerate(config.targets):
+                name = target.display_name
+                if self._modes.get(target.provider) != "passthrough" or name in reached:
+                    continue
+                if not audiences or name not in origins:
+                    continue
+                message = (
+                    f'passthrough provider "{target.provider}" at {origins[name]} never receives a '
+                    "caller's own credential: a request's credential goes to one upstream "
+                    f"only, the route's first passthrough target's ({' or '.join(audiences)})"
+                )
+                found.append((f"routes[{i}].targets[{j}]", message))
+        return found
+
     def _target_families(self, route: Route, kept: Mapping[int, bool]) -> dict[int, str]:
         """Rule 7: each kept target's family, when the route orders by family (else empty)."""
         config = self._configs.get(route.name)
@@ -311,47 +351,6 @@ class CallPlanner:
     def _org_key_fallback(self, route: str) -> bool:
         config = self._configs.get(route)
         return config is not None and config.org_key_fallback_for_caller_credentials
-
-
-def unreachable_passthrough(
-    config: FileConfig, providers: Mapping[str, object]
-) -> list[tuple[str, str]]:
-    """Load-time warnings, as `(path, message)`, for passthrough targets that no caller's own
-    credential can reach under Rule 2 (for any client family): the credential goes to one
-    upstream per request, the first passthrough target's. `providers` are the built adapters
-    by name (their `base_url` gives the origin)."""
-    modes = {p.name: credential_mode(p) for p in config.providers}
-    families = {p.name: provider_family(p) for p in config.providers}
-
-    def origin(name: str) -> str:
-        return _origin_of(getattr(providers.get(name), "base_url", None), name)
-
-    found: list[tuple[str, str]] = []
-    for i, route in enumerate(config.routes):
-        passthrough = [
-            (j, target.provider)
-            for j, target in enumerate(route.targets)
-            if modes.get(target.provider) == "passthrough"
-        ]
-        reachable: set[int] = set()
-        audiences: list[str] = []
-        for family in ("openai", "anthropic"):
-            fitting = [(j, name) for j, name in passthrough if families[name] in (family, "none")]
-            if not fitting:
-                continue
-            audience = origin(fitting[0][1])
-            if audience not in audiences:
-                audiences.append(audience)
-            reachable.update(j for j, name in fitting if origin(name) == audience)
-        for j, name in passthrough:
-            if j not in reachable:
-                message = (
-                    f'passthrough provider "{name}" at {origin(name)} never receives a '
-                    "caller's own credential: a request's credential goes to one upstream "
-                    f"only, the route's first passthrough target's ({' or '.join(audiences)})"
-                )
-                found.append((f"routes[{i}].targets[{j}]", message))
-    return found
 
 
 def _origin(route: Route, index: int) -> str:

@@ -20,7 +20,7 @@ from turnout.errors import ConfigError
 from turnout.gateway.access import AccessPolicy
 from turnout.gateway.build import build_entries, build_health, build_provider
 from turnout.gateway.cache_step import ChatCache
-from turnout.gateway.call_plans import CallPlanner, unreachable_passthrough
+from turnout.gateway.call_plans import CallPlanner
 from turnout.gateway.embedded import MOCK_PROVIDER, embedded_config
 from turnout.gateway.keys import KeyRing
 from turnout.gateway.model_index import PatternIndex
@@ -124,9 +124,12 @@ class Runtime:
         self.index = index
         self.keys = keys
         self.access = access if access is not None else AccessPolicy()
-        self.warnings = warnings
         self._resolver = Resolver(self.routes, index, project=config.project, access=self.access)
         self._planner = CallPlanner(config, self.routes, self.credential_modes, self.access)
+        # Passthrough targets no caller credential reaches (said once, also when a runtime is
+        # rebuilt from another's warnings, as `embedded` does).
+        unreachable = [f"{path}: {text}" for path, text in self._planner.unreachable(self.routes)]
+        self.warnings = (*warnings, *(text for text in unreachable if text not in warnings))
 
     def __repr__(self) -> str:
         return (
@@ -154,8 +157,7 @@ class Runtime:
         # The validator above already checked the routes grants name.
         configured = {route.name: route for route in config.routes}
         access = AccessPolicy.from_config(config.bindings, configured, index, check_routes=False)
-        remarks = [*check_config_warnings(config), *unreachable_passthrough(config, providers)]
-        warnings = tuple(f"{path}: {message}" for path, message in remarks)
+        warnings = tuple(f"{path}: {message}" for path, message in check_config_warnings(config))
         return cls(
             config=config,
             health=health,
