@@ -267,3 +267,34 @@ def test_passthrough_targets_of_two_families_warn_about_nothing() -> None:
     """An OpenAI and an Anthropic passthrough target each serve their own client family's
     callers: neither is unreachable, so the load has no warning about them."""
     assert not [w for w in _runtime().warnings if "never receives" in w]
+
+
+def test_a_familyless_passthrough_target_behind_an_openai_one_is_warned_about() -> None:
+    """A groq passthrough target after an OpenAI one is never reached by a caller's credential
+    (chat callers' credential goes to OpenAI; the target is not on the /v1/messages route), and
+    the load says so."""
+    runtime = runtime_of(
+        {
+            "server": {"auth": "keys"},
+            "providers": [
+                {"name": "openai-byok", "kind": "openai", "credential_mode": "passthrough"},
+                {
+                    "name": "groq-byok",
+                    "kind": "openai-compatible",
+                    "preset": "groq",
+                    "credential_mode": "passthrough",
+                },
+            ],
+            "routes": [
+                {
+                    "name": "chat",
+                    "models": ["gpt-*"],
+                    "targets": [{"provider": "openai-byok"}, {"provider": "groq-byok"}],
+                }
+            ],
+            "keys": [{"name": "app", "key": "tk_app_key_for_tests_01"}],
+        }
+    )
+    assert [w.split(":", 1)[0] for w in runtime.warnings if "never receives" in w] == [
+        "routes[0].targets[1]"
+    ]
