@@ -20,6 +20,14 @@ Rule 5: a slow reader of `chunks()` pauses the socket once `HIGH_WATER` bytes wa
 resumes it when it takes them.
 Rule 6: no compression is asked for; a body the server compresses anyway (gzip, deflate) is
 decoded, and its headers are kept as sent.
+Rule 7: a request that finds its reused connection closed by the server before any response
+byte, within `STALE_WINDOW` seconds of being written, met the server's idle-timeout close (it
+never reached the server), and is sent once more on a new connection; a server's
+`Keep-Alive: timeout=N` header shortens how long its connections are kept idle, to N - 1 s.
+Nothing else is ever resent (Rule 2 of `transport`: the route is the only retry authority).
+
+The bytes of one exchange (request head, response parsing) live in `_http1_message`; this
+module holds the connections, their pools and the transport.
 """
 
 from __future__ import annotations
@@ -27,364 +35,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-import zlib
 from collections import deque
-from typing import TYPE_CHECKING, NamedTuple, TypeAlias, cast
-from urllib.parse import quote, urlsplit
+from typing import TYPE_CHECKING, cast
 
-import httptools
-
+from turnout.providers._http1_message import (
+    HIGH_WATER,
+    STALE_WINDOW,
+    Origin,
+    Response,
+    StaleConnection,
+    Target,
+    request_head,
+    target_of,
+)
 from turnout.providers.transport import (
-    BodyCutShort,
     ConnectFailed,
     ConnectTimeout,
     HttpReply,
-    InvalidHeader,
-    InvalidURL,
-    ReadTimeout,
     Timeouts,
     TransportFailure,
-    UnreadableResponse,
     UpstreamClosed,
     error_for_exception,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import Mapping
     from types import TracebackType
 
-__all__ = ["HIGH_WATER", "Http1Transport"]
-
-HIGH_WATER = 256 * 1024
-"""Unread body bytes (per response) above which the socket stops being read."""
+__all__ = ["HIGH_WATER", "STALE_WINDOW", "Http1Transport"]
 
 _SMALL_BODY = 64 * 1024
 """Bodies up to this size go out in the same write as the head."""
-
-_FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-"""Headers the client writes itself; the caller's copies are dropped."""
-
-_URL_SAFE = "".join(chr(code) for code in range(0x21, 0x7F))
-"""Printable ASCII stays as it is in a request target; anything else is percent-encoded."""
-
-_Origin: TypeAlias = tuple[str, str, int]
-
-
-class _Target(NamedTuple):
-    """Where a URL goes: its origin and the request line with the Host header, encoded once."""
-
-    origin: _Origin
-    prefix: bytes
-
-
-def _target_of(url: str) -> _Target:
-    """Parse an absolute http(s) URL (InvalidURL otherwise)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise InvalidURL(f"{url!r}: {exc}") from None
-    scheme = parts.scheme.lower()
-    host = parts.hostname
-    if scheme not in ("http", "https") or not host:
-        raise InvalidURL(f"{url!r}: expected http:// or https:// and a host")
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError as exc:
-            raise InvalidURL(f"{url!r}: {exc}") from None
-    default_port = 443 if scheme == "https" else 80
-    port = port or default_port
-    shown = f"[{host}]" if ":" in host else host
-    authority = shown if port == default_port else f"{shown}:{port}"
-    path = quote(parts.path or "/", safe=_URL_SAFE)
-    if parts.query:
-        path += "?" + quote(parts.query, safe=_URL_SAFE)
-    prefix = f"POST {path} HTTP/1.1\r\nhost: {authority}\r\n".encode("ascii")
-    return _Target((scheme, host, port), prefix)
-
-
-def _request_head(prefix: bytes, length: int, headers: Mapping[str, str]) -> bytes:
-    """The request's head: request line, Host, Content-Length, then the caller's headers."""
-    lines = [f"{name}: {value}" for name, value in headers.items() if name.lower() not in _FRAMING]
-    text = "\r\n".join(lines)
-    breaks = len(lines) - 1 if lines else 0  # the separators' own
-    if text.count("\n") != breaks or text.count("\r") != breaks:
-        raise _bad_header(headers)
-    try:
-        encoded = text.encode("latin-1")
-    except UnicodeEncodeError:
-        raise _bad_header(headers) from None
-    if encoded:
-        return b"%scontent-length: %d\r\n%s\r\n\r\n" % (prefix, length, encoded)
-    return b"%scontent-length: %d\r\n\r\n" % (prefix, length)
-
-
-def _bad_header(headers: Mapping[str, str]) -> InvalidHeader:
-    """The error naming the first header that cannot be sent (its value is never shown)."""
-    for name, value in headers.items():
-        line = f"{name}{value}"
-        if "\r" in line or "\n" in line:
-            return InvalidHeader(f"invalid header {name!r}: a name or value holds a line break")
-        if not line.isascii():
-            try:
-                line.encode("latin-1")
-            except UnicodeEncodeError:
-                return InvalidHeader(
-                    f"invalid header {name!r}: a name or value holds a character outside Latin-1"
-                )
-    return InvalidHeader("invalid header: a header cannot be sent")
-
-
-class _Inflater:
-    """Decodes a gzip or deflate body as it arrives (deflate with or without its zlib header)."""
-
-    __slots__ = ("_decoder", "_deflate", "_fed")
-
-    def __init__(self, encoding: str) -> None:
-        self._deflate = encoding == "deflate"
-        self._decoder = zlib.decompressobj(zlib.MAX_WBITS if self._deflate else 16 + zlib.MAX_WBITS)
-        self._fed = False
-
-    def feed(self, data: bytes) -> bytes:
-        try:
-            out = self._decoder.decompress(data)
-        except zlib.error as exc:
-            if not (self._deflate and not self._fed):
-                message = f"unreadable response: bad compressed body ({exc})"
-                raise UnreadableResponse(message) from None
-            self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # a raw deflate stream
-            return self.feed(data)
-        self._fed = True
-        return out
-
-    def flush(self) -> bytes:
-        return self._decoder.flush()
-
-
-class _Response:
-    """One response being read off a connection: the `StreamReply` the caller sees, and the
-    target of the `httptools` parser's callbacks."""
-
-    __slots__ = (
-        "_chunks",
-        "_conn",
-        "_done",
-        "_error",
-        "_fields",
-        "_head_done",
-        "_inflater",
-        "_informational",
-        "_parser",
-        "_paused",
-        "_pausing",
-        "_provider",
-        "_read_timeout",
-        "_unread",
-        "_until_eof",
-        "_waiter",
-        "headers",
-        "keep_alive",
-        "status",
-    )
-
-    def __init__(self, conn: _Connection, read_timeout: float, provider: str) -> None:
-        self.status = 0
-        self._fields: dict[str, str] = {}
-        self.headers: Mapping[str, str] = self._fields
-        self.keep_alive = False
-        self._conn = conn
-        self._read_timeout = read_timeout
-        self._provider = provider
-        self._parser = httptools.HttpResponseParser(self)
-        self._chunks: list[bytes] = []
-        self._unread = 0
-        self._head_done = False
-        self._done = False
-        self._informational = False
-        self._until_eof = False
-        self._inflater: _Inflater | None = None
-        self._error: TransportFailure | None = None
-        self._waiter: asyncio.Future[bool] | None = None
-        self._pausing = True
-        self._paused = False
-
-    # parser callbacks ---------------------------------------------------------------------
-    def on_message_begin(self) -> None:
-        if self._done:
-            self._conn.reusable = False  # a second response nobody asked for
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self._head_done:
-            return  # a trailer of a chunked body
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        fields = self._fields
-        fields[key] = f"{fields[key]}, {text}" if key in fields else text
-
-    def on_headers_complete(self) -> None:
-        status = self._parser.get_status_code()
-        if status < 200:
-            self._informational = True  # 1xx: skipped, the real head follows
-            self._fields.clear()
-            return
-        self.status = status
-        self._head_done = True
-        headers = self._fields
-        encoding = headers.get("transfer-encoding")
-        if (
-            (encoding is None or "chunked" not in encoding.lower())
-            and "content-length" not in headers
-            and status not in (204, 304)
-        ):
-            self._until_eof = True
-        coding = headers.get("content-encoding")
-        if coding is not None:
-            coding = coding.strip().lower()
-            if coding in ("gzip", "x-gzip", "deflate"):
-                self._inflater = _Inflater(coding)
-
-    def on_body(self, body: bytes) -> None:
-        if self._error is not None:
-            return
-        if self._inflater is not None:
-            try:
-                body = self._inflater.feed(body)
-            except TransportFailure as exc:
-                self._fail(exc)
-                return
-            if not body:
-                return
-        self._chunks.append(body)
-        self._unread += len(body)
-        if self._unread > HIGH_WATER and self._pausing and not self._paused:
-            self._paused = True
-            self._conn.transport.pause_reading()
-
-    def on_message_complete(self) -> None:
-        if self._informational:
-            self._informational = False
-            return
-        if self._done or self._error is not None:
-            return
-        self.keep_alive = self._parser.should_keep_alive()
-        self._finish()
-
-    # fed by the connection ---------------------------------------------------------------
-    def feed(self, data: bytes) -> None:
-        try:
-            self._parser.feed_data(data)
-        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
-            if self._done:
-                self._conn.reusable = False  # bytes after the response: never reuse
-            else:
-                self._fail(UnreadableResponse(f"unreadable response: {exc}"))
-        self._wake(True)
-
-    def end(self, exc: Exception | None) -> None:
-        """The connection closed (`exc`: why, None for a clean close)."""
-        if self._done or self._error is not None:
-            return
-        if not self._head_done:
-            self._fail(UpstreamClosed("the upstream closed the connection"))
-        elif self._until_eof and exc is None:
-            self.keep_alive = False
-            self._finish()  # a close-delimited body ends here
-        else:
-            self._fail(BodyCutShort("the response body was cut short"))
-        self._wake(True)
-
-    def _finish(self) -> None:
-        if self._inflater is not None:
-            rest = self._inflater.flush()
-            if rest:
-                self._chunks.append(rest)
-                self._unread += len(rest)
-        self._done = True
-
-    def _fail(self, error: TransportFailure) -> None:
-        if self._error is None and not self._done:
-            self._error = error
-            self._conn.close()
-
-    def _wake(self, fresh: bool) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(fresh)
-
-    # the caller's side ---------------------------------------------------------------------
-    @property
-    def is_consumed(self) -> bool:
-        """True when the whole response arrived and the caller took every byte of it."""
-        return self._done and not self._chunks
-
-    async def _wait(self) -> None:
-        """Wait for the next bytes or the end (ReadTimeout after `read` seconds of silence)."""
-        loop = self._conn.loop
-        waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(self._read_timeout, self._wake, False)
-        try:
-            fresh = await waiter
-        finally:
-            timer.cancel()
-            self._waiter = None
-        if not fresh:
-            raise ReadTimeout(f"no bytes from the upstream for {self._read_timeout:g} s")
-
-    async def wait_head(self) -> None:
-        """Wait for the status line and headers."""
-        while self._error is None:
-            if self._head_done:
-                return
-            await self._wait()
-        raise self._error
-
-    async def read_all(self) -> bytes:
-        """The whole remaining body (TransportFailure on a failure)."""
-        self._pausing = False
-        self._resume()
-        while self._error is None:
-            if self._done:
-                return self._take()
-            await self._wait()
-        raise self._error
-
-    def _take(self) -> bytes:
-        chunks = self._chunks
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        chunks.clear()
-        self._unread = 0
-        return data
-
-    def _resume(self) -> None:
-        if self._paused:
-            self._paused = False
-            if not self._conn.closed:
-                self._conn.transport.resume_reading()
-
-    async def read(self) -> bytes:
-        """The whole remaining body (for an error status); failures as ProviderError."""
-        try:
-            return await self.read_all()
-        except TransportFailure as exc:
-            raise error_for_exception(exc, provider=self._provider) from exc
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive; failures as ProviderError after the bytes before."""
-        while True:
-            if self._chunks:
-                data = self._take()
-                self._resume()
-                yield data
-            elif self._error is not None:
-                raise error_for_exception(self._error, provider=self._provider) from self._error
-            elif self._done:
-                return
-            else:
-                try:
-                    await self._wait()
-                except ReadTimeout as exc:
-                    raise error_for_exception(exc, provider=self._provider) from exc
 
 
 class _Connection(asyncio.Protocol):
@@ -392,6 +73,8 @@ class _Connection(asyncio.Protocol):
 
     __slots__ = (
         "closed",
+        "exchanges",
+        "idle_limit",
         "idle_since",
         "loop",
         "lost",
@@ -406,9 +89,11 @@ class _Connection(asyncio.Protocol):
         self.pool = pool
         self.loop = pool.loop
         self.transport: asyncio.Transport = None  # type: ignore[assignment] # set on connect
-        self.response: _Response | None = None
+        self.response: Response | None = None
         self.reusable = True
         self.closed = False
+        self.exchanges = 0
+        self.idle_limit: float | None = None  # the server's Keep-Alive hint (Rule 7)
         # Counted by the pool once `_connect` has it; until then, the slot is the opener's.
         self.registered = False
         self.idle_since = 0.0
@@ -437,9 +122,10 @@ class _Connection(asyncio.Protocol):
         if response is not None:
             response.end(exc)
 
-    def send(self, head: bytes, body: bytes, read_timeout: float, provider: str) -> _Response:
+    def send(self, head: bytes, body: bytes, read_timeout: float, provider: str) -> Response:
         """Write one request and return its response (being read)."""
-        response = self.response = _Response(self, read_timeout, provider)
+        self.exchanges += 1
+        response = self.response = Response(self, read_timeout, provider)
         if len(body) <= _SMALL_BODY:
             self.transport.write(head + body)
         else:
@@ -466,7 +152,7 @@ class _Pool:
 
     def __init__(
         self,
-        origin: _Origin,
+        origin: Origin,
         *,
         limit: int,
         keepalive: float,
@@ -490,9 +176,15 @@ class _Pool:
         idle = self._idle
         while idle:
             conn = idle.pop()
-            if conn.is_usable and self.loop.time() - conn.idle_since < self._keepalive:
+            limit = self._keepalive if conn.idle_limit is None else conn.idle_limit
+            if conn.is_usable and self.loop.time() - conn.idle_since < limit:
                 return conn
             conn.close()
+        return await self.acquire_new()
+
+    async def acquire_new(self) -> _Connection:
+        """A connection that is not one of the idle ones (a new one, or one freed by a caller
+        while this one waits), within the connect timeout."""
         try:
             async with asyncio.timeout(self._connect_timeout):
                 return await self._acquire_slow()
@@ -628,7 +320,7 @@ class _Pool:
                 conn.close()
 
 
-class _Exchange(contextlib.AbstractAsyncContextManager["_Response"]):
+class _Exchange(contextlib.AbstractAsyncContextManager["Response"]):
     """`Http1Transport.stream`'s context: sends on entry, releases or closes on exit."""
 
     __slots__ = ("_body", "_conn", "_headers", "_response", "_transport", "_url")
@@ -641,21 +333,20 @@ class _Exchange(contextlib.AbstractAsyncContextManager["_Response"]):
         self._body = body
         self._headers = headers
         self._conn: _Connection | None = None
-        self._response: _Response | None = None
+        self._response: Response | None = None
 
-    async def __aenter__(self) -> _Response:
+    async def __aenter__(self) -> Response:
         transport = self._transport
         try:
-            conn, response = await transport.send(self._url, self._body, self._headers)
-            self._conn, self._response = conn, response
-            await response.wait_head()
+            self._conn, self._response = await transport.send(self._url, self._body, self._headers)
         except (TransportFailure, OSError) as exc:
             self._close()
             raise error_for_exception(exc, provider=transport.provider) from exc
         except BaseException:
             self._close()
             raise
-        return response
+        assert self._response is not None
+        return self._response
 
     async def __aexit__(
         self,
@@ -705,10 +396,10 @@ class Http1Transport:
         self._keepalive = keepalive
         self._ssl = ssl_context
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pools: dict[_Origin, _Pool] = {}
-        self._targets: dict[str, _Target] = {}
+        self._pools: dict[Origin, _Pool] = {}
+        self._targets: dict[str, Target] = {}
 
-    def _pool_for(self, origin: _Origin) -> _Pool:
+    def _pool_for(self, origin: Origin) -> _Pool:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             _abandon(self._pools, self._loop)
@@ -728,10 +419,10 @@ class Http1Transport:
             )
         return pool
 
-    def _target(self, url: str) -> _Target:
+    def _target(self, url: str) -> Target:
         target = self._targets.get(url)
         if target is None:
-            target = _target_of(url)
+            target = target_of(url)
             if len(self._targets) >= 1024:
                 self._targets.clear()
             self._targets[url] = target
@@ -739,12 +430,29 @@ class Http1Transport:
 
     async def send(
         self, url: str, body: bytes, headers: Mapping[str, str]
-    ) -> tuple[_Connection, _Response]:
-        """Write the request on a pooled connection (TransportFailure on a failure)."""
+    ) -> tuple[_Connection, Response]:
+        """Write the request on a pooled connection and wait for the response's head
+        (TransportFailure on a failure); once more on a new connection after a stale one
+        (Rule 7). The connection is closed on any failure."""
         target = self._target(url)
-        head = _request_head(target.prefix, len(body), headers)
-        conn = await self._pool_for(target.origin).acquire()
-        return conn, conn.send(head, body, self.timeouts.read, self.provider)
+        head = request_head(target.prefix, len(body), headers)
+        pool = self._pool_for(target.origin)
+        conn = await pool.acquire()
+        for fresh in (False, True):
+            response = conn.send(head, body, self.timeouts.read, self.provider)
+            try:
+                await response.wait_head()
+            except StaleConnection:
+                conn.close()
+                if fresh:
+                    raise
+                conn = await pool.acquire_new()
+                continue
+            except BaseException:
+                conn.close()
+                raise
+            break
+        return conn, response
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> HttpReply:
         """POST `body` and read the whole response; transport failures as ProviderError."""
@@ -768,7 +476,7 @@ class Http1Transport:
 
     def stream(
         self, url: str, body: bytes, headers: Mapping[str, str]
-    ) -> contextlib.AbstractAsyncContextManager[_Response]:
+    ) -> contextlib.AbstractAsyncContextManager[Response]:
         """POST `body` and yield the response as it arrives (released on exit)."""
         return _Exchange(self, url, body, headers)
 
@@ -782,7 +490,7 @@ class Http1Transport:
                     await asyncio.gather(*lost)
 
 
-def _abandon(pools: dict[_Origin, _Pool], loop: asyncio.AbstractEventLoop | None) -> None:
+def _abandon(pools: dict[Origin, _Pool], loop: asyncio.AbstractEventLoop | None) -> None:
     """Rule 1: drop the pools of another event loop, closing their sockets without running it."""
     if not pools or loop is None:
         return

@@ -1,0 +1,413 @@
+"""The bytes of one HTTP/1.1 exchange, for `turnout.providers.http1`: the request head written
+once per URL, and the response parsed as it arrives (`Response`, the `StreamReply` a provider
+reads), with its body decompressed and the server's Keep-Alive hint read.
+
+Rule 1: a response is read by one `httptools` parser: 1xx heads are skipped, chunked trailers
+ignored, and a body without length ends with the connection.
+Rule 2: bytes after the response, or a second response, make the connection unusable.
+Rule 3: a slow reader pauses the socket once `HIGH_WATER` bytes wait unread.
+Rule 4: a reused connection the server closed with no response byte within `STALE_WINDOW`
+seconds of the request is a `StaleConnection` (the caller sends once more, `http1` Rule 7).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
+from urllib.parse import quote, urlsplit
+
+import httptools
+
+from turnout.providers.transport import (
+    BodyCutShort,
+    InvalidHeader,
+    InvalidURL,
+    ReadTimeout,
+    TransportFailure,
+    UnreadableResponse,
+    UpstreamClosed,
+    error_for_exception,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import AsyncIterator, Mapping
+
+    from turnout.providers.http1 import _Connection
+
+__all__ = [
+    "HIGH_WATER",
+    "STALE_WINDOW",
+    "Origin",
+    "Response",
+    "StaleConnection",
+    "Target",
+    "request_head",
+    "target_of",
+]
+
+HIGH_WATER = 256 * 1024
+"""Unread body bytes (per response) above which the socket stops being read."""
+
+STALE_WINDOW = 1.0
+"""Seconds after writing a request on a reused connection within which a close with no
+response byte counts as the server's idle close (Rule 7)."""
+
+_FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+"""Headers the client writes itself; the caller's copies are dropped."""
+
+_URL_SAFE = "".join(chr(code) for code in range(0x21, 0x7F))
+"""Printable ASCII stays as it is in a request target; anything else is percent-encoded."""
+
+Origin: TypeAlias = tuple[str, str, int]
+
+
+class StaleConnection(UpstreamClosed):
+    """Rule 7: a reused connection the server had closed as the request went out."""
+
+
+class Target(NamedTuple):
+    """Where a URL goes: its origin and the request line with the Host header, encoded once."""
+
+    origin: Origin
+    prefix: bytes
+
+
+def target_of(url: str) -> Target:
+    """Parse an absolute http(s) URL (InvalidURL otherwise)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidURL(f"{url!r}: {exc}") from None
+    scheme = parts.scheme.lower()
+    host = parts.hostname
+    if scheme not in ("http", "https") or not host:
+        raise InvalidURL(f"{url!r}: expected http:// or https:// and a host")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as exc:
+            raise InvalidURL(f"{url!r}: {exc}") from None
+    default_port = 443 if scheme == "https" else 80
+    port = port or default_port
+    shown = f"[{host}]" if ":" in host else host
+    authority = shown if port == default_port else f"{shown}:{port}"
+    path = quote(parts.path or "/", safe=_URL_SAFE)
+    if parts.query:
+        path += "?" + quote(parts.query, safe=_URL_SAFE)
+    prefix = f"POST {path} HTTP/1.1\r\nhost: {authority}\r\n".encode("ascii")
+    return Target((scheme, host, port), prefix)
+
+
+def request_head(prefix: bytes, length: int, headers: Mapping[str, str]) -> bytes:
+    """The request's head: request line, Host, Content-Length, then the caller's headers."""
+    lines = [f"{name}: {value}" for name, value in headers.items() if name.lower() not in _FRAMING]
+    text = "\r\n".join(lines)
+    breaks = len(lines) - 1 if lines else 0  # the separators' own
+    if text.count("\n") != breaks or text.count("\r") != breaks:
+        raise bad_header(headers)
+    try:
+        encoded = text.encode("latin-1")
+    except UnicodeEncodeError:
+        raise bad_header(headers) from None
+    if encoded:
+        return b"%scontent-length: %d\r\n%s\r\n\r\n" % (prefix, length, encoded)
+    return b"%scontent-length: %d\r\n\r\n" % (prefix, length)
+
+
+def bad_header(headers: Mapping[str, str]) -> InvalidHeader:
+    """The error naming the first header that cannot be sent (its value is never shown)."""
+    for name, value in headers.items():
+        line = f"{name}{value}"
+        if "\r" in line or "\n" in line:
+            return InvalidHeader(f"invalid header {name!r}: a name or value holds a line break")
+        if not line.isascii():
+            try:
+                line.encode("latin-1")
+            except UnicodeEncodeError:
+                return InvalidHeader(
+                    f"invalid header {name!r}: a name or value holds a character outside Latin-1"
+                )
+    return InvalidHeader("invalid header: a header cannot be sent")
+
+
+def idle_limit(hint: str) -> float | None:
+    """`Keep-Alive: timeout=N, max=M` -> how long to keep the connection idle (N - 1 s, at
+    least 0.5 s; None when the header names no timeout)."""
+    for item in hint.split(","):
+        name, _, value = item.strip().partition("=")
+        if name.strip().lower() == "timeout":
+            try:
+                seconds = float(value.strip())
+            except ValueError:
+                return None
+            return max(seconds - 1.0, 0.5)
+    return None
+
+
+class Inflater:
+    """Decodes a gzip or deflate body as it arrives (deflate with or without its zlib header)."""
+
+    __slots__ = ("_decoder", "_deflate", "_fed")
+
+    def __init__(self, encoding: str) -> None:
+        self._deflate = encoding == "deflate"
+        self._decoder = zlib.decompressobj(zlib.MAX_WBITS if self._deflate else 16 + zlib.MAX_WBITS)
+        self._fed = False
+
+    def feed(self, data: bytes) -> bytes:
+        try:
+            out = self._decoder.decompress(data)
+        except zlib.error as exc:
+            if not (self._deflate and not self._fed):
+                message = f"unreadable response: bad compressed body ({exc})"
+                raise UnreadableResponse(message) from None
+            self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # a raw deflate stream
+            return self.feed(data)
+        self._fed = True
+        return out
+
+    def flush(self) -> bytes:
+        return self._decoder.flush()
+
+
+class Response:
+    """One response being read off a connection: the `StreamReply` the caller sees, and the
+    target of the `httptools` parser's callbacks."""
+
+    __slots__ = (
+        "_chunks",
+        "_conn",
+        "_done",
+        "_error",
+        "_fields",
+        "_head_done",
+        "_inflater",
+        "_informational",
+        "_parser",
+        "_paused",
+        "_pausing",
+        "_provider",
+        "_read_timeout",
+        "_received",
+        "_sent_at",
+        "_unread",
+        "_until_eof",
+        "_waiter",
+        "headers",
+        "keep_alive",
+        "status",
+    )
+
+    def __init__(self, conn: _Connection, read_timeout: float, provider: str) -> None:
+        self.status = 0
+        self._fields: dict[str, str] = {}
+        self.headers: Mapping[str, str] = self._fields
+        self.keep_alive = False
+        self._conn = conn
+        self._read_timeout = read_timeout
+        self._provider = provider
+        self._parser = httptools.HttpResponseParser(self)
+        self._chunks: list[bytes] = []
+        self._unread = 0
+        self._head_done = False
+        self._done = False
+        self._informational = False
+        self._until_eof = False
+        self._inflater: Inflater | None = None
+        self._error: TransportFailure | None = None
+        self._waiter: asyncio.Future[bool] | None = None
+        self._pausing = True
+        self._paused = False
+        self._received = False
+        self._sent_at = conn.loop.time()
+
+    # parser callbacks ---------------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        if self._done:
+            self._conn.reusable = False  # a second response nobody asked for
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._head_done:
+            return  # a trailer of a chunked body
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        fields = self._fields
+        fields[key] = f"{fields[key]}, {text}" if key in fields else text
+
+    def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        if status < 200:
+            self._informational = True  # 1xx: skipped, the real head follows
+            self._fields.clear()
+            return
+        self.status = status
+        self._head_done = True
+        headers = self._fields
+        encoding = headers.get("transfer-encoding")
+        if (
+            (encoding is None or "chunked" not in encoding.lower())
+            and "content-length" not in headers
+            and status not in (204, 304)
+        ):
+            self._until_eof = True
+        hint = headers.get("keep-alive")
+        if hint is not None:
+            self._conn.idle_limit = idle_limit(hint)
+        coding = headers.get("content-encoding")
+        if coding is not None:
+            coding = coding.strip().lower()
+            if coding in ("gzip", "x-gzip", "deflate"):
+                self._inflater = Inflater(coding)
+
+    def on_body(self, body: bytes) -> None:
+        if self._error is not None:
+            return
+        if self._inflater is not None:
+            try:
+                body = self._inflater.feed(body)
+            except TransportFailure as exc:
+                self._fail(exc)
+                return
+            if not body:
+                return
+        self._chunks.append(body)
+        self._unread += len(body)
+        if self._unread > HIGH_WATER and self._pausing and not self._paused:
+            self._paused = True
+            self._conn.transport.pause_reading()
+
+    def on_message_complete(self) -> None:
+        if self._informational:
+            self._informational = False
+            return
+        if self._done or self._error is not None:
+            return
+        self.keep_alive = self._parser.should_keep_alive()
+        self._finish()
+
+    # fed by the connection ---------------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        self._received = True
+        try:
+            self._parser.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            if self._done:
+                self._conn.reusable = False  # bytes after the response: never reuse
+            else:
+                self._fail(UnreadableResponse(f"unreadable response: {exc}"))
+        self._wake(True)
+
+    def end(self, exc: Exception | None) -> None:
+        """The connection closed (`exc`: why, None for a clean close)."""
+        if self._done or self._error is not None:
+            return
+        if not self._head_done:
+            conn = self._conn
+            if (
+                conn.exchanges > 1
+                and not self._received
+                and conn.loop.time() - self._sent_at < STALE_WINDOW
+            ):
+                self._fail(StaleConnection("the upstream closed an idle connection"))
+            else:
+                self._fail(UpstreamClosed("the upstream closed the connection"))
+        elif self._until_eof and exc is None:
+            self.keep_alive = False
+            self._finish()  # a close-delimited body ends here
+        else:
+            self._fail(BodyCutShort("the response body was cut short"))
+        self._wake(True)
+
+    def _finish(self) -> None:
+        if self._inflater is not None:
+            rest = self._inflater.flush()
+            if rest:
+                self._chunks.append(rest)
+                self._unread += len(rest)
+        self._done = True
+
+    def _fail(self, error: TransportFailure) -> None:
+        if self._error is None and not self._done:
+            self._error = error
+            self._conn.close()
+
+    def _wake(self, fresh: bool) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(fresh)
+
+    # the caller's side ---------------------------------------------------------------------
+    @property
+    def is_consumed(self) -> bool:
+        """True when the whole response arrived and the caller took every byte of it."""
+        return self._done and not self._chunks
+
+    async def _wait(self) -> None:
+        """Wait for the next bytes or the end (ReadTimeout after `read` seconds of silence)."""
+        loop = self._conn.loop
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(self._read_timeout, self._wake, False)
+        try:
+            fresh = await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+        if not fresh:
+            raise ReadTimeout(f"no bytes from the upstream for {self._read_timeout:g} s")
+
+    async def wait_head(self) -> None:
+        """Wait for the status line and headers."""
+        while self._error is None:
+            if self._head_done:
+                return
+            await self._wait()
+        raise self._error
+
+    async def read_all(self) -> bytes:
+        """The whole remaining body (TransportFailure on a failure)."""
+        self._pausing = False
+        self._resume()
+        while self._error is None:
+            if self._done:
+                return self._take()
+            await self._wait()
+        raise self._error
+
+    def _take(self) -> bytes:
+        chunks = self._chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self._unread = 0
+        return data
+
+    def _resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            if not self._conn.closed:
+                self._conn.transport.resume_reading()
+
+    async def read(self) -> bytes:
+        """The whole remaining body (for an error status); failures as ProviderError."""
+        try:
+            return await self.read_all()
+        except TransportFailure as exc:
+            raise error_for_exception(exc, provider=self._provider) from exc
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive; failures as ProviderError after the bytes before."""
+        while True:
+            if self._chunks:
+                data = self._take()
+                self._resume()
+                yield data
+            elif self._error is not None:
+                raise error_for_exception(self._error, provider=self._provider) from self._error
+            elif self._done:
+                return
+            else:
+                try:
+                    await self._wait()
+                except ReadTimeout as exc:
+                    raise error_for_exception(exc, provider=self._provider) from exc
