@@ -325,11 +325,12 @@ class CallPlanner:
                     audiences.append(audience)
                 rules = self._rules(engine, family, "own", None, None, audience=audience)
                 reached.update(engine.targets[index].name for index in rules)
+            if not audiences:
+                continue  # no passthrough target at all
             for j, target in enumerate(config.targets):
                 name = target.display_name
-                if self._modes.get(target.provider) != "passthrough" or name in reached:
-                    continue
-                if not audiences or name not in origins:
+                passthrough = self._modes.get(target.provider) == "passthrough"
+                if not passthrough or name in reached or name not in origins:
                     continue
                 message = (
                     f'passthrough provider "{target.provider}" at {origins[name]} never receives a '

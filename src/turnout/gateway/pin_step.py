@@ -24,6 +24,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from turnout.gateway.policies import WIRE_FAMILIES
+
 if TYPE_CHECKING:
     from turnout.routing.plan import CallPlan, TargetPlan
     from turnout.routing.record import RoutingRecord
@@ -116,16 +118,13 @@ class PinStep:
         log("session pin %s failed, the request goes on without it: %r", action, exc)
 
 
-_FORMAT_FAMILIES = {"anthropic-messages": "anthropic", "openai-chat": "openai"}
-
-
 def _server_tool_family(request: ChatRequest | None) -> str | None:
     """The family whose wire format the request's server tools are written for (Rule 5)."""
     if request is None or not request.tools:
         return None
     for tool in request.tools:
         if tool.native is not None:
-            return _FORMAT_FAMILIES.get(tool.native.format)
+            return WIRE_FAMILIES.get(tool.native.format)
     return None
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLEAR",
+    "WIRE_FAMILIES",
     "Policies",
     "PolicyVerdict",
     "ProviderFacts",
@@ -45,7 +46,8 @@ __all__ = [
 DEFAULT_CACHE_SIZE = 4096
 FAMILIES: Final = frozenset({"openai", "anthropic", "google", "none"})
 _NO_PROMISES: Final = DataHandling()
-_WIRE_FAMILIES: Final = {"openai-chat": "openai", "anthropic-messages": "anthropic"}
+WIRE_FAMILIES: Final = {"openai-chat": "openai", "anthropic-messages": "anthropic"}
+"""The provider family each wire format belongs to."""
 # The policies' part of a verdict: the first enforce-mode denial, and the observe-mode shadows.
 _PolicyPart = tuple[str | None, tuple[str, ...]]
 
@@ -56,7 +58,7 @@ def provider_family(provider: ProviderConfig) -> str:
     if provider.kind in ("openai", "anthropic"):
         return provider.kind
     if provider.kind == "azure-openai" and provider.wire is not None:
-        return _WIRE_FAMILIES[provider.wire]
+        return WIRE_FAMILIES[provider.wire]
     return "none"
 
 
