@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from turnout.config.load import parse_config
 from turnout.config.schema import KeyConfig
 from turnout.errors import ConfigError, RoutingError
 from turnout.gateway import keys as keys_module
@@ -165,6 +166,17 @@ def test_ring_lists_every_key_problem_with_its_path() -> None:
     ]
     assert info.value.status == 400
     assert APP_KEY not in str(info.value)
+
+
+def test_a_declared_key_may_be_any_non_empty_string() -> None:
+    """A short key such as LiteLLM's documented `sk-1234` loads and finds its caller; an
+    empty one is refused."""
+    config = parse_config({"keys": [{"name": "master", "key": "sk-1234"}]}, env={})
+    found = KeyRing.from_config(config.keys, "default").lookup("sk-1234")
+    assert found is not None
+    assert found.key == "master"
+    with pytest.raises(ConfigError, match=r"keys\[0\]\.key"):
+        parse_config({"keys": [{"name": "master", "key": " "}]}, env={})
 
 
 def test_ring_refuses_malformed_or_repeated_hashes_in_entries() -> None:

@@ -190,10 +190,13 @@ class RequireConfig(_Model):
 
 
 class KeyConfig(_Model):
-    """A caller key declared in the file: plaintext `key` (from `${VAR}`) or a stored `hash`."""
+    """A caller key declared in the file: plaintext `key` (from `${VAR}`) or a stored `hash`.
+
+    A declared key may be any non-empty string (`sk-1234` included): only the keys turnout
+    generates have a fixed form (`tk_` and 43 random characters)."""
 
     name: str = Field(min_length=1)
-    key: str | None = Field(None, min_length=8)
+    key: str | None = Field(None, min_length=1)
     hash: str | None = None
     user: str | None = None
     teams: tuple[str, ...] = ()
