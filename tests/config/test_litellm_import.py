@@ -164,7 +164,7 @@ def test_order_makes_a_failover_route_with_fallback_only_targets() -> None:
     assert [t.max_retries for t in chat.targets] == [2, 2]
     assert route(config, "gpt-4o").fallbacks.general == ("claude-sonnet",)
     assert route(config, "gpt-4o").targets[0].provider == "openai"  # a bare gpt-* model
-    assert raw(result)["admin_keys"] == ["${TURNOUT_ADMIN_KEY}"]
+    assert raw(result)["keys"] == [{"name": "master-key", "key": "${LITELLM_MASTER_KEY}"}]
 
 
 def test_model_info_prices_and_context_window_are_carried() -> None:
@@ -466,10 +466,51 @@ router_settings: {routing_strategy: cost-based-routing}
 
 
 def test_an_empty_config_gives_an_empty_but_valid_configuration() -> None:
-    """No model_list: no providers, no routes, still loadable."""
+    """No model_list: no providers, no routes, still loadable; the only notes are about
+    who may call and where the server listens."""
     result, config = convert_text("router_settings: {num_retries: 2}\n")
     assert (config.providers, config.routes) == ((), ())
-    assert result.notes == []
+    assert [note.split(" (")[0] for note in result.notes] == [
+        "changed: general_settings.master_key",
+        "changed: --host",
+    ]
+
+
+def test_the_master_key_becomes_the_caller_key() -> None:
+    """A literal master key becomes the one caller key under auth: keys (and the admin key),
+    read from a variable: the literal is nowhere in the output or the notes."""
+    result, config = convert_text(
+        """
+model_list:
+  - {model_name: a, litellm_params: {model: openai/gpt-4o, api_key: os.environ/OPENAI_KEY}}
+general_settings: {master_key: sk-1234}
+"""
+    )
+    document = raw(result)
+    assert document["server"] == {"host": "127.0.0.1", "port": 4000, "auth": "keys"}
+    assert document["keys"] == [{"name": "master-key", "key": "${TURNOUT_IMPORTED_KEY_1}"}]
+    assert document["admin_keys"] == ["${TURNOUT_IMPORTED_KEY_1}"]
+    assert "sk-1234" not in result.yaml
+    assert all("sk-1234" not in note for note in result.notes)
+    assert config.server.auth == "keys"
+    assert [key.name for key in config.keys] == ["master-key"]
+    assert (
+        "changed: general_settings.master_key (a literal secret, not copied: set "
+        "TURNOUT_IMPORTED_KEY_1 to it)"
+    ) in result.notes
+
+
+def test_without_a_master_key_the_server_is_open_on_loopback() -> None:
+    """LiteLLM without a master key accepts every caller: auth open, on 127.0.0.1, no keys."""
+    result, config = convert_text(
+        "model_list:\n  - {model_name: a, litellm_params: {model: openai/gpt-4o}}\n"
+    )
+    assert raw(result)["server"] == {"host": "127.0.0.1", "port": 4000, "auth": "open"}
+    assert (config.keys, config.admin_keys) == ((), ())
+    assert any(
+        n.startswith("changed: general_settings.master_key (not set, so LiteLLM accepts")
+        for n in result.notes
+    )
 
 
 def test_text_that_is_not_a_litellm_config_is_an_error() -> None:

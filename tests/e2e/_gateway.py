@@ -15,6 +15,7 @@ from turnout.gateway.runtime import Runtime
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
 
 
 class RunningGateway:
@@ -30,10 +31,14 @@ class RunningGateway:
         return f"{self.url}/v1"
 
 
-@asynccontextmanager
-async def running_gateway(config: dict[str, Any]) -> AsyncIterator[RunningGateway]:
+def running_gateway(config: dict[str, Any]) -> AbstractAsyncContextManager[RunningGateway]:
     """Serve the runtime of `config` until the block ends (the lifespan closes its pools)."""
-    runtime = Runtime.from_config(parse_config(config, env={}))
+    return running_runtime(Runtime.from_config(parse_config(config, env={})))
+
+
+@asynccontextmanager
+async def running_runtime(runtime: Runtime) -> AsyncIterator[RunningGateway]:
+    """Serve `runtime` until the block ends (the lifespan closes its pools)."""
     server_config = uvicorn.Config(
         GatewayApp(runtime),
         host="127.0.0.1",

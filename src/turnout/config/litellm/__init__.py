@@ -12,7 +12,8 @@ What maps to what:
 - `router_settings` / `litellm_settings`: routing strategy, retries (within the static budget of
   10 attempts), timeouts, cooldowns (-> `defaults.circuit_breaker`), aliases, fallbacks of three
   kinds, the response cache and Redis (-> `state`).
-- `general_settings.master_key` -> `admin_keys: ["${TURNOUT_ADMIN_KEY}"]`.
+- `general_settings.master_key` -> a caller key under `server.auth: keys` (also listed in
+  `admin_keys`); without one, `server.auth: open` on loopback.
 - `os.environ/VAR` -> `${VAR}`; a literal secret is never copied: it becomes
   `${TURNOUT_IMPORTED_KEY_n}` with a note telling which variable to set.
 """
@@ -32,7 +33,7 @@ from turnout.config.litellm._notes import Notes
 from turnout.config.litellm._providers import name_providers, provider_configs
 from turnout.config.litellm._render import referenced_variables, render
 from turnout.config.litellm._routes import build_route, group_targets, name_routes
-from turnout.config.litellm._settings import Settings, read_settings
+from turnout.config.litellm._settings import Settings, read_settings, server_sections
 from turnout.config.litellm._values import Secrets
 from turnout.errors import ConfigError
 
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ImportResult", "convert_litellm", "main_import_litellm"]
 
-ADMIN_KEY = "${TURNOUT_ADMIN_KEY}"
 # libyaml's parser when PyYAML was built with it: the same documents, many times faster.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -104,15 +104,17 @@ def _assemble(deployments: list[Deployment], settings: Settings, notes: Notes) -
     names = [*route_names.values(), *providers.values()]
     aliases = apply_aliases(settings.aliases, settings.aliases_path, drafts, names, notes)
     apply_fallbacks(settings.fallbacks, drafts, aliases, notes)
-    config: dict[str, Any] = {}
+    access = server_sections(settings.master_key)
+    config: dict[str, Any] = {"server": access.pop("server")}
     if settings.state is not None:
         config["state"] = settings.state
-    if settings.admin_key:
-        config["admin_keys"] = [ADMIN_KEY]
+    if "admin_keys" in access:
+        config["admin_keys"] = access.pop("admin_keys")
     if settings.breaker:
         config["defaults"] = {"circuit_breaker": settings.breaker}
     config["providers"] = provider_configs(targets, providers, notes)
     config["routes"] = [draft.as_config() for draft in drafts]
+    config.update(access)
     return config
 
 

@@ -1,4 +1,4 @@
-"""LiteLLM's settings sections -> route policy, breaker defaults, shared state, admin key.
+"""LiteLLM's settings sections -> route policy, breaker defaults, shared state, caller access.
 
 Reads `router_settings` (first), `litellm_settings`, `general_settings`, `environment_variables`
 and any other top-level key; every key it does not carry becomes a note with its path.
@@ -7,6 +7,9 @@ and any other top-level key; every key it does not carry becomes a note with its
   `cooldown_seconds`; `disable_cooldowns` (or a cooldown of 0) turns the breaker off.
 - Redis (`redis_url`, or `redis_host`/`redis_port`/`redis_password`, or a Redis response cache)
   -> `state: redis://…`; a literal password becomes a `${TURNOUT_IMPORTED_KEY_n}` reference.
+- `general_settings.master_key` -> the caller key `master-key` under `server.auth: keys`, so
+  callers keep the key they send; without one LiteLLM accepts every caller, and so does
+  `server.auth: open`. Either way the server listens on turnout's default address.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ if TYPE_CHECKING:
     from turnout.config.litellm._notes import Notes
     from turnout.config.litellm._values import Secrets
 
-__all__ = ["Settings", "read_settings"]
+__all__ = ["MASTER_KEY_NAME", "Settings", "read_settings", "server_sections"]
+
+MASTER_KEY_NAME = "master-key"
+_HOST, _PORT = "127.0.0.1", 4000  # turnout's defaults; LiteLLM's port is 4000 too
 
 _SECTIONS = ("model_list", "router_settings", "litellm_settings", "general_settings")
 _STRATEGIES = frozenset(
@@ -73,7 +79,7 @@ class Settings:
     policy: RoutePolicy = field(default_factory=RoutePolicy)
     breaker: dict[str, Any] = field(default_factory=dict)
     state: str | None = None
-    admin_key: bool = False
+    master_key: str | None = None  # a ${VAR} reference, never a literal
     aliases: object = None
     aliases_path: str = "router_settings.model_group_alias"
     fallbacks: list[FallbackEdge] = field(default_factory=list)
@@ -88,21 +94,52 @@ def read_settings(doc: Mapping[str, Any], secrets: Secrets, notes: Notes) -> Set
         policy=_policy(router, litellm, notes),
         breaker=_breaker(router, litellm, notes),
         state=_state(router, litellm, secrets, notes),
-        admin_key=general.get("master_key") is not None,
+        master_key=_master_key(general, secrets, notes),
         aliases=router.get("model_group_alias"),
         fallbacks=read_fallbacks(router, "router_settings", notes)
         + read_fallbacks(litellm, "litellm_settings", notes),
     )
-    if settings.admin_key:
-        notes.change(
-            "general_settings.master_key",
-            "not copied: set TURNOUT_ADMIN_KEY to an admin key; callers need turnout keys",
-        )
     _note_rest(router, "router_settings", _ROUTER_READ, notes)
     _note_rest(litellm, "litellm_settings", _LITELLM_READ, notes)
     _note_rest(general, "general_settings", frozenset({"master_key"}), notes)
     _note_top_level(doc, notes)
     return settings
+
+
+def server_sections(master_key: str | None) -> dict[str, Any]:
+    """`server`, and with a master key `admin_keys` and `keys`: the master key is the one
+    caller key, so every caller of the LiteLLM proxy keeps the key it sends."""
+    auth = "open" if master_key is None else "keys"
+    sections: dict[str, Any] = {"server": {"host": _HOST, "port": _PORT, "auth": auth}}
+    if master_key is not None:
+        sections["admin_keys"] = [master_key]
+        sections["keys"] = [{"name": MASTER_KEY_NAME, "key": master_key}]
+    return sections
+
+
+def _master_key(general: Mapping[str, Any], secrets: Secrets, notes: Notes) -> str | None:
+    path = "general_settings.master_key"
+    reference = reference_of(general.get("master_key"), path, secrets, notes)
+    if reference is None:
+        notes.change(
+            path,
+            "not set, so LiteLLM accepts every caller: the server has auth: open and needs no "
+            "key; if LiteLLM read its master key from LITELLM_MASTER_KEY, add a keys entry "
+            "with key: ${LITELLM_MASTER_KEY} and set server.auth: keys",
+        )
+    else:
+        notes.change(
+            path,
+            f"callers keep it: it is the caller key '{MASTER_KEY_NAME}' under server.auth: "
+            "keys, and is in admin_keys too for turnout's planned admin API; LiteLLM's "
+            "key-management endpoints have no turnout equivalent yet",
+        )
+    notes.change(
+        "--host",
+        f"LiteLLM listens on every interface unless started with --host; the server listens "
+        f"on {_HOST}: set server.host to 0.0.0.0 to accept callers on other machines",
+    )
+    return reference
 
 
 def _section(doc: Mapping[str, Any], name: str, notes: Notes) -> dict[str, Any]:
