@@ -352,6 +352,39 @@ def test_fractional_weights_keep_their_proportions() -> None:
     assert [t.weight for t in mini.targets] == [100, 200, 300, 400, 500, 600, 700, 800, 900, 100]
 
 
+def test_a_deployment_without_a_weight_weighs_zero_when_the_first_has_one() -> None:
+    """As in LiteLLM's simple shuffle, the first deployment decides what weights are read: a
+    deployment missing that key weighs 0 (a failover target only), with a note saying how
+    turnout differs; when the first has none, every deployment starts alike."""
+    result, config = convert_text(
+        """
+model_list:
+  - {model_name: a, litellm_params: {model: openai/gpt-4o, weight: 3}}
+  - {model_name: a, litellm_params: {model: anthropic/claude-sonnet-4-5}}
+  - {model_name: a, litellm_params: {model: openai/gpt-4o-mini, weight: 1}}
+  - {model_name: b, litellm_params: {model: openai/gpt-4o}}
+  - {model_name: b, litellm_params: {model: anthropic/claude-sonnet-4-5, weight: 5}}
+  - {model_name: c, litellm_params: {model: openai/gpt-4o, rpm: 900}}
+  - {model_name: c, litellm_params: {model: anthropic/claude-sonnet-4-5, weight: 2}}
+"""
+    )
+    assert route(config, "a").strategy == {"type": "weighted"}
+    assert [t.weight for t in route(config, "a").targets] == [3, 0, 1]
+    assert [t.weight for t in route(config, "b").targets] == [1, 1]
+    assert [t.weight for t in route(config, "c").targets] == [900, 0]
+    assert any(
+        n.startswith("changed: model_list[1].litellm_params.weight (not set while the first")
+        and "turnout tries it in list order after the start target fails" in n
+        for n in result.notes
+    )
+    for index in (4, 6):
+        assert any(
+            n.startswith(f"not carried: model_list[{index}].litellm_params.weight (LiteLLM does")
+            for n in result.notes
+        )
+    assert any(n.startswith("changed: model_list[6].litellm_params.rpm (") for n in result.notes)
+
+
 def test_disable_cooldowns_turns_the_breaker_off() -> None:
     """disable_cooldowns -> defaults.circuit_breaker.enabled false, with a note."""
     result = convert("big_group.yaml")

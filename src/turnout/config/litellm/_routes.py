@@ -4,6 +4,9 @@
   the lowest `order` become `fallback_only` (LiteLLM tries them only when the first tier fails).
 - A route serves its `model_name` as an exact pattern, so callers keep their model string.
 - LiteLLM's strategy maps onto the route's start strategy; with one starting target it is moot.
+  Simple shuffle becomes `weighted`: the first deployment decides whether `weight`, `rpm` or
+  `tpm` is read (LiteLLM's order), a deployment without it weighs 0, and with none of them
+  every deployment weighs 1. Weights are whole numbers in the same proportions.
 - Retries: a deployment's own `max_retries`, else the file's `num_retries`, lowered until
   Σ(1 + max_retries) fits the static budget of 10; at most 10 targets per route.
 """
@@ -210,18 +213,27 @@ def _weight_of(deployment: Deployment, key: str | None) -> float:
 
 
 def _weight_key(name: str, starters: Sequence[Deployment], notes: Notes) -> str | None:
-    """The first of weight / rpm / tpm that every starting target sets (LiteLLM's order)."""
-    for key in _WEIGHT_KEYS:
-        having = [d for d in starters if getattr(d, key) is not None]
-        if len(having) == len(starters):
-            return key
-        if key == "weight":
-            for deployment in having:
-                notes.drop(
-                    f"{deployment.path}.litellm_params.weight",
-                    f"not every deployment of '{name}' sets a weight",
-                )
-    return None
+    """What the start weights come from, as LiteLLM's simple shuffle decides it: the first of
+    weight / rpm / tpm that the first deployment sets; a deployment without it weighs 0. When
+    the first sets none, every deployment starts alike and the others' weights go unread."""
+    first = starters[0]
+    key = next((k for k in _WEIGHT_KEYS if getattr(first, k) is not None), None)
+    for deployment in starters[1:]:
+        if key != "weight" and deployment.weight is not None:
+            notes.drop(
+                f"{deployment.path}.litellm_params.weight",
+                f"LiteLLM does not read it either: the first deployment of '{name}' sets no "
+                "weight, so its start weights come from rpm, tpm or nothing",
+            )
+        if key is not None and getattr(deployment, key) is None:
+            notes.change(
+                f"{deployment.path}.litellm_params.{key}",
+                f"not set while the first deployment of '{name}' sets it: weight 0, as in "
+                "LiteLLM, so it starts no request; turnout tries it in list order after the "
+                "start target fails, where LiteLLM picks again among the deployments that "
+                "are not cooling down",
+            )
+    return key
 
 
 def _note_rate_limits(
