@@ -304,20 +304,37 @@ def test_fallbacks_at_most_three() -> None:
 
 
 def test_fallback_cycles_across_routes_are_refused() -> None:
-    """a -> b -> a is a cycle, reported on both routes."""
+    """a -> b -> a over fallbacks of one kind is a cycle, reported on both routes."""
     errors = errors_of(
         {
             "providers": MOCK,
             "routes": [
-                route("a", fallbacks={"general": ["b"]}),
+                route("a", fallbacks={"content": ["b"]}),
                 route("b", fallbacks={"content": ["a"]}),
             ],
         }
     )
     assert errors == [
-        ("routes[0].fallbacks.general", "form a cycle: a -> b -> a"),
+        ("routes[0].fallbacks.content", "form a cycle: a -> b -> a"),
         ("routes[1].fallbacks.content", "form a cycle: b -> a -> b"),
     ]
+
+
+def test_fallbacks_of_two_kinds_do_not_form_a_cycle() -> None:
+    """a -content-> b and b -general-> a are two graphs: a request hops along one kind only,
+    so no request can come back to a."""
+    config = parse_config(
+        {
+            "providers": MOCK,
+            "routes": [
+                route("a", fallbacks={"content": ["b"]}),
+                route("b", fallbacks={"general": ["a"]}),
+            ],
+        },
+        env={},
+    )
+    links = [(r.fallbacks.general, r.fallbacks.content) for r in config.routes]
+    assert links == [((), ("b",)), (("a",), ())]
 
 
 def test_a_cycle_further_down_does_not_hang_the_check() -> None:

@@ -148,11 +148,19 @@ def test_a_fallback_may_not_name_the_route_itself() -> None:
 
 
 def test_a_fallback_cycle_is_refused() -> None:
-    """r -> s -> (a route named r) is a cycle."""
+    """r -> s -> (a route named r) over context fallbacks is a cycle."""
     older = Route("r", [t("x")])
-    middle = Route("s", [t("y")], fallbacks={"general": [older]})
+    middle = Route("s", [t("y")], fallbacks={"context": [older]})
     with pytest.raises(ConfigError, match="form a cycle: r -> s -> r"):
         Route("r", [t("a")], fallbacks={"context": [middle]})
+
+
+def test_a_chain_of_two_fallback_kinds_is_not_a_cycle() -> None:
+    """r -context-> s -general-> (a route named r) is accepted: no request follows it."""
+    older = Route("r", [t("x")])
+    middle = Route("s", [t("y")], fallbacks={"general": [older]})
+    route = Route("r", [t("a")], fallbacks={"context": [middle]})
+    assert route.fallbacks.context == (middle,)
 
 
 def test_an_unknown_fallback_kind_is_refused() -> None:

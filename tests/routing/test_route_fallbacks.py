@@ -11,6 +11,7 @@ from turnout.wire.model import Message
 
 QUESTION = [Message.user("Why is checkout failing?")]
 TOO_LONG = "This model's maximum context length is 8192 tokens"
+FLAGGED = "flagged by our content management policy"
 
 
 def target(name: str, *turns: object, **options: object) -> Target:
@@ -143,6 +144,55 @@ async def test_fallback_hops_chain_and_stop_after_three() -> None:
     assert caught.value.routing is not None
     assert caught.value.routing.fallback_route == "fourth"
     assert [e.target for e in caught.value.attempts] == ["a", "b", "c", "d"]
+
+
+async def test_a_hop_follows_only_fallbacks_of_its_own_kind() -> None:
+    """Reached by a content hop, a route that fails retryably ends the request: its general
+    fallback is not asked, though it would have answered."""
+    health = isolated_health()
+    backup_model = ScriptedModel("z", "z-m", [turn.answer("never")])
+    backup = Route("backup", [Target("z", backup_model)], health=health)
+    lenient = Route(
+        "lenient", [target("l", turn.fail(503))], fallbacks={"general": [backup]}, health=health
+    )
+    route = Route(
+        "main",
+        [target("a", turn.fail(400, message=FLAGGED))],
+        fallbacks={"content": [lenient]},
+        health=health,
+    )
+    with pytest.raises(errors.RouteExhausted) as caught:
+        await health.clock.run(route.complete(QUESTION))
+    assert backup_model.calls == 0
+    record = caught.value.routing
+    assert record is not None
+    assert (record.fallback_route, record.fallback_kind) == ("lenient", "content")
+    assert record.outcomes() == [("a", "failed"), ("l", "failed")]
+
+
+async def test_a_content_hop_goes_on_along_content_fallbacks() -> None:
+    """A route reached by a content hop that is content-filtered too hops on to its own
+    content fallback."""
+    health = isolated_health()
+    last = Route("last", [target("z", turn.answer("ok"))], health=health)
+    middle = Route(
+        "middle",
+        [target("m", turn.fail(400, message=FLAGGED))],
+        fallbacks={"content": [last]},
+        health=health,
+    )
+    route = Route(
+        "main",
+        [target("a", turn.fail(400, message=FLAGGED))],
+        fallbacks={"content": [middle]},
+        health=health,
+    )
+    response = await health.clock.run(route.complete(QUESTION))
+    assert response.routing is not None
+    assert (response.routing.fallback_route, response.routing.fallback_kind) == (
+        "last",
+        "content",
+    )
 
 
 async def test_a_stream_fails_over_to_a_fallback_route_before_commit() -> None:

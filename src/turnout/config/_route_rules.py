@@ -120,7 +120,8 @@ def static_budget_warnings(config: FileConfig) -> Problems:
 
 def check_fallbacks(config: FileConfig) -> Problems:
     """Fallback routes (§3.8): each exists in the project and is enabled when the route is;
-    then the engine's rules: at most 3 in total, no self-reference, no cycle across routes."""
+    then the engine's rules: at most 3 in total, no self-reference, no cycle across routes
+    within one kind."""
     by_name: dict[str, RouteConfig] = {}
     for route in config.routes:
         by_name.setdefault(route.name, route)
@@ -146,11 +147,10 @@ def _fallback_problems(
                 problems.append((where, f'route "{name}" is disabled'))
             known.setdefault(kind, []).append(other)
 
-    def fallbacks_of(other: RouteConfig) -> Iterator[RouteConfig]:
-        for kind in ("general", "context", "content"):
-            for name in getattr(other.fallbacks, kind):
-                if name in by_name:
-                    yield by_name[name]
+    def fallbacks_of(other: RouteConfig, kind: str) -> Iterator[RouteConfig]:
+        for name in getattr(other.fallbacks, kind):
+            if name in by_name:
+                yield by_name[name]
 
     problems.extend(
         _engine_check(

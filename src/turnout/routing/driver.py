@@ -10,7 +10,10 @@ committed stream), `record_failure` for a retryable failure, `release` for anyth
 Rule 4: `when_all_unhealthy` applies only when every target reached was skipped by health and no
 call was made; each forced probe goes through `Health.admit_forced` (one per key in flight).
 Rule 5: a general fallback route runs only after retryable failures left no target (§3.4 (2));
-context and content fallbacks after their class; at most 3 hops per request.
+context and content fallbacks after their class; at most 3 hops per request. The first hop's
+kind is the request's for good: a fallback route reached for one kind hops on only along its
+fallbacks of that kind, and a failure of another kind ends the request. So each kind's
+fallbacks are a graph of their own, and the validator looks for cycles within one kind.
 Rule 6: an embeddings request walks the same way, its calls whole answers (`run_whole`); it is
 never hedged, and has no refusal or `accept` check (an answer is vectors, not text).
 Rule 7: a request's `CallPlan` (`turnout.routing.plan`, its rules there) shapes each pass: the
@@ -80,7 +83,10 @@ def _plan_of(route: Route, state: RequestState) -> TargetPlan | None:
     return None if plan is None else plan.for_route(route)
 
 
-async def _serve_route(route: Route, state: RequestState, hop: int) -> tuple[Call | None, Ending]:
+async def _serve_route(
+    route: Route, state: RequestState, hop: int, kind: str
+) -> tuple[Call | None, Ending]:
+    """A fallback route's pass, reached by a hop of `kind`; then its fallbacks of that kind."""
     plan = _plan_of(route, state)
     if (route.undeployable if plan is None else plan.undeployable) is not None:
         return None, _NO_CALLS
@@ -88,15 +94,16 @@ async def _serve_route(route: Route, state: RequestState, hop: int) -> tuple[Cal
     call = await walk.run()
     if call is not None:
         return call, walk.ending
-    return await _escalate(route, state, walk.ending)
+    return await _escalate(route, state, walk.ending, kind)
 
 
 async def _escalate(
-    route: Route, state: RequestState, ending: Ending
+    route: Route, state: RequestState, ending: Ending, hopped: str | None = None
 ) -> tuple[Call | None, Ending]:
-    """After `route` ended without an answer: its fallback routes of the matching kind."""
+    """After `route` ended without an answer: its fallback routes of the matching kind, which
+    must be `hopped`, the kind of the hop that reached it, if any (Rule 5)."""
     kind = "general" if ending.kind == "exhausted" else ending.escalate
-    if kind is None or ending.kind == "terminal":
+    if kind is None or ending.kind == "terminal" or hopped not in (None, kind):
         return None, ending
     for fallback in route.fallbacks.of(kind):
         if state.hops >= MAX_FALLBACKS or state.stop_reason() is not None:
@@ -104,7 +111,7 @@ async def _escalate(
         state.hops += 1
         state.record.fallback_route = fallback.name
         state.record.fallback_kind = kind
-        call, sub = await _serve_route(fallback, state, state.hops)
+        call, sub = await _serve_route(fallback, state, state.hops, kind)
         if call is not None:
             return call, sub
         if sub.kind in {"terminal", "escalate", "exhausted"}:

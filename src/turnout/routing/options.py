@@ -154,7 +154,8 @@ class Timeouts:
 class Fallbacks(Generic[R]):
     """Routes to escalate to after this route fails (SPEC §3.8): `general` after retryable
     failures left no target, `context` after `context_length`, `content` after
-    `content_filtered`. At most 3 in total; no self-reference and no cycles."""
+    `content_filtered`. At most 3 in total; no self-reference and no cycles within one kind
+    (a request hops along one kind only, so a chain of two kinds never runs)."""
 
     general: tuple[R, ...] = ()
     context: tuple[R, ...] = ()
@@ -177,10 +178,11 @@ class Fallbacks(Generic[R]):
         *,
         route: str,
         name_of: Callable[[R], str],
-        fallbacks_of: Callable[[R], Iterable[R]],
+        fallbacks_of: Callable[[R, str], Iterable[R]],
         is_route: Callable[[object], bool],
     ) -> Fallbacks[R]:
-        """Validate `{kind: [routes]}` for the route named `route` and build it."""
+        """Validate `{kind: [routes]}` for the route named `route` and build it;
+        `fallbacks_of(other, kind)` gives another route's fallbacks of one kind."""
         if not spec:
             return cls()
         unknown = sorted(set(spec) - set(FALLBACK_KINDS))
@@ -209,9 +211,11 @@ def _check_no_cycle(
     route: str,
     start: R,
     name_of: Callable[[R], str],
-    fallbacks_of: Callable[[R], Iterable[R]],
+    fallbacks_of: Callable[[R, str], Iterable[R]],
     kind: str,
 ) -> None:
+    """Whether `route` can be reached again from `start` over fallbacks of `kind`: the only
+    chains a request follows, since every hop of a request is of the first hop's kind."""
     path = [route, name_of(start)]
     stack: list[tuple[R, list[str]]] = [(start, path)]
     seen: set[int] = set()
@@ -220,7 +224,7 @@ def _check_no_cycle(
         if id(current) in seen:
             continue
         seen.add(id(current))
-        for nxt in fallbacks_of(current):
+        for nxt in fallbacks_of(current, kind):
             nxt_trail = [*trail, name_of(nxt)]
             if name_of(nxt) == route:
                 raise _fail(f"fallbacks.{kind}", f"form a cycle: {' -> '.join(nxt_trail)}")

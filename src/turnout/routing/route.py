@@ -191,7 +191,7 @@ class Route:
             fallbacks,
             route=name,
             name_of=lambda route: route.name,
-            fallbacks_of=lambda route: iter(route.fallbacks),
+            fallbacks_of=lambda route, kind: route.fallbacks.of(kind),
             is_route=lambda value: isinstance(value, Route),
         )
         self._prepare()
