@@ -73,12 +73,12 @@ def check_engine_rules(config: FileConfig) -> None:
         for model in r.models:
             assert patterns[model.lower()] == r.name
         assert patterns.get(r.name.lower(), r.name) == r.name
-    assert not has_fallback_cycle(config)
+    assert not any(has_fallback_cycle(config, kind) for kind in ("general", "context", "content"))
 
 
-def has_fallback_cycle(config: FileConfig) -> bool:
-    edges = {r.name: [*r.fallbacks.general, *r.fallbacks.context, *r.fallbacks.content]
-             for r in config.routes}  # fmt: skip
+def has_fallback_cycle(config: FileConfig, kind: str) -> bool:
+    """Whether fallbacks of `kind` form a cycle (a request hops along one kind only)."""
+    edges = {r.name: list(getattr(r.fallbacks, kind)) for r in config.routes}
     state: dict[str, int] = {}
 
     def visit(name: str) -> bool:
@@ -246,6 +246,29 @@ def test_fallbacks_of_three_kinds_within_turnout_limits() -> None:
     assert "claude-sonnet -> gpt-4o: would make a fallback cycle" in notes
     assert "gpt-4o -> safe-model: a route may have at most 3 fallbacks" in notes
     assert "'mistral-large' names no imported model group" in notes
+
+
+def test_a_content_policy_link_is_no_cycle_with_a_general_one() -> None:
+    """content_policy_fallbacks a -> b and fallbacks b -> a are both kept: each kind is its
+    own graph; a note says a content hop into b does not go on to b's general fallbacks."""
+    result, config = convert_text(
+        """
+model_list:
+  - {model_name: a, litellm_params: {model: openai/gpt-4o}}
+  - {model_name: b, litellm_params: {model: anthropic/claude-sonnet-4-5}}
+router_settings:
+  content_policy_fallbacks: [{a: [b]}]
+  fallbacks: [{b: [a]}]
+"""
+    )
+    assert route(config, "a").fallbacks.content == ("b",)
+    assert route(config, "b").fallbacks.general == ("a",)
+    assert not any("cycle" in note for note in result.notes)
+    assert (
+        "changed: router_settings.content_policy_fallbacks[0] (a -> b: a request that reaches "
+        "'b' this way does not go on to its general fallbacks as LiteLLM would: turnout "
+        "follows one kind of fallback per request)"
+    ) in result.notes
 
 
 def test_model_group_alias_adds_an_exact_model_to_the_route() -> None:

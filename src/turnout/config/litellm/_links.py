@@ -6,7 +6,9 @@
   `router_settings` or `litellm_settings`, as `[{group: [groups]}]`) become the route's
   `fallbacks.general/context/content`; `default_fallbacks` adds general fallbacks to every route.
   Turnout's limits hold: at most 3 fallback routes per route in total, no self-reference and no
-  cycle; an edge that would break one is left out with a note.
+  cycle within one kind; an edge that would break one is left out with a note.
+- A request hops along one kind of fallback only, where LiteLLM follows a fallback group's own
+  fallbacks of any kind: an edge into a route that has fallbacks of another kind is noted.
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ def apply_fallbacks(
     ordered = [e for e in edges if e.source != EVERY_ROUTE] + [
         e for e in edges if e.source == EVERY_ROUTE
     ]
+    linked: list[tuple[RouteDraft, RouteDraft, FallbackEdge]] = []
     for edge in ordered:
         sources = list(drafts) if edge.source == EVERY_ROUTE else [lookup.get(edge.source)]
         if sources == [None]:
@@ -155,8 +158,11 @@ def apply_fallbacks(
                 continue
             for source in sources:
                 assert source is not None
-                if source is not target or edge.source != EVERY_ROUTE:
-                    _link(source, target, edge, drafts, notes)
+                if (source is not target or edge.source != EVERY_ROUTE) and _link(
+                    source, target, edge, drafts, notes
+                ):
+                    linked.append((source, target, edge))
+    _note_other_kinds(linked, notes)
 
 
 def _link(
@@ -165,23 +171,27 @@ def _link(
     edge: FallbackEdge,
     drafts: Sequence[RouteDraft],
     notes: Notes,
-) -> None:
+) -> bool:
+    """Declare `source -> target`; whether it was declared now."""
     declared = source.fallbacks.setdefault(edge.kind, [])
     arrow = f"{source.group} -> {target.group}"
     if target is source:
         notes.drop(edge.path, f"{arrow}: a route may not fall back to itself")
     elif target.name in declared:
-        return
+        return False
     elif source.fallback_count() >= MAX_FALLBACKS:
         notes.drop(edge.path, f"{arrow}: a route may have at most {MAX_FALLBACKS} fallbacks")
-    elif _reaches(target, source, drafts):
+    elif _reaches(target, source, drafts, edge.kind):
         notes.drop(edge.path, f"{arrow}: would make a fallback cycle")
     else:
         declared.append(target.name)
+        return True
+    return False
 
 
-def _reaches(start: RouteDraft, goal: RouteDraft, drafts: Sequence[RouteDraft]) -> bool:
-    """Whether `goal` can be reached from `start` over declared fallbacks of any kind."""
+def _reaches(start: RouteDraft, goal: RouteDraft, drafts: Sequence[RouteDraft], kind: str) -> bool:
+    """Whether `goal` can be reached from `start` over declared fallbacks of `kind`: the only
+    chains a request follows."""
     by_name = {draft.name: draft for draft in drafts}
     stack, seen = [start], set()
     while stack:
@@ -191,5 +201,21 @@ def _reaches(start: RouteDraft, goal: RouteDraft, drafts: Sequence[RouteDraft]) 
         if current.name in seen:
             continue
         seen.add(current.name)
-        stack.extend(by_name[name] for names in current.fallbacks.values() for name in names)
+        stack.extend(by_name[name] for name in current.fallbacks.get(kind, ()))
     return False
+
+
+def _note_other_kinds(
+    linked: Sequence[tuple[RouteDraft, RouteDraft, FallbackEdge]], notes: Notes
+) -> None:
+    """LiteLLM follows a fallback group's own fallbacks of any kind; a turnout request hops
+    along the kind of its first hop only."""
+    for source, target, edge in linked:
+        others = [k for k, names in target.fallbacks.items() if names and k != edge.kind]
+        if others:
+            notes.change(
+                edge.path,
+                f"{source.group} -> {target.group}: a request that reaches "
+                f"'{target.group}' this way does not go on to its {' or '.join(others)} "
+                "fallbacks as LiteLLM would: turnout follows one kind of fallback per request",
+            )
