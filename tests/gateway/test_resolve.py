@@ -70,6 +70,18 @@ def test_the_family_route_serves_what_no_route_covers() -> None:
     assert found.requested_model == "o3-mini"
 
 
+def test_a_provider_with_model_patterns_is_in_no_family_route() -> None:
+    """Its own model_patterns replace the family defaults: with no other OpenAI provider
+    there is no openai-family route, so `o3-mini` has no route."""
+    own = {**OPENAI, "model_patterns": ["gpt-4o*"]}
+    runtime = runtime_of({"providers": [own], "routes": [on("openai", "gpt-4o", "gpt-4o")]})
+    assert "openai-family" not in runtime.routes
+    with pytest.raises(NoRoute) as caught:
+        runtime.resolve("o3-mini", endpoint="chat")
+    assert (caught.value.status, caught.value.code) == (503, "NO_ROUTE")
+    assert where(runtime, "gpt-4o") == ("gpt-4o", "name")
+
+
 def test_aliases_and_names_ignore_case() -> None:
     """`GPT-Quick` and `GPT-SPECIAL` resolve like their lower-case forms."""
     runtime = runtime_of(ORDER)

@@ -194,10 +194,12 @@ def _implicit(
 
 
 def _families(providers: Iterable[ProviderConfig]) -> dict[str, tuple[str, ...]]:
+    """Each family route's providers: those of the family without `model_patterns`. A
+    provider's own patterns replace its family's defaults, in its implicit route and here."""
     members: dict[str, list[str]] = {}
     for provider in providers:
         family = provider_family(provider)
-        if family in FAMILY_ROUTES:
+        if family in FAMILY_ROUTES and not provider.model_patterns:
             members.setdefault(family, []).append(provider.name)
     return {family: tuple(names) for family, names in sorted(members.items())}
 
