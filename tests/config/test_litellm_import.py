@@ -64,7 +64,6 @@ def check_engine_rules(config: FileConfig) -> None:
         shown = [t.display_name for t in r.targets]
         assert len(shown) == len(set(shown))
         for model in r.models:
-            assert "*" not in model
             assert patterns.setdefault(model.lower(), r.name) == r.name
         linked = [*r.fallbacks.general, *r.fallbacks.context, *r.fallbacks.content]
         assert len(linked) <= MAX_FALLBACKS
@@ -323,16 +322,15 @@ def test_literal_secrets_become_variables_with_a_note() -> None:
 
 
 def test_unsupported_providers_are_skipped_and_noted() -> None:
-    """Bedrock, Vertex, Gemini, Cohere and wildcard deployments are skipped, each noted."""
+    """Bedrock, Vertex, Gemini and Cohere deployments are skipped, each noted."""
     result = convert("unsupported.yaml")
     config = load(result)
-    assert [r.name for r in config.routes] == ["gpt-4o"]
+    assert [r.name for r in config.routes] == ["anthropic-any", "gpt-4o"]
     for index, provider in enumerate(["bedrock", "vertex_ai", "gemini", "cohere"]):
         assert any(
             n.startswith(f"not carried: model_list[{index}] (") and f"'{provider}'" in n
             for n in result.notes
         )
-    assert any(n.startswith("not carried: model_list[4] (wildcard routing") for n in result.notes)
     for path in ("guardrails", "litellm_settings.success_callback", "general_settings.alerting"):
         assert any(n.startswith(f"not carried: {path} (") for n in result.notes)
 
@@ -436,7 +434,12 @@ model_list:
 """
     )
     providers = raw(result)["providers"]
-    assert providers[0] == {"name": "openai", "kind": "openai", "api_key": "${OPENAI_API_KEY}"}
+    assert providers[0] == {
+        "name": "openai",
+        "kind": "openai",
+        "api_key": "${OPENAI_API_KEY}",
+        "model_patterns": ["gpt-4o"],
+    }
     assert providers[1]["base_url"] == "${AZURE_API_BASE}"
     assert providers[1]["api_key"] == "${AZURE_API_KEY}"
     assert route(config, "c").targets[0].provider == "anthropic"

@@ -2,9 +2,15 @@
 
 A deployment's provider comes from the prefix of `litellm_params.model` (`azure/gpt-4o-eu`),
 or `custom_llm_provider`, or, for a bare model name, the vendor LiteLLM would infer (`gpt-*`,
-`o1…`, `claude-*`). Unsupported providers, wildcard deployments and malformed entries are
-skipped with a note. A missing `api_key` becomes the environment variable LiteLLM itself would
-read (`${OPENAI_API_KEY}` …), so the imported provider keeps using an organisation key.
+`o1…`, `claude-*`). Unsupported providers and malformed entries are skipped with a note. A
+missing `api_key` becomes the environment variable LiteLLM itself would read
+(`${OPENAI_API_KEY}` …), so the imported provider keeps using an organisation key.
+
+Wildcard deployments serve model patterns where turnout can ask the provider for what LiteLLM
+would: a pattern `model_name` with a fixed model (`gpt-*` -> `openai/gpt-4o`), the same
+pattern on both sides (`gpt-*` -> `openai/gpt-*`, `*` -> `openai/*`: the requested name is
+passed on), and `openai/*` or `anthropic/*` for the bare names LiteLLM takes as that vendor's.
+One that rewrites the requested name in another way is skipped with a note.
 """
 
 from __future__ import annotations
@@ -59,6 +65,13 @@ _BASE_VARIABLES = {"azure": "AZURE_API_BASE", "litellm_proxy": "LITELLM_PROXY_AP
 _OPENAI_BASE = "https://api.openai.com/v1"
 _BARE_OPENAI = re.compile(r"(gpt-|chatgpt-|text-embedding-|o\d(\Z|-))")
 
+_PATTERN = re.compile(r"\*|\*?[^*\s]+\*?")
+# The bare names LiteLLM takes as this vendor's, which its `openai/*` (`anthropic/*`) serves.
+_BARE_PATTERNS = {
+    "openai": ("gpt-*", "chatgpt-*", "text-embedding-*", "o1", "o1-*", "o3", "o3-*", "o4-*"),
+    "anthropic": ("claude-*",),
+}
+
 _PARAMS_READ = frozenset(
     {
         "model", "api_key", "api_base", "custom_llm_provider", "timeout", "stream_timeout",
@@ -104,13 +117,15 @@ class ProviderSpec:
 class Deployment:
     """One usable deployment: its model group, provider, wire model and per-target settings.
 
-    Times are seconds; `price` is USD per 1M input and output tokens.
+    `model` None passes the requested model on (a wildcard deployment); `patterns` are the
+    model patterns a wildcard group serves (empty: the group serves its own name). Times are
+    seconds; `price` is USD per 1M input and output tokens.
     """
 
     index: int
     group: str
     provider: ProviderSpec
-    model: str
+    model: str | None
     name: str | None = None
     timeout: float | None = None
     stream_timeout: float | None = None
@@ -121,6 +136,7 @@ class Deployment:
     order: float | None = None
     price: tuple[float, float] | None = None
     context_window: int | None = None
+    patterns: tuple[str, ...] = ()
 
     @property
     def path(self) -> str:
@@ -148,6 +164,10 @@ def _read(index: int, entry: object, secrets: Secrets, notes: Notes) -> Deployme
     assert isinstance(entry, dict)
     params: dict[str, Any] = entry["litellm_params"]
     prefix, model = _split_model(params)
+    group = entry["model_name"].strip()
+    if not prefix and "*" in model:
+        notes.drop(path, "LiteLLM picks each request's provider from its name; deployment skipped")
+        return None
     if prefix not in _KINDS:
         what = f"provider '{prefix}'" if prefix else "a provider LiteLLM infers"
         notes.drop(path, f"{params['model']} uses {what}, not supported; deployment skipped")
@@ -156,12 +176,20 @@ def _read(index: int, entry: object, secrets: Secrets, notes: Notes) -> Deployme
     if not isinstance(info, dict):
         notes.drop(f"{path}.model_info", "not a mapping")
         info = {}
+    patterns: tuple[str, ...] = ()
+    wire: str | None = model
+    if "*" in group or "*" in model:
+        served = _wildcard(group, prefix, model, path, notes)
+        if served is None:
+            return None
+        patterns, wire = served
     _note_unread(path, entry, info, prefix, notes)
     return Deployment(
         index=index,
-        group=entry["model_name"].strip(),
+        group=group,
         provider=_provider(prefix, params, path, secrets, notes),
-        model=model,
+        model=wire,
+        patterns=patterns,
         name=text_of(info.get("id")),
         timeout=_seconds(params, "timeout", path, notes),
         stream_timeout=_seconds(params, "stream_timeout", path, notes),
@@ -185,10 +213,38 @@ def _problem(entry: object) -> str | None:
         return "no model_name"
     if not isinstance(params, dict) or not isinstance(params.get("model"), str):
         return "no litellm_params.model"
-    if "*" in group or "*" in params["model"]:
-        return "wildcard routing: give a turnout provider model_patterns instead"
     if any(c.isspace() for c in group.strip()):
         return "a model_name with spaces cannot be a model pattern"
+    return None
+
+
+def _wildcard(
+    group: str, prefix: str, model: str, path: str, notes: Notes
+) -> tuple[tuple[str, ...], str | None] | None:
+    """The patterns a wildcard deployment serves and its wire model (None: the requested
+    model), or None when turnout cannot ask the provider for what LiteLLM would (noted)."""
+    if group == f"{prefix}/*" and model == "*" and prefix in _BARE_PATTERNS:
+        bare = _BARE_PATTERNS[prefix]
+        notes.change(
+            path,
+            f"serves the bare names LiteLLM takes as {prefix}'s: {', '.join(bare)}; "
+            f"'{prefix}/…' names are not served, as turnout passes a requested name on "
+            "unchanged",
+        )
+        return bare, None
+    if not _PATTERN.fullmatch(group):
+        rule = "a turnout model pattern has one '*' at the start, the end or both"
+        notes.drop(path, f"'{group}' is not a model pattern ({rule}); deployment skipped")
+        return None
+    if "*" not in model:
+        return (group,), model
+    if model == group:
+        return (group,), None
+    notes.drop(
+        path,
+        f"wildcard routing that turns '{group}' into '{prefix}/{model}' has no turnout "
+        "equivalent; deployment skipped",
+    )
     return None
 
 

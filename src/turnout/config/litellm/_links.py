@@ -83,22 +83,37 @@ def _names(value: object) -> tuple[str, ...]:
 
 
 def drop_shared_models(drafts: Sequence[RouteDraft], notes: Notes) -> None:
-    """Model patterns match case-insensitively, so two groups whose names differ only in case
-    cannot both serve their name: the first keeps it, the later one is reached by name only."""
-    owners: dict[str, RouteDraft] = {}
+    """Two routes may not serve patterns of the same specificity that one model matches: the
+    first route keeps such a pattern, a later one does without it. Patterns match
+    case-insensitively, so two groups whose names differ only in case are such a pair."""
+    owners: dict[str | tuple[int, int], tuple[RouteDraft, str]] = {}
     for draft in drafts:
-        kept = []
+        kept, clashes = [], []
         for model in draft.models:
-            owner = owners.setdefault(model.lower(), draft)
+            owner, held = owners.setdefault(_overlap_key(model), (draft, model))
             if owner is draft:
                 kept.append(model)
-                continue
-            notes.drop(
-                f"{draft.path}.model_name",
-                f"'{model}' and '{owner.group}' differ only in case, and turnout matches model "
-                f"names case-insensitively: route '{draft.name}' is reached by its name only",
-            )
+            elif "*" in model:
+                clashes.append(f"'{model}' and '{held}' of '{owner.group}' match some model alike")
+            else:
+                clashes.append(
+                    f"'{model}' and '{owner.group}' differ only in case, and turnout matches "
+                    "model names case-insensitively"
+                )
         draft.models = kept
+        for clash in clashes:
+            alone = "is reached by its name only" if not kept else "does without it"
+            notes.drop(f"{draft.path}.model_name", f"{clash}: route '{draft.name}' {alone}")
+
+
+def _overlap_key(pattern: str) -> str | tuple[int, int]:
+    """Patterns with equal keys have the same specificity and match some model alike: an
+    exact name, a prefix or a suffix only its own text; a `*x*` every other with as many
+    literal characters."""
+    lowered = pattern.lower()
+    if len(lowered) > 2 and lowered.startswith("*") and lowered.endswith("*"):
+        return (len(lowered) - 2, 0)
+    return lowered
 
 
 def apply_aliases(

@@ -3,6 +3,10 @@
 Names come from the vendor (`openai`, `anthropic`, `groq`, `kimi` …), an Azure resource's host
 (`azure-myresource-eu`) or an OpenAI-compatible server's host (`local` on this machine), with
 `-2`, `-3` … added when a name is taken (route names included: they share one name space).
+
+Each provider's `model_patterns` are the models its deployments name (or the patterns of its
+wildcard deployments): LiteLLM refuses every other model, and a provider with patterns of its
+own serves no family defaults, so no family route sends it a model the file did not list.
 """
 
 from __future__ import annotations
@@ -69,10 +73,21 @@ def _host_label(url: str | None) -> str | None:
 def provider_configs(
     deployments: Sequence[Deployment], names: dict[ProviderSpec, str], notes: Notes
 ) -> list[dict[str, Any]]:
-    """The `providers:` list, with the prices the deployments declared (USD per 1M tokens)."""
+    """The `providers:` list, with the models the deployments serve and the prices they
+    declared (USD per 1M tokens)."""
     prices: dict[ProviderSpec, dict[str, dict[str, float]]] = {spec: {} for spec in names}
+    served: dict[ProviderSpec, dict[str, str]] = {spec: {} for spec in names}
     for deployment in deployments:
+        models = deployment.patterns if deployment.model is None else (deployment.model,)
+        for model in models:
+            served[deployment.provider].setdefault(model.lower(), model)
         if deployment.price is None:
+            continue
+        if deployment.model is None:
+            notes.drop(
+                f"{deployment.path}.model_info",
+                "turnout prices a provider's models by name, and this deployment serves any",
+            )
             continue
         table = prices[deployment.provider]
         price = {"input": deployment.price[0], "output": deployment.price[1]}
@@ -82,10 +97,15 @@ def provider_configs(
                 "another deployment gave the same provider and model a different price; "
                 "the first is kept",
             )
-    return [_config(spec, name, prices[spec]) for spec, name in names.items()]
+    return [
+        _config(spec, name, list(served[spec].values()), prices[spec])
+        for spec, name in names.items()
+    ]
 
 
-def _config(spec: ProviderSpec, name: str, prices: dict[str, dict[str, float]]) -> dict[str, Any]:
+def _config(
+    spec: ProviderSpec, name: str, models: list[str], prices: dict[str, dict[str, float]]
+) -> dict[str, Any]:
     config: dict[str, Any] = {"name": name, "kind": spec.kind}
     optional = {
         "preset": spec.preset,
@@ -95,6 +115,7 @@ def _config(spec: ProviderSpec, name: str, prices: dict[str, dict[str, float]]) 
         "api_key": spec.api_key,
     }
     config.update({key: value for key, value in optional.items() if value is not None})
+    config["model_patterns"] = models
     if spec.headers:
         config["headers"] = dict(spec.headers)
     if prices:

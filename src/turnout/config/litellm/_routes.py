@@ -2,7 +2,8 @@
 
 - Targets keep file order, stably sorted by `order` when deployments set it; deployments above
   the lowest `order` become `fallback_only` (LiteLLM tries them only when the first tier fails).
-- A route serves its `model_name` as an exact pattern, so callers keep their model string.
+- A route serves its `model_name` as an exact pattern, so callers keep their model string; a
+  wildcard group serves its patterns, and its targets without a model pass the requested one on.
 - LiteLLM's strategy maps onto the route's start strategy; with one starting target it is moot.
   Simple shuffle becomes `weighted`: the first deployment decides whether `weight`, `rpm` or
   `tpm` is read (LiteLLM's order), a deployment without it weighs 0, and with none of them
@@ -104,14 +105,18 @@ def group_targets(
 
 
 def name_routes(groups: Iterable[str]) -> dict[str, str]:
-    """A unique route name per group: the model name, other characters than letters, digits,
-    `.`, `_` and `-` replaced by `-`, never equal to another group's model name."""
+    """A unique route name per group: the model name, `*` spelt `any` and other characters
+    than letters, digits, `.`, `_` and `-` replaced by `-`, never equal to another group's
+    model name."""
     groups = list(dict.fromkeys(groups))
     patterns = {group.lower() for group in groups}
     used: set[str] = set()
     names: dict[str, str] = {}
     for group in groups:
-        base = re.sub(r"[^A-Za-z0-9._-]+", "-", group).strip("-")[:120] or "route"
+        base = re.sub(r"[^A-Za-z0-9._-]+", "-", group.replace("*", "-any-"))
+        if "*" in group:
+            base = re.sub(r"-{2,}", "-", base)
+        base = base.strip("-")[:120] or "route"
         name, n = base, 2
         while name.lower() in used or (name.lower() != group.lower() and name.lower() in patterns):
             name, n = f"{base}-{n}", n + 1
@@ -144,19 +149,24 @@ def build_route(
             target["fallback_only"] = True
         targets.append(target)
     first = ordered[0]
-    return RouteDraft(name, first.group, first.path, [first.group], targets, strategy, policy.cache)
+    models = list(first.patterns) or [first.group]
+    return RouteDraft(name, first.group, first.path, models, targets, strategy, policy.cache)
 
 
 def _target(
     deployment: Deployment, provider: str, policy: RoutePolicy, seen: set[str]
 ) -> dict[str, Any]:
-    target: dict[str, Any] = {"provider": provider, "model": deployment.model}
-    name = deployment.name or f"{provider}:{deployment.model}"
+    target: dict[str, Any] = {"provider": provider}
+    shown = provider  # a target without a model is named after its provider
+    if deployment.model is not None:
+        target["model"] = deployment.model
+        shown = f"{provider}:{deployment.model}"
+    name = deployment.name or shown
     unique, n = name, 2
     while unique in seen:
         unique, n = f"{name}#{n}", n + 1
     seen.add(unique)
-    if unique != f"{provider}:{deployment.model}":
+    if unique != shown:
         target["name"] = unique
     timeout = deployment.timeout or policy.timeout
     if timeout is not None:
