@@ -114,10 +114,20 @@ def test_check_names_a_missing_environment_variable(
 def test_routes_prints_a_table_of_every_served_route(
     sample: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One row per route: name, kind, strategy, what it serves, targets in try order."""
+    """One row per route: name, kind, strategy, what it serves, its fallback routes by kind,
+    targets in try order."""
     assert run(["routes", "--config", sample]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["ROUTE", "KIND", "STRATEGY", "SERVES", "TARGETS", "(TRY", "ORDER)"]
+    assert lines[0].split() == [
+        "ROUTE",
+        "KIND",
+        "STRATEGY",
+        "SERVES",
+        "FALLBACKS",
+        "TARGETS",
+        "(TRY",
+        "ORDER)",
+    ]
     rows = {line.split()[0]: line for line in lines[1:]}
     assert list(rows) == [
         "primary-with-fallback",
@@ -133,12 +143,40 @@ def test_routes_prints_a_table_of_every_served_route(
         "gpt-4o-mini;",
         "aliases:",
         "fast",
+        "context:",
+        "long-context",
         "1.",
         "openai:gpt-4o-mini",
         "2.",
         "anthropic:claude-3-5-haiku-latest",
     ]
-    assert rows["local"].split()[:4] == ["local", "implicit", "failover", "llama*"]
+    assert rows["long-context"].split()[:5] == ["long-context", "configured", "failover", "-", "-"]
+    assert rows["local"].split()[:5] == ["local", "implicit", "failover", "llama*", "-"]
+
+
+def test_routes_shows_fallback_routes_of_every_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A route's general, context and content fallbacks each appear under their kind."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(
+        """
+providers: [{name: m, kind: mock}]
+routes:
+  - name: a
+    targets: [{provider: m, model: x}]
+    fallbacks: {general: [b, c], context: [c]}
+  - name: d
+    targets: [{provider: m, model: w}]
+    fallbacks: {content: [b]}
+  - {name: b, targets: [{provider: m, model: y}]}
+  - {name: c, targets: [{provider: m, model: z}]}
+"""
+    )
+    assert run(["routes", "--config", str(path)]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert "  general: b, c; context: c  1. m:x" in rows[0]
+    assert "  content: b  " in rows[1]
 
 
 def test_routes_model_shows_where_it_goes(sample: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -151,6 +189,7 @@ def test_routes_model_shows_where_it_goes(sample: str, capsys: pytest.CaptureFix
         "try order:",
         "  1. openai:gpt-4o-mini",
         "  2. anthropic:claude-3-5-haiku-latest",
+        "fallback routes: context: long-context",
     ]
 
 
@@ -185,6 +224,7 @@ def test_routes_json_is_for_scripts(sample: str, capsys: pytest.CaptureFixture[s
         ["fast"],
     )
     assert [t["provider"] for t in first["targets"]] == ["openai", "anthropic"]
+    assert first["fallbacks"] == {"general": [], "context": ["long-context"], "content": []}
     assert run(["routes", "--config", sample, "--model", "llama3", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert (found["route"], found["matched_by"], found["pattern"]) == (

@@ -3,7 +3,8 @@
 `check` validates a configuration file with the one validator and builds its routes, printing
 every error (`path: message`) and every warning; exit status 1 on any error. `routes` prints
 the routes a configuration serves (or, without `--config`, the embedded defaults) as a table,
-or with `--model` where that model goes; `--json` prints the same for scripts.
+fallback routes included, or with `--model` where that model goes; `--json` prints the same
+for scripts.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["add_check_parser", "add_routes_parser", "main_check", "main_routes"]
 
 _ENDPOINTS = ("chat", "messages", "embeddings", "count_tokens")
+_KINDS = ("general", "context", "content")  # fallback kinds, in the configuration's order
 
 
 def add_check_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -171,6 +173,17 @@ def _target_text(row: dict[str, Any]) -> str:
     return text
 
 
+def _fallbacks(route: Route) -> dict[str, list[str]]:
+    """The route's fallback routes by kind (general, context, content)."""
+    return {kind: [other.name for other in route.fallbacks.of(kind)] for kind in _KINDS}
+
+
+def _fallbacks_text(fallbacks: dict[str, list[str]]) -> str:
+    """`general: backup; context: long-context`, or `-` without fallbacks."""
+    kinds = [f"{kind}: {', '.join(names)}" for kind, names in fallbacks.items() if names]
+    return "; ".join(kinds) or "-"
+
+
 def _route_row(entry: RouteEntry) -> dict[str, Any]:
     return {
         "name": entry.name,
@@ -179,6 +192,7 @@ def _route_row(entry: RouteEntry) -> dict[str, Any]:
         "patterns": list(entry.patterns),
         "aliases": [alias.alias for alias in entry.aliases.values()],
         "targets": _targets(entry.route),
+        "fallbacks": _fallbacks(entry.route),
         "messages": entry.messages_route is not None,
         "embeddings": entry.embeddings_route is not None,
     }
@@ -190,7 +204,7 @@ def _print_routes(out: TextIO, runtime: Runtime, *, as_json: bool) -> None:
     if as_json:
         out.write(json.dumps({"routes": rows, "disabled": disabled}, indent=2) + "\n")
         return
-    table = [("ROUTE", "KIND", "STRATEGY", "SERVES", "TARGETS (TRY ORDER)")]
+    table = [("ROUTE", "KIND", "STRATEGY", "SERVES", "FALLBACKS", "TARGETS (TRY ORDER)")]
     for row in rows:
         serves = ", ".join(row["patterns"]) or "-"
         if row["aliases"]:
@@ -198,12 +212,13 @@ def _print_routes(out: TextIO, runtime: Runtime, *, as_json: bool) -> None:
         targets = "  ".join(
             f"{n}. {_target_text(t)}" for n, t in enumerate(row["targets"], start=1)
         )
-        table.append((row["name"], row["kind"], row["strategy"], serves, targets))
-    table.extend((name, "disabled", "-", "-", "-") for name in disabled)
-    widths = [max(len(line[i]) for line in table) for i in range(4)]
+        fallbacks = _fallbacks_text(row["fallbacks"])
+        table.append((row["name"], row["kind"], row["strategy"], serves, fallbacks, targets))
+    table.extend((name, "disabled", "-", "-", "-", "-") for name in disabled)
+    widths = [max(len(line[i]) for line in table) for i in range(5)]
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
-        out.write("  ".join([*cells, line[4]]).rstrip() + "\n")
+        out.write("  ".join([*cells, line[5]]).rstrip() + "\n")
 
 
 def _print_resolution(
@@ -235,6 +250,8 @@ def _print_resolution(
     out.write(f"matched by: {how}\nstrategy: {row['strategy']}\ntry order:\n")
     for number, target in enumerate(row["targets"], start=1):
         out.write(f"  {number}. {_target_text(target)}\n")
+    if any(row["fallbacks"].values()):
+        out.write(f"fallback routes: {_fallbacks_text(row['fallbacks'])}\n")
     return 0
 
 
@@ -248,4 +265,5 @@ def _resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
         "pattern": found.pattern,
         "strategy": found.route.strategy.type,
         "targets": _targets(found.route, found.requested_model),
+        "fallbacks": _fallbacks(found.route),
     }
