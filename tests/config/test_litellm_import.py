@@ -1,4 +1,4 @@
-"""Importing a LiteLLM proxy config (SPEC §7.5): routes, targets, strategies, budgets,
+"""Importing a LiteLLM proxy config: routes, targets, strategies, budgets,
 fallbacks, notes, secrets, and an output that always loads."""
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def route(config: FileConfig, name: str) -> RouteConfig:
 
 
 def check_engine_rules(config: FileConfig) -> None:
-    """The rules the engine applies on top of the schema (SPEC §3.1, §3.3, §3.8, §6.1)."""
+    """The rules the engine applies on top of the schema: names, strategies, budgets, patterns,
+    fallbacks."""
     names = [p.name.lower() for p in config.providers] + [r.name.lower() for r in config.routes]
     assert len(names) == len(set(names))
     patterns: dict[str, str] = {}
@@ -201,8 +202,8 @@ def test_unsupported_router_setting_is_named_with_its_path() -> None:
     """A setting turnout does not carry is one note naming its LiteLLM path and why."""
     notes = convert("azure_regions.yaml").notes
     assert (
-        "not carried: router_settings.enable_pre_call_checks "
-        "(turnout checks context windows per target)"
+        "not carried: router_settings.enable_pre_call_checks (turnout checks a target's context "
+        "window only where one is declared, from model_info.max_input_tokens)"
     ) in notes
     assert any(n.startswith("not carried: model_list[0,1,2].model_info.base_model") for n in notes)
 
@@ -333,6 +334,25 @@ def test_unsupported_providers_are_skipped_and_noted() -> None:
         )
     for path in ("guardrails", "litellm_settings.success_callback", "general_settings.alerting"):
         assert any(n.startswith(f"not carried: {path} (") for n in result.notes)
+
+
+def test_notes_claim_only_what_turnout_does() -> None:
+    """Callbacks, verbose logs and the database are noted as missing or planned, never as
+    carried by an audit log, metrics or a store that turnout does not have yet."""
+    notes = convert("unsupported.yaml").notes
+    assert (
+        "not carried: litellm_settings.success_callback (LiteLLM's logging callbacks have no "
+        "turnout equivalent; audit log and metrics are planned)"
+    ) in notes
+    assert (
+        "not carried: litellm_settings.set_verbose (turnout has no setting for its log level "
+        "or format yet)"
+    ) in notes
+    assert (
+        "not carried: general_settings.database_url (turnout keeps no database yet: its keys "
+        "and routes are this file; LiteLLM's virtual keys and spend records are not carried)"
+    ) in notes
+    assert "not carried: litellm_settings.max_budget (turnout has no budgets)" in notes
 
 
 def test_usage_based_routing_starts_weighted_by_rpm() -> None:

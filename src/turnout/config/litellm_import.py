@@ -1,4 +1,4 @@
-"""`turnout import litellm FILE`: the entry points the command line calls (SPEC §7.5).
+"""`turnout import litellm FILE`: the entry points the command line calls.
 
 The conversion lives in `turnout.config.litellm`; this module names its public surface.
 """

@@ -1,4 +1,4 @@
-"""Convert a LiteLLM proxy config into a turnout configuration (SPEC §7.5).
+"""Convert a LiteLLM proxy config into a turnout configuration.
 
 `convert_litellm(text)` reads the LiteLLM YAML and returns an `ImportResult`: the turnout
 configuration as YAML text, whose header comments list every setting that could not be carried
@@ -8,7 +8,9 @@ configuration reads. `main_import_litellm(path, out)` is what `turnout import li
 What maps to what:
 - `model_list` deployments -> providers (merged when kind, base URL, key, API version and
   headers are equal) and targets; deployments sharing a `model_name` -> one route serving that
-  model name, so callers keep the model string they used.
+  model name, so callers keep the model string they used; a wildcard `model_name` -> a route
+  serving model patterns. Each provider declares the models it serves (`model_patterns`), so
+  no family route serves a model LiteLLM would refuse.
 - `router_settings` / `litellm_settings`: routing strategy, retries (within the static budget of
   10 attempts), timeouts, cooldowns (-> `defaults.circuit_breaker`), aliases, fallbacks of three
   kinds, the response cache and Redis (-> `state`).

@@ -145,7 +145,9 @@ def apply_aliases(
             taken.add(text.lower())
             found[text] = draft
             if isinstance(value, dict) and value.get("hidden"):
-                notes.drop(f"{where}.hidden", "turnout lists every model a route serves")
+                notes.drop(
+                    f"{where}.hidden", "turnout's /v1/models lists every exact model a route serves"
+                )
     return found
 
 

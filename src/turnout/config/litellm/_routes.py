@@ -200,7 +200,7 @@ def _start(
         notes.change(
             policy.strategy_path,
             "lowest-cost ranks targets by provider prices; targets without a price in "
-            "model_info start last (LiteLLM's built-in cost map is not carried)",
+            "model_info start last, as LiteLLM's built-in cost map is not carried",
         )
     if kind != "weighted":
         _note_rate_limits(ordered, (), None, notes)

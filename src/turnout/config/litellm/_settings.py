@@ -50,24 +50,36 @@ _ROUTER_READ = _FALLBACK_KEYS | {
 _LITELLM_READ = _FALLBACK_KEYS | {
     "num_retries", "request_timeout", "allowed_fails", "cooldown_time", "cache", "cache_params",
 }  # fmt: skip
+_CALLBACKS = (
+    "LiteLLM's logging callbacks have no turnout equivalent; audit log and metrics are planned"
+)
 _REASONS = {
-    "enable_pre_call_checks": "turnout checks context windows per target",
+    "enable_pre_call_checks": (
+        "turnout checks a target's context window only where one is declared, from "
+        "model_info.max_input_tokens"
+    ),
     "routing_strategy_args": "turnout's strategies take their own options",
     "retry_policy": "turnout retries by error class: see a route's retry_on",
     "allowed_fails_policy": "turnout's breaker counts every retryable failure alike",
     "retry_after": "turnout backs off from 250 ms and honours Retry-After",
     "max_fallbacks": "turnout allows at most 3 fallback routes and 3 hops per request",
     "routing_groups": "each turnout route has its own strategy",
-    "drop_params": "turnout drops what a target's format cannot carry and records it",
-    "callbacks": "turnout writes its own audit log and metrics",
-    "success_callback": "turnout writes its own audit log and metrics",
-    "failure_callback": "turnout writes its own audit log and metrics",
-    "service_callback": "turnout writes its own audit log and metrics",
-    "set_verbose": "logging is configured separately",
-    "json_logs": "logging is configured separately",
-    "database_url": "turnout keeps its own store: set store",
-    "max_budget": "budgets are not in scope",
-    "provider_budget_config": "budgets are not in scope",
+    "drop_params": (
+        "turnout passes a request on unchanged to a target of the caller's format and drops "
+        "what another format cannot carry"
+    ),
+    "callbacks": _CALLBACKS,
+    "success_callback": _CALLBACKS,
+    "failure_callback": _CALLBACKS,
+    "service_callback": _CALLBACKS,
+    "set_verbose": "turnout has no setting for its log level or format yet",
+    "json_logs": "turnout has no setting for its log level or format yet",
+    "database_url": (
+        "turnout keeps no database yet: its keys and routes are this file; LiteLLM's virtual "
+        "keys and spend records are not carried"
+    ),
+    "max_budget": "turnout has no budgets",
+    "provider_budget_config": "turnout has no budgets",
 }
 _CACHE_PARAMS_READ = frozenset({"ttl", "type", "host", "port", "password"})
 
