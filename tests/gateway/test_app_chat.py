@@ -152,6 +152,40 @@ async def test_fallback_route_is_named_in_headers_and_body(app: GatewayApp) -> N
     assert reply.json()["routing"]["fallback_route"] == "main"
 
 
+async def test_fallbacks_of_two_kinds_linking_two_routes_both_ways_serve() -> None:
+    """strict -content-> lenient and lenient -general-> strict load and serve: a content hop
+    into lenient ends there when lenient fails, and lenient's own outage reaches strict."""
+    config = {
+        "providers": [mock_provider("m")],
+        "routes": [
+            {
+                "name": "strict",
+                "targets": [{"provider": "m", "model": "s/fault:content_policy", "name": "s"}],
+                "fallbacks": {"content": ["lenient"]},
+            },
+            {
+                "name": "lenient",
+                "targets": [{"provider": "m", "model": "l/fault:status=503", "name": "l"}],
+                "fallbacks": {"general": ["strict"]},
+            },
+        ],
+    }
+    async with client_of(app_of(config)) as client:
+        from_strict = await client.post("/v1/chat/completions", json=chat("strict"))
+        from_lenient = await client.post("/v1/chat/completions", json=chat("lenient"))
+    assert from_strict.status_code == 503
+    assert _attempted(from_strict) == ["s", "l"]
+    assert from_strict.headers["x-turnout-fallback-kind"] == "content"
+    assert from_lenient.status_code == 400
+    assert _attempted(from_lenient) == ["l", "s"]
+    assert from_lenient.headers["x-turnout-fallback-kind"] == "general"
+
+
+def _attempted(reply: Any) -> list[str]:
+    """The target of each attempt entry in the `x-turnout-attempts` header."""
+    return [item.split(";")[0] for item in reply.headers["x-turnout-attempts"].split(",")]
+
+
 async def test_same_format_forwards_unknown_fields_and_drops_routing(app: GatewayApp) -> None:
     """Fast path: unknown fields reach the upstream as sent; caller `routing` never does."""
     body = chat(

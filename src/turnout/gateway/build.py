@@ -6,8 +6,10 @@ breaker whichever endpoint tripped it.
 Rule 2: the routes derived from one configured route (messages, embeddings, aliases) share its
 name and its strategy object, so latency windows, round-robin turns and session pins are kept
 once per route.
-Rule 3: fallback routes are built before the routes that name them, and a derived route falls
-back to the same endpoint's route of its fallback (skipped when that one has none).
+Rule 3: a route reached by a fallback hop of one kind is built with its fallbacks of that kind
+only (the only ones a request follows after such a hop), so the routes never form a cycle,
+even when fallbacks of two kinds link two routes both ways. A derived route falls back to the
+same endpoint's route of its fallback (skipped when that one has none).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from turnout.config.rules import mock_script_steps
 from turnout.errors import ConfigError
@@ -36,6 +38,7 @@ from turnout.providers import (
     Timeouts,
 )
 from turnout.routing.health import Breaker, Health
+from turnout.routing.options import FALLBACK_KINDS
 from turnout.routing.route import Route
 from turnout.routing.strategies import strategy_from_config
 from turnout.routing.target import Target
@@ -118,7 +121,7 @@ def build_entries(
 
 
 class _Builder:
-    """Builds entries in fallback dependency order (Rule 3)."""
+    """Builds entries; a route's fallbacks are built when first named (Rule 3)."""
 
     def __init__(self, config: FileConfig, providers: Mapping[str, Any], health: Health) -> None:
         self.providers = providers
@@ -126,31 +129,39 @@ class _Builder:
         self.health = health
         self.pin_ttl = config.defaults.session_pin_ttl_seconds
         self.built: dict[str, RouteEntry] = {}
+        self.route_configs: dict[str, RouteConfig] = {}
+        for route in config.routes:
+            if route.enabled:
+                self.route_configs.setdefault(route.name, route)
+        self.parts: dict[str, _Parts] = {}
+        self.fallback_routes: dict[tuple[str, str, Endpoint], Route | None] = {}
 
     def entry(self, planned: PlannedRoute, plan: RoutePlan) -> RouteEntry:
-        held = self.built.get(planned.name)
-        if held is not None:
-            return held
+        del plan  # fallbacks are found by name (Rule 3)
         if planned.config is not None:
-            for name in _fallback_names(planned.config):
-                self.entry(plan.routes[name], plan)
-            made = self._configured(planned.config)
-        else:
-            made = self._provider_route(planned)
-        self.built[planned.name] = made
-        return made
+            return self._configured_entry(planned.config)
+        held = self.built.get(planned.name)
+        if held is None:
+            held = self.built[planned.name] = self._provider_route(planned)
+        return held
+
+    def _configured_entry(self, config: RouteConfig) -> RouteEntry:
+        held = self.built.get(config.name)
+        if held is None:
+            held = self.built[config.name] = self._configured(config)
+        return held
 
     # -- configured routes
 
-    def _configured(self, config: RouteConfig) -> RouteEntry:
+    def _parts(self, config: RouteConfig) -> _Parts:
+        """A configured route's targets, strategy and endpoint subsets, made once (Rule 2)."""
+        held = self.parts.get(config.name)
+        if held is not None:
+            return held
         targets = [self._target(target) for target in config.targets]
         strategy = strategy_from_config(
             config.strategy, rng=random.Random(), session_pin_ttl=self.pin_ttl, path="strategy"
         )
-
-        def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
-            return self._route(config, subset, strategy, endpoint)
-
         messages, _ = messages_split(config, self.provider_configs)
         chat, _ = chat_split(config, self.provider_configs)
         subsets: dict[Endpoint, frozenset[int]] = {
@@ -160,6 +171,37 @@ class _Builder:
                 i for i, t in enumerate(targets) if _offers_embeddings(t, config.targets[i])
             ),
         }
+        made = _Parts(targets, strategy, subsets)
+        self.parts[config.name] = made
+        return made
+
+    def _fallback(self, name: str, kind: str, endpoint: Endpoint) -> Route | None:
+        """Route `name` as a fallback of `kind` for `endpoint`: its fallbacks of that kind
+        only (Rule 3); None when it has no route for the endpoint."""
+        config = self.route_configs[name]
+        if not any(getattr(config.fallbacks, other) for other in FALLBACK_KINDS if other != kind):
+            return self._configured_entry(config).route_for(endpoint)  # the route as it is
+        key = (name, kind, endpoint)
+        if key in self.fallback_routes:
+            return self.fallback_routes[key]
+        targets, strategy, subsets = self._parts(config)
+        chosen = [t for i, t in enumerate(targets) if i in subsets[endpoint]]
+        made: Route | None = None
+        if chosen:
+            try:
+                made = self._route(config, chosen, strategy, endpoint, kinds=(kind,))
+            except ConfigError:
+                if endpoint == "chat":
+                    raise
+        self.fallback_routes[key] = made
+        return made
+
+    def _configured(self, config: RouteConfig) -> RouteEntry:
+        targets, strategy, subsets = self._parts(config)
+
+        def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
+            return self._route(config, subset, strategy, endpoint)
+
         routes, reasons = _derived(config.name, targets, subsets, make)
         aliases = {
             alias.lower(): _alias_routes(
@@ -197,12 +239,18 @@ class _Builder:
         )
 
     def _route(
-        self, config: RouteConfig, targets: Sequence[Target], strategy: Strategy, endpoint: Endpoint
+        self,
+        config: RouteConfig,
+        targets: Sequence[Target],
+        strategy: Strategy,
+        endpoint: Endpoint,
+        *,
+        kinds: Sequence[str] = FALLBACK_KINDS,
     ) -> Route:
         fallbacks: dict[str, list[Route]] = {}
-        for kind in ("general", "context", "content"):
+        for kind in kinds:
             for name in getattr(config.fallbacks, kind):
-                other = self.built[name].route_for(endpoint)
+                other = self._fallback(name, kind, endpoint)
                 if other is not None:
                     fallbacks.setdefault(kind, []).append(other)
         breaker = config.circuit_breaker
@@ -261,9 +309,12 @@ class _Builder:
         )
 
 
-def _fallback_names(config: RouteConfig) -> tuple[str, ...]:
-    fallbacks = config.fallbacks
-    return (*fallbacks.general, *fallbacks.context, *fallbacks.content)
+class _Parts(NamedTuple):
+    """What every engine route of one configured route shares (Rule 2)."""
+
+    targets: list[Target]
+    strategy: Strategy
+    subsets: dict[Endpoint, frozenset[int]]
 
 
 def _wire_format(client: Any) -> str | None:
