@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from turnout.config.litellm import ImportResult, convert_litellm, main_import_litellm
 from turnout.config.load import parse_config
 from turnout.errors import ConfigError
+from turnout.gateway.runtime import Runtime
 from turnout.routing.options import MAX_FALLBACKS, MAX_STATIC_ATTEMPTS
 from turnout.routing.strategies import strategy_from_config, validate_weights
 
@@ -618,7 +619,7 @@ def test_main_reports_an_unreadable_file_and_returns_one(tmp_path: Path) -> None
 # ---- any config ---------------------------------------------------------------------------
 
 _PREFIXES = ["openai/", "anthropic/", "azure/", "groq/", "ollama/", "bedrock/", "", "deepseek/"]
-_GROUPS = ["a", "A", "b", "c", "d/e", "gpt-4o"]
+_GROUPS = ["a", "A", "b", "c", "d/e", "gpt-4o", "o1", "gpt-*", "openai/*", "*x*", "*yy*"]
 _KEYS = st.one_of(
     st.none(), st.just("os.environ/KEY_ONE"), st.just("os.environ/KEY_TWO"), st.just("sk-lit")
 )
@@ -630,7 +631,7 @@ _DEPLOYMENT = st.fixed_dictionaries(
                 "model": st.builds(
                     str.__add__,
                     st.sampled_from(_PREFIXES),
-                    st.sampled_from(["gpt-4o", "claude-x", "m1"]),
+                    st.sampled_from(["gpt-4o", "claude-x", "m1", "*", "gpt-*", "*x*"]),
                 )
             },
             optional={
@@ -678,8 +679,10 @@ _SETTINGS = st.fixed_dictionaries(
 def test_any_litellm_config_converts_to_a_loadable_configuration(
     model_list: list[dict[str, Any]], router_settings: dict[str, Any]
 ) -> None:
-    """Whatever the LiteLLM file holds, the output loads and keeps the engine's rules."""
+    """Whatever the LiteLLM file holds (wildcard groups and fallbacks of every kind among
+    them), the output loads, keeps the engine's rules and builds the gateway's routes."""
     document = {"model_list": model_list, "router_settings": router_settings}
     text = yaml.dump(document, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
-    result, _ = convert_text(text)
+    result, config = convert_text(text)
     assert "sk-lit" not in result.yaml
+    Runtime.from_config(config)

@@ -133,7 +133,20 @@ model_list:
         ("anthropic-any", ["claude-*"]),
         ("claude-any", []),
     ]
-    assert any(
-        n.startswith("not carried: model_list[1].model_name ('claude-*' and 'claude-*' of")
-        for n in result.notes
-    )
+    assert (
+        "not carried: model_list[1].model_name ('anthropic/*' serves 'claude-*' too: route "
+        "'claude-any' is reached by its name only)"
+    ) in result.notes
+
+
+def test_a_listed_model_name_wins_over_a_wildcard_group() -> None:
+    """As in LiteLLM, an exact model_name beats a wildcard: `o1` stays its own route's, even
+    listed after `openai/*`, whose patterns include `o1`."""
+    text = """
+model_list:
+  - {model_name: "openai/*", litellm_params: {model: "openai/*"}}
+  - {model_name: o1, litellm_params: {model: anthropic/claude-sonnet-4-5}}
+"""
+    runtime = runtime_of(text)
+    assert served(runtime, "o1") == ("o1", "anthropic", "claude-sonnet-4-5")
+    assert served(runtime, "o1-mini") == ("openai-any", "openai", "o1-mini")

@@ -83,27 +83,39 @@ def _names(value: object) -> tuple[str, ...]:
 
 
 def drop_shared_models(drafts: Sequence[RouteDraft], notes: Notes) -> None:
-    """Two routes may not serve patterns of the same specificity that one model matches: the
-    first route keeps such a pattern, a later one does without it. Patterns match
-    case-insensitively, so two groups whose names differ only in case are such a pair."""
-    owners: dict[str | tuple[int, int], tuple[RouteDraft, str]] = {}
-    for draft in drafts:
+    """Two routes may not serve patterns of the same specificity that one model matches, nor
+    may a route serve another route's name. A route keeps its own name; listed model names
+    come before wildcard patterns (as in LiteLLM, where an exact model_name wins), then file
+    order; a later route does without the pattern. Patterns match case-insensitively, so two
+    groups whose names differ only in case are such a pair."""
+    owners: dict[str | tuple[int, int], tuple[RouteDraft, str]] = {
+        draft.name.lower(): (draft, draft.name) for draft in drafts
+    }
+    for draft in sorted(drafts, key=lambda d: "*" in d.group):
         kept, clashes = [], []
         for model in draft.models:
             owner, held = owners.setdefault(_overlap_key(model), (draft, model))
             if owner is draft:
                 kept.append(model)
-            elif "*" in model:
-                clashes.append(f"'{model}' and '{held}' of '{owner.group}' match some model alike")
             else:
-                clashes.append(
-                    f"'{model}' and '{owner.group}' differ only in case, and turnout matches "
-                    "model names case-insensitively"
-                )
+                clashes.append(_clash(model, owner, held))
         draft.models = kept
         for clash in clashes:
             alone = "is reached by its name only" if not kept else "does without it"
             notes.drop(f"{draft.path}.model_name", f"{clash}: route '{draft.name}' {alone}")
+
+
+def _clash(model: str, owner: RouteDraft, held: str) -> str:
+    if held == owner.name and model.lower() == held.lower() and model != owner.group:
+        return f"'{model}' is the name of route '{owner.name}'"
+    if held == model:
+        return f"'{owner.group}' serves '{model}' too"
+    if held.lower() == model.lower():
+        return (
+            f"'{model}' and '{held}' differ only in case, and turnout matches model names "
+            "case-insensitively"
+        )
+    return f"'{model}' and '{held}' of '{owner.group}' match some model alike"
 
 
 def _overlap_key(pattern: str) -> str | tuple[int, int]:
