@@ -15,12 +15,12 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from turnout.gateway.model_index import PatternIndex, RoutePatterns
+from turnout.access.model_index import PatternIndex, RoutePatterns
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from turnout.gateway.patterns import ModelPattern
+    from turnout.access.patterns import ModelPattern
 
 VENDORS = ("acme", "northwind", "contoso", "globex", "initech", "umbrella", "hooli", "vandelay")
 LINES = ("nova", "spark", "atlas", "orbit", "ember", "quill", "drift", "pulse", "forge", "lumen")

@@ -5,9 +5,9 @@ The public API is what `__all__` lists; everything else may change without notic
 
 from __future__ import annotations
 
+from turnout.record import AttemptEntry, RoutingRecord
 from turnout.routing.client import ChatClient
 from turnout.routing.health import Breaker, Health
-from turnout.routing.record import AttemptEntry, RoutingRecord
 from turnout.routing.route import Route
 from turnout.routing.target import Target
 from turnout.wire.model import (

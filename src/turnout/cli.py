@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also call /v1/messages through the Anthropic SDK (needs the anthropic package)",
     )
-    from turnout.gateway.commands import add_check_parser, add_routes_parser  # noqa: PLC0415
-    from turnout.gateway.commands_serve import add_serve_parser  # noqa: PLC0415
+    from turnout.gateway.commands.inspect import add_check_parser, add_routes_parser  # noqa: PLC0415
+    from turnout.gateway.commands.serve import add_serve_parser  # noqa: PLC0415
 
     add_serve_parser(commands)
     add_check_parser(commands)
@@ -97,7 +97,7 @@ def _add_keys(commands: Subparsers[argparse.ArgumentParser]) -> None:
 def _run_keys(args: argparse.Namespace) -> int:
     import orjson  # noqa: PLC0415
 
-    from turnout.gateway.keys import generate_key, hash_key  # noqa: PLC0415
+    from turnout.access.keys import generate_key, hash_key  # noqa: PLC0415
 
     key = generate_key()
     digest = hash_key(key)
@@ -133,12 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "keys":
         return _run_keys(args)
     if args.command in ("serve", "check", "routes"):
-        from turnout.gateway import commands, commands_serve  # noqa: PLC0415
+        from turnout.gateway.commands import inspect, serve  # noqa: PLC0415
 
         run = {
-            "serve": commands_serve.main_serve,
-            "check": commands.main_check,
-            "routes": commands.main_routes,
+            "serve": serve.main_serve,
+            "check": inspect.main_check,
+            "routes": inspect.main_routes,
         }[args.command]
         return run(args)
     parser.print_help(sys.stderr)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from turnout.routing.record import AttemptEntry, RoutingRecord
+    from turnout.record import AttemptEntry, RoutingRecord
 
 __all__ = [
     "AuthenticationFailed",

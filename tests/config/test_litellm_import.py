@@ -19,7 +19,7 @@ from turnout.routing.options import MAX_FALLBACKS, MAX_STATIC_ATTEMPTS
 from turnout.routing.strategies import strategy_from_config, validate_weights
 
 if TYPE_CHECKING:
-    from turnout.config.schema import FileConfig, RouteConfig
+    from turnout.schema import FileConfig, RouteConfig
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "litellm"
 FIXTURE_NAMES = sorted(path.name for path in FIXTURES.glob("*.yaml"))

@@ -9,8 +9,8 @@ import pytest
 
 from tests.gateway._app_support import app_of, chat, client_of, messages, mock_provider
 from turnout.config.load import parse_config
-from turnout.gateway.app import GatewayApp
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
 
 if TYPE_CHECKING:

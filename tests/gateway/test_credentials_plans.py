@@ -1,5 +1,5 @@
-"""The gateway's per-request plans (`turnout.gateway.call_plans`): which targets each kind of
-caller gets, the client's family, caching, and the refusals before any call."""
+"""The gateway's per-request plans (`turnout.gateway.resolution.call_plans`): which targets each
+kind of caller gets, the client's family, caching, and the refusals before any call."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.gateway._app_support import runtime_of
+from turnout.access.keys import Caller, Credentials, OwnCredential
 from turnout.errors import NoRoute, PolicyDenied
-from turnout.gateway.keys import Caller, Credentials, OwnCredential
 
 if TYPE_CHECKING:
-    from turnout.gateway.route_entry import Endpoint
-    from turnout.gateway.runtime import Runtime
+    from turnout.gateway.resolution.route_entry import Endpoint
+    from turnout.gateway.runtime.live import Runtime
     from turnout.routing.plan import CallPlan, TargetRule
 
 OWN = Credentials(None, OwnCredential("authorization", "sk-own"))

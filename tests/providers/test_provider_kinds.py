@@ -15,7 +15,7 @@ from turnout.providers import (
     OpenAI,
     OpenAICompatible,
 )
-from turnout.routing.catalog import vendor_entry
+from turnout.vendors.catalog import vendor_entry
 from turnout.wire.model import ChatRequest, EmbeddingRequest, Message
 
 from .conftest import logged

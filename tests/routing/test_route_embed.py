@@ -18,7 +18,7 @@ from turnout.wire.model import ChatRequest, ChatResponse, EmbeddingRequest, Text
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from turnout.routing.record import RoutingRecord
+    from turnout.record import RoutingRecord
     from turnout.testing import IsolatedHealth, Turn
     from turnout.wire.model import ChatChunk, EmbeddingResponse
 

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from turnout.access.bindings import RouteModels, check_bindings, route_models
+from turnout.access.keys import KeyRing
+from turnout.access.policies import Policies
+from turnout.access.route_plan import chat_split, messages_split, plan_routes
 from turnout.config._route_rules import (
     check_aliases,
     check_fallbacks,
@@ -21,16 +25,12 @@ from turnout.config._route_rules import (
     static_budget_warnings,
 )
 from turnout.errors import ConfigError
-from turnout.gateway.access import RouteModels, check_bindings, route_models
-from turnout.gateway.keys import KeyRing
-from turnout.gateway.policies import Policies
-from turnout.gateway.route_plan import chat_split, messages_split, plan_routes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from turnout.config.schema import FileConfig, ProviderConfig
-    from turnout.gateway.route_plan import RoutePlan
+    from turnout.access.route_plan import RoutePlan
+    from turnout.schema import FileConfig, ProviderConfig
 
 __all__ = ["check_config", "check_config_warnings", "mock_script_steps"]
 

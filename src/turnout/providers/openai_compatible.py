@@ -2,18 +2,17 @@
 none), with presets for known vendors.
 
 A preset gives a base URL and the vendor's catalog entry (its quota signals, credit-429 flag,
-reset-time parser and embeddings support; `turnout.routing.catalog`).
+reset-time parser and embeddings support; `turnout.vendors.catalog`).
 """
 
 from __future__ import annotations
 
-import ipaddress
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from turnout.errors import ConfigError
 from turnout.providers.base import OPENAI_CHAT_COMPATIBLE, EmbeddingsSupport
-from turnout.routing.catalog import vendor_entry
+from turnout.vendors.catalog import vendor_entry
+from turnout.vendors.presets import KEYLESS_PRESETS, PRESETS, is_loopback
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -22,23 +21,6 @@ if TYPE_CHECKING:
     from turnout.providers.transport import Timeouts, Transport
 
 __all__ = ["KEYLESS_PRESETS", "PRESETS", "OpenAICompatible", "is_loopback"]
-
-PRESETS = ("deepseek", "groq", "kimi", "zai", "xai", "ollama", "vllm")
-"""The presets of `OpenAICompatible` (each names a vendor catalog entry)."""
-
-KEYLESS_PRESETS = frozenset({"ollama", "vllm"})
-"""Presets whose servers need no key by nature (local model servers)."""
-
-
-def is_loopback(base_url: str) -> bool:
-    """True when `base_url` points at this machine (127.0.0.0/8, ::1 or `localhost`)."""
-    host = urlsplit(base_url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class OpenAICompatible(EmbeddingsSupport):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from turnout.errors import ProviderError
-from turnout.routing.classify import classify_http
+from turnout.vendors.classify import classify_http
 
 if TYPE_CHECKING:
     import contextlib

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from turnout.record import AttemptEntry, RoutingRecord
 from turnout.routing.client import ChatClient
 from turnout.routing.clock import Clock, FakeClock, LoopClock
 from turnout.routing.health import Breaker, Health
 from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
-from turnout.routing.record import AttemptEntry, RoutingRecord
 from turnout.routing.route import Route
 from turnout.routing.target import Target
 

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Literal
 from turnout.errors import NoDeploymentAvailable, PolicyDenied, ProviderError
 from turnout.routing.attempt import Call, run_whole
 from turnout.routing.backoff import retry_wait
-from turnout.routing.classify import RETRYABLE
 from turnout.routing.ending import Ending, EndingKind, ending_error
 from turnout.routing.health import Skip
 from turnout.routing.hedge import race
@@ -43,6 +42,7 @@ from turnout.routing.plan import caller_client
 from turnout.routing.request_state import price
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
+from turnout.vendors.classify import RETRYABLE
 from turnout.wire.model import ChatRequest
 
 if TYPE_CHECKING:

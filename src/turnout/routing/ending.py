@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
-from turnout.routing.record import SKIP_OUTCOMES
+from turnout.record import SKIP_OUTCOMES
 from turnout.routing.target import NO_EMBEDDINGS
 
 if TYPE_CHECKING:
+    from turnout.record import AttemptEntry
     from turnout.routing.health import HealthSnapshot
-    from turnout.routing.record import AttemptEntry
     from turnout.routing.request_state import RequestState
 
 __all__ = ["Ending", "ending_error", "retry_hint"]

@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from turnout.errors import ConfigError
-from turnout.routing.classify import RETRYABLE
 from turnout.routing.clock import Clock, LoopClock
 from turnout.routing.health_state import (
     DEFAULT_BREAKER,
@@ -45,6 +44,7 @@ from turnout.routing.health_state import (
     succeeded,
     tripped,
 )
+from turnout.vendors.classify import RETRYABLE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator

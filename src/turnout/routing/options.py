@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from turnout.errors import ConfigError
-from turnout.routing.classify import DEFAULT_RETRY_ON, RETRY_ON_ALLOWED
+from turnout.vendors.classify import DEFAULT_RETRY_ON, RETRY_ON_ALLOWED
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence

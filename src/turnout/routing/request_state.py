@@ -21,7 +21,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from turnout.errors import ProviderError
-from turnout.routing.record import AttemptEntry, RoutingRecord
+from turnout.record import AttemptEntry, RoutingRecord
 from turnout.wire.model import EmbeddingRequest
 
 if TYPE_CHECKING:

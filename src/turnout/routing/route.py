@@ -37,10 +37,10 @@ from turnout.wire.model import ChatRequest, EmbeddingRequest
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Sequence
 
+    from turnout.record import RoutingRecord
     from turnout.routing.attempt import Call
     from turnout.routing.clock import Clock
     from turnout.routing.plan import CallPlan
-    from turnout.routing.record import RoutingRecord
     from turnout.routing.strategies import Strategy
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Message
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from turnout.record import Usage
+
 if TYPE_CHECKING:
-    from turnout.routing.record import RoutingRecord
+    from turnout.record import RoutingRecord
 
 __all__ = [
     "ChatChunk",
@@ -230,33 +232,6 @@ class ChatRequest:
             for call in message.tool_calls:
                 total += len(call.arguments)
         return total
-
-
-@dataclass(slots=True, frozen=True)
-class Usage:
-    """Token usage of one call. Cache counts are part of, not added to, `input_tokens`' peers."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-        )
-
-    def as_dict(self) -> dict[str, int]:
-        """The record's `usage` shape."""
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-        }
 
 
 @dataclass(slots=True)

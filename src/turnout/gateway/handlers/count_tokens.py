@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.errors import RoutingError
 from turnout.gateway.handlers.chat import decode_body, session_of
-from turnout.gateway.handlers.exchange import request_id_header
-from turnout.gateway.respond import header_value, json_reply
+from turnout.gateway.responses.respond import header_value, json_reply
+from turnout.gateway.server.exchange import request_id_header
 from turnout.routing.plan import caller_client
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
-    from turnout.gateway.handlers.exchange import Exchange
+    from turnout.gateway.server.exchange import Exchange
     from turnout.routing.plan import CallPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target

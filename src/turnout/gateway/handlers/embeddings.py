@@ -9,7 +9,7 @@ import orjson
 
 from turnout.errors import InvalidRequest
 from turnout.gateway.handlers.chat import parse_json, session_of
-from turnout.gateway.respond import (
+from turnout.gateway.responses.respond import (
     JSON,
     Reply,
     invalid_request,
@@ -21,7 +21,7 @@ from turnout.wire import openai_embeddings
 from turnout.wire.model import RawBody
 
 if TYPE_CHECKING:
-    from turnout.gateway.handlers.exchange import Exchange
+    from turnout.gateway.server.exchange import Exchange
     from turnout.wire.model import EmbeddingResponse
 
 __all__ = ["embeddings_reply", "handle_embeddings"]

@@ -1,0 +1,345 @@
+"""Build live objects from a valid configuration (SPEC §4, §6.2, §7): one provider adapter per
+provider, one `Health`, and per served route its engine `Route`s (`RouteEntry`).
+
+Rule 1: one `Health` for every route, derived routes included, so a key's breaker is one
+breaker whichever endpoint tripped it.
+Rule 2: the routes derived from one configured route (messages, embeddings, aliases) share its
+name and its strategy object, so latency windows, round-robin turns and session pins are kept
+once per route.
+Rule 3: fallback routes are built before the routes that name them, and a derived route falls
+back to the same endpoint's route of its fallback (skipped when that one has none).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from turnout.access.route_plan import (
+    MESSAGES_WIRE,
+    alias_wire_model,
+    chat_split,
+    credential_mode,
+    messages_split,
+)
+from turnout.config.rules import mock_script_steps
+from turnout.errors import ConfigError
+from turnout.gateway.resolution.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, RouteEntry
+from turnout.providers import (
+    Anthropic,
+    AzureOpenAI,
+    MockProvider,
+    OpenAI,
+    OpenAICompatible,
+    Timeouts,
+)
+from turnout.routing.health import Breaker, Health
+from turnout.routing.route import Route
+from turnout.routing.strategies import strategy_from_config
+from turnout.routing.target import Target
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from turnout.access.route_plan import PlannedRoute, RoutePlan
+    from turnout.routing.clock import Clock
+    from turnout.routing.strategies import Strategy
+    from turnout.schema import (
+        DefaultsConfig,
+        FileConfig,
+        ProviderConfig,
+        RouteConfig,
+        TargetConfig,
+    )
+
+__all__ = ["build_entries", "build_health", "build_provider", "supports_embeddings"]
+
+_DERIVED: tuple[Endpoint, ...] = ("messages", "embeddings")
+
+
+def build_provider(config: ProviderConfig, *, clock: Clock | None = None) -> Any:
+    """The adapter for one configured provider (`kind` -> class). A missing `api_key` means no
+    credential: the adapters' own environment defaults are not read, only `${VAR}` is. The
+    adapter gets the provider's credential mode (§4, `credential_mode`): a passthrough adapter
+    has no key of its own and sends each call with the caller's credential."""
+    common: dict[str, Any] = {
+        "name": config.name,
+        "prices": {model: (p.input, p.output) for model, p in config.prices.items()},
+        "model_aliases": dict(config.model_aliases),
+        "credential_mode": credential_mode(config),
+    }
+    if config.kind == "mock":
+        return MockProvider(
+            script=mock_script_steps(config),
+            wire=config.wire or "openai-chat",
+            clock=clock,
+            **common,
+        )
+    common["headers"] = dict(config.headers)
+    common["timeouts"] = Timeouts(connect=config.connect_timeout)
+    key = config.api_key or ""
+    if config.base_url:
+        common["base_url"] = config.base_url
+    if config.kind == "openai":
+        return OpenAI(key, **common)
+    if config.kind == "anthropic":
+        return Anthropic(key, **common)
+    if config.kind == "azure-openai":
+        base = common.pop("base_url", "")
+        if config.api_version:
+            common["api_version"] = config.api_version
+        return AzureOpenAI(base, key or None, wire=config.wire or "", **common)
+    return OpenAICompatible(api_key=config.api_key, preset=config.preset, **common)
+
+
+def supports_embeddings(provider: Any) -> bool:
+    """Whether an adapter serves embeddings (the vendor catalog's word, via the adapter)."""
+    return bool(getattr(provider, "supports_embeddings", False)) and hasattr(provider, "embed")
+
+
+def build_health(defaults: DefaultsConfig, *, clock: Clock | None = None) -> Health:
+    """The registry: `defaults.circuit_breaker` and `defaults.health_key_by` (§3.5)."""
+    breaker = Breaker.from_config(
+        defaults.circuit_breaker.model_dump(), path="defaults.circuit_breaker"
+    )
+    return Health(breaker=breaker, key_by=defaults.health_key_by, clock=clock)
+
+
+def build_entries(
+    config: FileConfig, plan: RoutePlan, providers: Mapping[str, Any], health: Health
+) -> dict[str, RouteEntry]:
+    """Every served route's entry, by name (configured, then implicit, then family)."""
+    builder = _Builder(config, providers, health)
+    for planned in plan.routes.values():
+        builder.entry(planned, plan)
+    return {name: builder.built[name] for name in plan.routes}
+
+
+class _Builder:
+    """Builds entries in fallback dependency order (Rule 3)."""
+
+    def __init__(self, config: FileConfig, providers: Mapping[str, Any], health: Health) -> None:
+        self.providers = providers
+        self.provider_configs = {p.name: p for p in config.providers}
+        self.health = health
+        self.pin_ttl = config.defaults.session_pin_ttl_seconds
+        self.built: dict[str, RouteEntry] = {}
+
+    def entry(self, planned: PlannedRoute, plan: RoutePlan) -> RouteEntry:
+        held = self.built.get(planned.name)
+        if held is not None:
+            return held
+        if planned.config is not None:
+            for name in _fallback_names(planned.config):
+                self.entry(plan.routes[name], plan)
+            made = self._configured(planned.config)
+        else:
+            made = self._provider_route(planned)
+        self.built[planned.name] = made
+        return made
+
+    # -- configured routes
+
+    def _configured(self, config: RouteConfig) -> RouteEntry:
+        targets = [self._target(target) for target in config.targets]
+        strategy = strategy_from_config(
+            config.strategy, rng=random.Random(), session_pin_ttl=self.pin_ttl, path="strategy"
+        )
+
+        def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
+            return self._route(config, subset, strategy, endpoint)
+
+        messages, _ = messages_split(config, self.provider_configs)
+        chat, _ = chat_split(config, self.provider_configs)
+        subsets: dict[Endpoint, frozenset[int]] = {
+            "chat": frozenset(chat),
+            "messages": frozenset(messages),
+            "embeddings": frozenset(
+                i for i, t in enumerate(targets) if _offers_embeddings(t, config.targets[i])
+            ),
+        }
+        routes, reasons = _derived(config.name, targets, subsets, make)
+        aliases = {
+            alias.lower(): _alias_routes(
+                alias, mapping, config=config, targets=targets, subsets=subsets, make=make
+            )
+            for alias, mapping in config.aliases.items()
+        }
+        return RouteEntry(
+            config.name,
+            "configured",
+            config,
+            make([t for i, t in enumerate(targets) if i in subsets["chat"]], "chat"),
+            routes.get("messages"),
+            routes.get("embeddings"),
+            config.commit_on_headers,
+            tuple(config.models),
+            aliases,
+            reasons,
+        )
+
+    def _target(self, config: TargetConfig) -> Target:
+        return Target(
+            config.display_name,
+            self.providers[config.provider],
+            config.model,
+            timeout=config.timeout,
+            first_token_timeout=config.first_token_timeout,
+            max_retries=config.max_retries,
+            weight=config.weight,
+            fallback_only=config.fallback_only,
+            paused=config.paused,
+            health_key=config.health_key,
+            context_window=config.context_window,
+            capabilities=None if config.capabilities is None else frozenset(config.capabilities),
+        )
+
+    def _route(
+        self, config: RouteConfig, targets: Sequence[Target], strategy: Strategy, endpoint: Endpoint
+    ) -> Route:
+        fallbacks: dict[str, list[Route]] = {}
+        for kind in ("general", "context", "content"):
+            for name in getattr(config.fallbacks, kind):
+                other = self.built[name].route_for(endpoint)
+                if other is not None:
+                    fallbacks.setdefault(kind, []).append(other)
+        breaker = config.circuit_breaker
+        with warnings.catch_warnings():
+            # The static-budget warning is a load warning of the validator, said once.
+            warnings.simplefilter("ignore", UserWarning)
+            return Route(
+                config.name,
+                targets,
+                health=self.health,
+                strategy=strategy,
+                retry_on=config.retry_on,
+                retryable_statuses=config.retryable_statuses,
+                fail_over_on_refusal=config.fail_over_on_refusal,
+                max_attempts=config.max_attempts,
+                request_timeout=config.request_timeout,
+                stream_idle_timeout=config.stream_idle_timeout,
+                cost_budget=config.cost_budget,
+                hedge_after=config.hedge_after,
+                when_all_unhealthy=config.when_all_unhealthy,
+                circuit_breaker=breaker.model_dump() if breaker is not None else None,
+                fallbacks=fallbacks,
+                session_pin_ttl_seconds=self.pin_ttl,
+            )
+
+    # -- implicit and family routes
+
+    def _provider_route(self, planned: PlannedRoute) -> RouteEntry:
+        targets = [Target(name, self.providers[name]) for name in planned.providers]
+
+        def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
+            del endpoint  # provider routes have no fallbacks
+            return Route(
+                planned.name, subset, health=self.health, session_pin_ttl_seconds=self.pin_ttl
+            )
+
+        subsets: dict[Endpoint, frozenset[int]] = {
+            "messages": frozenset(
+                i for i, t in enumerate(targets) if _wire_format(t.client) == MESSAGES_WIRE
+            ),
+            "embeddings": frozenset(
+                i for i, t in enumerate(targets) if supports_embeddings(t.client)
+            ),
+        }
+        routes, reasons = _derived(planned.name, targets, subsets, make)
+        return RouteEntry(
+            planned.name,
+            planned.kind,
+            None,
+            make(targets, "chat"),
+            routes.get("messages"),
+            routes.get("embeddings"),
+            False,
+            tuple(pattern.text for pattern in planned.patterns),
+            reasons=reasons,
+        )
+
+
+def _fallback_names(config: RouteConfig) -> tuple[str, ...]:
+    fallbacks = config.fallbacks
+    return (*fallbacks.general, *fallbacks.context, *fallbacks.content)
+
+
+def _wire_format(client: Any) -> str | None:
+    wire = getattr(client, "wire_format", None)
+    return wire if isinstance(wire, str) else None
+
+
+def _offers_embeddings(target: Target, config: TargetConfig) -> bool:
+    if config.capabilities is not None and "embeddings" not in config.capabilities:
+        return False
+    return supports_embeddings(target.client)
+
+
+_GAPS = {
+    "messages": "has no target that can serve Anthropic Messages (/v1/messages)",
+    "embeddings": "has no target that offers embeddings (/v1/embeddings)",
+}
+
+
+def _derived(
+    name: str,
+    targets: Sequence[Target],
+    subsets: Mapping[Endpoint, frozenset[int]],
+    make: Callable[[Sequence[Target], Endpoint], Route],
+) -> tuple[dict[str, Route], dict[str, str]]:
+    """The messages and embeddings routes of a route, and why one is missing."""
+    routes: dict[str, Route] = {}
+    reasons: dict[str, str] = {}
+    for endpoint in _DERIVED:
+        chosen = [t for i, t in enumerate(targets) if i in subsets[endpoint]]
+        if not chosen:
+            reasons[endpoint] = f'route "{name}" {_GAPS[endpoint]}'
+            continue
+        try:
+            routes[endpoint] = make(chosen, endpoint)
+        except ConfigError as exc:  # e.g. a weighted subset with no positive weight
+            where = f'route "{name}"'
+            reasons[endpoint] = f"{where} cannot serve {ENDPOINT_PATHS[endpoint]}: {_rule(exc)}"
+    return routes, reasons
+
+
+def _rule(exc: ConfigError) -> str:
+    return exc.errors[0][1] if exc.errors else str(exc)
+
+
+def _alias_routes(
+    alias: str,
+    mapping: Mapping[str, str],
+    *,
+    config: RouteConfig,
+    targets: Sequence[Target],
+    subsets: Mapping[Endpoint, frozenset[int]],
+    make: Callable[[Sequence[Target], Endpoint], Route],
+) -> AliasRoutes:
+    """The alias's targets with its wire models (§5.3 step 3), per endpoint."""
+    mapped: dict[int, Target] = {}
+    for i, (target, target_config) in enumerate(zip(targets, config.targets, strict=True)):
+        wire = alias_wire_model(mapping, target.name, target_config.provider)
+        if wire is not None:
+            mapped[i] = dataclasses.replace(target, model=wire)
+    providers = tuple(dict.fromkeys(config.targets[i].provider for i in mapped))
+    routes: dict[str, Route] = {}
+    reasons: dict[str, str] = {}
+    every: dict[Endpoint, frozenset[int]] = {"chat": frozenset(range(len(targets)))}
+    for endpoint, allowed in {**every, **subsets}.items():
+        chosen = [t for i, t in mapped.items() if i in allowed]
+        listed = ", ".join(providers) or "none"
+        if not chosen:
+            reasons[endpoint] = (
+                f'alias "{alias}" of route "{config.name}" leaves no target for this endpoint'
+                f" (the alias maps providers: {listed})"
+            )
+            continue
+        try:
+            routes[endpoint] = make(chosen, endpoint)
+        except ConfigError as exc:
+            where = f'alias "{alias}" of route "{config.name}"'
+            reasons[endpoint] = f"{where} cannot serve {ENDPOINT_PATHS[endpoint]}: {_rule(exc)}"
+    return AliasRoutes(alias, routes, reasons, providers)
