@@ -1,4 +1,4 @@
-"""The `turnout` command: parse arguments, call library functions (SPEC §12).
+"""The `turnout` command: parse arguments, call library functions.
 
 Each subcommand is registered by one small function; the work lives in library modules, which
 are imported only when their command runs so that `turnout --version` stays instant.
@@ -70,7 +70,10 @@ def _add_mock_upstream(commands: Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def _add_import(commands: Subparsers[argparse.ArgumentParser]) -> None:
-    """`turnout import litellm FILE`: a LiteLLM proxy config as a turnout config (SPEC §7.5)."""
+    """`turnout import litellm FILE`: a LiteLLM proxy config as a turnout config.
+
+    What carries over and what does not: `docs/migrating-from-litellm.md`.
+    """
     importer = commands.add_parser(
         "import",
         help="convert another gateway's config into a turnout config",

@@ -1,4 +1,4 @@
-"""Classification of failed calls (SPEC §3.2), Retry-After parsing and vendor error bodies."""
+"""Classification of failed calls, Retry-After parsing and vendor error bodies."""
 
 from __future__ import annotations
 
@@ -72,13 +72,13 @@ def test_error_class_sets() -> None:
     ],
 )
 def test_status_table(status: int, error_type: str | None, message: str, expected: str) -> None:
-    """Each row of §3.2 for an HTTP error maps to its class."""
+    """Each HTTP error status, with or without a vendor signal, maps to its class."""
     assert classify_status(status, error_type=error_type, message=message) == expected
 
 
 def test_first_match_wins() -> None:
-    """Earlier rows win: a 408 with a quota message is timeout; quota beats 429, 5xx and auth;
-    context beats content; a 500 naming the context is still provider_error."""
+    """The earlier class in the order wins: a 408 with a quota message is timeout; quota beats
+    429, 5xx and auth; context beats content; a 500 naming the context is still provider_error."""
     assert classify_status(408, message="exceeded your current quota") == "timeout"
     assert classify_status(403, error_type="exceeded_current_quota_error") == "quota_exhausted"
     assert classify_status(500, error_type="insufficient_quota") == "quota_exhausted"

@@ -1,5 +1,5 @@
-"""The vendor catalog (SPEC §3.2, §4): one frozen `VendorEntry` per vendor, holding what
-classification needs to know about a vendor's errors, and the vendor's defaults.
+"""The vendor catalog: one frozen `VendorEntry` per vendor, holding what classification needs
+to know about a vendor's errors, and the vendor's defaults.
 
 Every entry also carries the common signals (OpenAI-style `insufficient_quota`,
 `context_length_exceeded`, Anthropic's "credit balance is too low", …), because OpenAI-compatible
@@ -37,7 +37,7 @@ class VendorEntry:
       `credit_types` / `credit_messages` is `quota_exhausted` (those match nothing on other
       statuses, and a 429 matching none of them stays `rate_limited`);
     - `context_types` / `context_messages`, `content_types` / `content_messages`: context-length
-      and content-filter reasons (SPEC §3.2 rows 6 and 7);
+      and content-filter reasons, read on a 400, 403, 413 or 422;
     - `reset_parser(message, now_wall)`: seconds from now until the vendor's quota resets, read
       from its error message, or None;
     - `embeddings`: the vendor serves an embeddings endpoint; `base_url`: its public API base

@@ -1,4 +1,4 @@
-"""Classification of a failed call into SPEC §3.2's error classes (first match wins).
+"""Classification of a failed call into one of nine error classes (first match wins).
 
 Providers call `classify_http` (or its parts: `vendor_error`, `classify_status`,
 `parse_retry_after`) for an HTTP error and `classify_exception` for anything raised; the
@@ -54,7 +54,7 @@ ERROR_CLASSES: frozenset[str] = frozenset(
         "invalid_request",
     }
 )
-"""All nine error classes of SPEC §3.2."""
+"""All nine error classes."""
 
 DEFAULT_RETRY_ON: tuple[str, ...] = ("provider_error", "timeout", "rate_limited", "quota_exhausted")
 """A route's default `retry_on`."""
@@ -82,11 +82,17 @@ def classify_status(
     message: str = "",
     retryable_statuses: frozenset[int] | None = None,
 ) -> str:
-    """The error class of an HTTP error response (SPEC §3.2 rows 2-9, first match wins).
+    """The error class of an HTTP error response; the first match wins, in this order:
+    408 is `timeout`; a 402, a vendor quota signal or a 429 the vendor uses for exhausted
+    credit `quota_exhausted`; 429 `rate_limited`; a retryable status `provider_error` (see
+    `retryable_statuses`); a 400, 403, 413 or 422 naming a context-length or content-filter
+    reason `context_length` or `content_filtered`; 401 and 403 `auth`; anything else
+    `invalid_request`.
 
     `vendor` names the catalog entry whose signals apply (None: the common signals only);
     `error_type` and `message` are the vendor's error type/code and message (`vendor_error`);
-    `retryable_statuses` narrows row 5 for a route (default: every 5xx except 501, and 409).
+    `retryable_statuses` narrows the statuses that are `provider_error` for a route (default:
+    every 5xx except 501, and 409).
     """
     entry = vendor_entry(vendor)
     statuses = DEFAULT_RETRYABLE_STATUSES if retryable_statuses is None else retryable_statuses

@@ -3,7 +3,7 @@
 Two kinds of failure, kept apart on purpose: a caller's body that does not fit the format is the
 caller's fault (`InvalidRequest`, status 400, the message naming the field, e.g.
 `messages[2].content: expected a string or a list of parts`); an upstream body we cannot read is
-the provider's (`ProviderUnavailable`, error class `provider_error`, SPEC §3.2 row 5).
+the provider's (`ProviderUnavailable`, error class `provider_error`, so the route may fail over).
 
 Plain dict walking with orjson: no schema library on the hot path.
 """

@@ -4,8 +4,8 @@ Every wire format (OpenAI Chat Completions, Anthropic Messages, OpenAI Embedding
 these types and encodes from them. There is no second request model anywhere in turnout.
 
 `ChatRequest.source` carries the caller's original body and format, so that a provider speaking
-the same format forwards those bytes with only `model` replaced (SPEC §4, "same format, same
-bytes"); `ChatResponse.raw` / `ChatChunk.raw` do the same on the way back.
+the same format forwards those bytes with only `model` replaced; `ChatResponse.raw` /
+`ChatChunk.raw` do the same on the way back.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class ThinkingPart:
     """A reasoning block. `signature` is the vendor's; `redacted` blocks carry opaque `data`.
 
     Signed thinking is only meaningful to the family that signed it: cross-family translation
-    drops it on purpose (SPEC §7.4).
+    drops it on purpose.
     """
 
     text: str = ""
@@ -280,10 +280,10 @@ class ToolCallDelta:
 class ChatChunk:
     """One streamed event in the neutral model.
 
-    A chunk *carries content* (and so commits a stream, SPEC §3.7) when it has a non-empty text,
-    thinking or tool-call delta. The last chunk of a stream has `finish_reason`, `usage` and, when
-    it comes out of a route, `routing`. `raw` is the upstream event's bytes for same-format
-    forwarding.
+    A chunk *carries content* when it has a non-empty text, thinking or tool-call delta; the
+    first such chunk commits a stream (no failover after it). The last chunk of a stream has
+    `finish_reason`, `usage` and, when it comes out of a route, `routing`. `raw` is the upstream
+    event's bytes for same-format forwarding.
     """
 
     delta: str = ""
