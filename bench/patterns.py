@@ -1,4 +1,4 @@
-"""Benchmark: model resolution over 10,000 mixed patterns (SPEC §6.1: p99 under 1 ms).
+"""Benchmark: model resolution over 10,000 mixed patterns (the goal: p99 under 1 ms).
 
 Builds one conflict-free index of exact names and prefix, suffix and infix globs spread over
 about a thousand routes, then times `resolve` on models never seen (cold: the lookup itself plus
