@@ -1,4 +1,5 @@
-"""The fault grammar of the mock upstream (see the package docstring for the full table).
+"""The fault grammar of the mock upstream: `GRAMMAR` is its reference text, the one source for
+the package docstring and `turnout mock-upstream --help`.
 
 Pure parsing and bookkeeping, no I/O: the in-process `MockProvider` reads the same grammar.
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANY_MODEL",
+    "GRAMMAR",
     "NO_FAULT",
     "VENDORS",
     "Fault",
@@ -28,6 +30,76 @@ __all__ = [
     "parse_sequence",
     "split_model",
 ]
+
+GRAMMAR = """\
+fault specs:
+  A fault spec says what the mock does to one request. It is taken from, first match wins:
+    1. a script queued for the model (POST /_mock/scripts): each request for the model takes
+       the next step; model "*" serves any model, after the model's own script; when the
+       queue is empty, the request's own spec applies
+    2. the x-mock-fault request header
+    3. the model name: everything after "fault:" (the part before the marker, without a
+       trailing / @ + : -, is the model's base name), or a shorthand name
+       mock-<word>-<word>... (below; an unknown word makes it an ordinary model name)
+  A spec that does not parse is answered with a 400 naming the bad item.
+
+  spec = step *( "|" step )    a sequence: the n-th request carrying the same spec text
+                               gets step n; after the last step, plain answers
+  step = "ok" / item *( ";" item )
+  item = key [ "=" value ]
+
+items (S: seconds, N: a count):
+  status=N              answer HTTP N with the vendor's error body
+  message=TEXT, type=T  override the error message / the error type (or code)
+  vendor=V              error flavour: openai, anthropic, azure, deepseek, groq, kimi, zai,
+                        xai, ollama, vllm (default: by endpoint)
+  retry_after=S         Retry-After: S (alias retry=S)
+  retry_after_date=S    Retry-After as an HTTP date S seconds ahead
+  retry_after_ms=MS     retry-after-ms: MS
+  quota                 the vendor's quota or credit signal: OpenAI 429 insufficient_quota;
+                        Anthropic 400 "credit balance is too low"; DeepSeek 402; Kimi 429
+                        exceeded_current_quota_error; Z.ai 429 code 1113; xAI 429 "used all
+                        available credits"
+  reset_in=S            with quota;vendor=zai: code 1308 "Your limit will reset at <time>",
+                        S seconds ahead (China Standard Time, as Z.ai writes it)
+  context_length        400 naming a context-length reason (alias ctx)
+  content_policy        400 naming a content-policy reason
+  refuse                200 refusal: finish_reason content_filter / stop_reason refusal
+  latency=S             wait S seconds before the response headers (alias slow=S)
+  hang                  never answer (until the client leaves, or the hold limit)
+  reset                 reset the connection (TCP RST) before any response byte
+  first_token=S         streams: headers and role/start events at once, the first content
+                        chunk after S seconds
+  chunk_delay=S         streams: S seconds between content chunks
+  chunks=N              the answer in N content chunks (default: one per word)
+  cut=N                 drop the connection after N content chunks (non-streams: after the
+                        headers and half the body)
+  stall=N               go silent after N content chunks, connection open
+  end=N                 streams: end the body cleanly after N content chunks, with no
+                        finish reason and no terminator
+  malformed[=N]         a malformed event after N content chunks (default 1)
+  no_done               end without data: [DONE] / message_stop (usage is still sent)
+  error_event           streams: an in-stream error event (overloaded_error) before the
+                        first content chunk
+  body=KIND             bad bytes instead of the answer: garbage, truncated, nonutf8, html
+                        (a proxy's 502 page), empty, wrong_type (right bytes, text/html);
+                        status 200 unless status= is given (html: 502)
+
+shorthand names, mock-<word>-<word>...:
+  a status (503), retry-S, slow-S, ttft-S (first_token), cut-N, stall-N, chunks-N, hang,
+  reset, refuse, quota, ctx, policy (content_policy), nodone, malformed, errorevent,
+  garbage, html; a vendor name after another word sets vendor= (mock-quota-kimi)
+
+examples:
+  model gpt-4o-mini/fault:status=429;retry_after=8     a 429 with Retry-After: 8
+  model mock-429-retry-8                               the same, as a shorthand name
+  model claude-sonnet-4-5/fault:status=529|ok          overloaded once, then answers
+  header x-mock-fault: first_token=2;cut=3             a slow first token, then a drop
+  POST /_mock/scripts {"model": "gpt-4o-mini", "faults": ["status=503", "status=503", "ok"]}
+                                                       two failures, then answers
+"""
+"""The fault grammar as reference text: where specs come from, the items, the shorthand words
+and examples (plain text, at most 92 columns)."""
 
 VENDORS = frozenset(
     {"openai", "anthropic", "azure", "deepseek", "groq", "kimi", "zai", "xai", "ollama", "vllm"}
