@@ -537,6 +537,7 @@ def test_help_ends_with_the_fault_grammar(
         "cut=N",
         "malformed[=N]",
         "body=KIND",
+        "tool_call[=NAME]",
         "gpt-4o-mini/fault:status=429;retry_after=8",
         "mock-429-retry-8",
         "x-mock-fault",

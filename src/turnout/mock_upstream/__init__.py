@@ -15,7 +15,9 @@ endpoint                                                   answer
 
 Any path ending in those suffixes is served (so base URLs with a prefix work). Answers read
 ``mock answer from <model>``, with plausible usage and ids, and an ``x-request-id`` header
-(plus ``request-id`` on Anthropic endpoints).
+(plus ``request-id`` on Anthropic endpoints). A request that offers tools and forces a call
+(``tool_choice``), or whose fault says ``tool_call``, is answered with a tool call instead, whole
+or streamed in the vendor's shape, its arguments an example of the tool's JSON schema.
 
 Faults
 ------

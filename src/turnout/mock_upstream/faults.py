@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANY_MODEL",
+    "ANY_TOOL",
     "GRAMMAR",
     "NO_FAULT",
     "VENDORS",
@@ -84,17 +85,36 @@ items (S: seconds, N: a count):
   body=KIND             bad bytes instead of the answer: garbage, truncated, nonutf8, html
                         (a proxy's 502 page), empty, wrong_type (right bytes, text/html);
                         status 200 unless status= is given (html: 502)
+  tool_call[=NAME]      answer with a call of tool NAME (default: the forced tool, else the
+                        first tool offered), whatever tool_choice says (alias tool)
 
 shorthand names, mock-<word>-<word>...:
   a status (503), retry-S, slow-S, ttft-S (first_token), cut-N, stall-N, chunks-N, hang,
   reset, refuse, quota, ctx, policy (content_policy), nodone, malformed, errorevent,
-  garbage, html; a vendor name after another word sets vendor= (mock-quota-kimi)
+  garbage, html, tool (tool_call); a vendor name after another word sets vendor=
+  (mock-quota-kimi)
+
+tool calls:
+  A chat or messages request that offers tools and forces a call (OpenAI tool_choice
+  "required", a named function, or allowed_tools in required mode; Anthropic tool_choice
+  {"type": "any"} or {"type": "tool", "name": ...}) is answered with one call of the forced
+  tool, else the first tool; so is any request with tool_call when it offers tools or names
+  one (a tool it does not offer is called with {}). Otherwise the answer is text, tools or
+  not; refuse always refuses. The call has the vendor's shape: OpenAI message.tool_calls,
+  content null, finish_reason tool_calls; Anthropic a tool_use block, stop_reason tool_use.
+  Arguments are an example of the tool's JSON schema (required properties first; enum: first
+  value; strings "mock", numbers 1, booleans true, arrays [], objects from their own
+  properties). Streamed, the call's id and name come with the role/start events and each
+  argument fragment is a content chunk (one per JSON token, or chunks=N), so first_token,
+  chunk_delay, cut, stall, end and malformed act on them.
 
 examples:
   model gpt-4o-mini/fault:status=429;retry_after=8     a 429 with Retry-After: 8
   model mock-429-retry-8                               the same, as a shorthand name
   model claude-sonnet-4-5/fault:status=529|ok          overloaded once, then answers
   header x-mock-fault: first_token=2;cut=3             a slow first token, then a drop
+  model mock-tool                                      a call of the first tool offered
+  header x-mock-fault: tool_call=get_weather;cut=2     a tool call cut after 2 fragments
   POST /_mock/scripts {"model": "gpt-4o-mini", "faults": ["status=503", "status=503", "ok"]}
                                                        two failures, then answers
 """
@@ -111,6 +131,8 @@ BAD_BODIES = frozenset({"garbage", "truncated", "nonutf8", "html", "empty", "wro
 
 _MARKER = "fault:"
 ANY_MODEL = "*"
+ANY_TOOL = "*"
+"""`tool_call` without a name: the tool the request forces, else its first tool."""
 _MODEL_SEPARATORS = "/@+:-"
 
 
@@ -146,6 +168,7 @@ class Fault:
     no_done: bool = False
     error_event: bool = False
     body: str | None = None
+    tool_call: str | None = None
     spec: str = ""
 
     @property
@@ -188,8 +211,13 @@ _FLOATS = frozenset(
 )
 _INTS = frozenset({"status", "chunks", "cut", "stall", "end"})
 _TEXTS = {"message": "message", "type": "error_type"}
-_ALIASES = {"retry": "retry_after", "slow": "latency", "ctx": "context_length"}
-_KNOWN = _FLAGS | _FLOATS | _INTS | {"vendor", "body", "malformed", "ok", *_TEXTS}
+_ALIASES = {
+    "retry": "retry_after",
+    "slow": "latency",
+    "ctx": "context_length",
+    "tool": "tool_call",
+}
+_KNOWN = _FLAGS | _FLOATS | _INTS | {"vendor", "body", "malformed", "tool_call", "ok", *_TEXTS}
 
 
 def _number(key: str, value: str, kind: type[float] | type[int]) -> float:
@@ -214,6 +242,8 @@ def _apply_item(values: dict[str, Any], key: str, value: str | None) -> None:
         values[key] = True
     elif key == "malformed":
         values[key] = 1 if value in (None, "") else int(_number(key, value, int))
+    elif key == "tool_call":
+        values[key] = value or ANY_TOOL
     elif value in (None, ""):
         raise ValueError(f"fault item {key} needs a value ({key}=...)")
     else:
@@ -281,6 +311,7 @@ _SHORTHAND_WORDS = {
     "errorevent": "error_event",
     "garbage": "body=garbage",
     "html": "body=html",
+    "tool": "tool_call",
 }
 _SHORTHAND_VALUED = {
     "retry": "retry_after",
