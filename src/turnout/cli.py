@@ -58,15 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_mock_upstream(commands: Subparsers[argparse.ArgumentParser]) -> None:
-    """`turnout mock-upstream [--host H] [--port P]` (options: `turnout.mock_upstream`)."""
-    upstream = commands.add_parser(
-        "mock-upstream",
-        help="an OpenAI + Anthropic compatible upstream with scriptable faults",
-        description="Serve a mock upstream for tests, demos and benchmarks (faults by model "
-        "name or the x-mock-fault header; request log at /_mock/requests).",
-    )
-    upstream.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    upstream.add_argument("--port", type=int, default=4010, help="port (4010; 0 = any free)")
+    """`turnout mock-upstream [--host H] [--port P] …`; `--help` ends with the fault grammar."""
+    from turnout.mock_upstream.command import HELP, add_arguments, parser_options  # noqa: PLC0415
+
+    add_arguments(commands.add_parser("mock-upstream", help=HELP, **parser_options()))
 
 
 def _add_import(commands: Subparsers[argparse.ArgumentParser]) -> None:
