@@ -166,7 +166,7 @@ class ProviderConfig(_Model):
     api_key: str | None = Field(
         None,
         description='The provider\'s own credential, usually `"${OPENAI_API_KEY}"`. Without '
-        "one, the provider forwards each caller's own credential (see `credential_mode`).",
+        "one, `credential_mode` says what calls authenticate with.",
     )
     base_url: str | None = Field(
         None,
@@ -441,7 +441,9 @@ class RequireConfig(_Model):
         False, description="Only providers that promise `no_prompt_training`."
     )
     jurisdiction: tuple[str, ...] = Field(
-        (), description="Only providers whose `jurisdiction` is one of these. Empty: any."
+        (),
+        description="Only providers whose `jurisdiction` is one of these (ignoring case). "
+        "Empty: any.",
     )
 
 
