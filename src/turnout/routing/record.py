@@ -70,7 +70,7 @@ class AttemptEntry:
     began (None for a target never reached); `started_at` renders it as ISO 8601 UTC.
     `duration_ms` is whole milliseconds (None for entries that are not calls). `hedge` is True
     for a call started beside a running one. `shadow` holds the decisions of observe-mode
-    policies that would have skipped the target (it was called anyway; SPEC §6.3).
+    policies that would have skipped the target (it was called anyway).
     """
 
     index: int
@@ -104,7 +104,7 @@ class AttemptEntry:
         return self.outcome in CALL_OUTCOMES
 
     def as_dict(self) -> dict[str, Any]:
-        """The entry as JSON-ready values (SPEC §3.9 field names)."""
+        """The entry as JSON-ready values, under the routing record's field names."""
         return {
             "index": self.index,
             "call_id": self.call_id,
@@ -130,14 +130,14 @@ class AttemptEntry:
 
 @dataclass(slots=True, eq=False)
 class RoutingRecord:
-    """Everything one routed request did (SPEC §3.9).
+    """Everything one routed request did.
 
     `answered` is the serving target's name (None when nothing answered) and `target_index` its
     0-based position; `served_provider` / `served_model` say who served. `fallbacks` counts the
     distinct targets passed (failed or skipped) before the serving one; `hedges` the hedge calls
     started. `fallback_route` / `fallback_kind` (`general`, `context`, `content`) name the
     fallback route that served or was last tried. `credential_fallback` is True when an org-key
-    target served a caller that brought its own credential (SPEC §5.2). `usage` and `cost`
+    target served a caller that brought its own credential. `usage` and `cost`
     (USD, None without a price) are the serving call's; `discarded_usage` sums every other
     call's usage.
     `remaining_attempts` is what is left of the request's `max_attempts`. `error` describes how
@@ -182,7 +182,7 @@ class RoutingRecord:
         return [(entry.target, entry.outcome) for entry in self.attempts]
 
     def as_dict(self) -> dict[str, Any]:
-        """The record as JSON-ready values (SPEC §3.9 field names)."""
+        """The record as JSON-ready values, under its field names."""
         return {
             "request_id": self.request_id,
             "route": self.route,
