@@ -233,6 +233,7 @@ def render_reference() -> str:
     index += [
         f"| [{section.title}](#{section.anchor}) | {_where(section)} |" for section in sections
     ]
+    index.append("| [Strategy](#strategy) | `routes[].strategy` |")
     parts = [_INTRO, "\n".join(index)]
     parts += [_render_section(section, anchors) for section in sections]
     parts += [_render_strategies(), _OUTRO]
