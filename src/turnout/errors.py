@@ -5,13 +5,13 @@
     TurnoutError
     ├── ConfigError (also ValueError)      invalid options; names the field and the rule
     │                                      (`.status`/`.code`: 400 VALIDATION_FAILED, or 409)
-    ├── RoutingError                       how a routed request ended without an answer (§3.4)
+    ├── RoutingError                       how a routed request ended without an answer
     │   ├── RouteExhausted                 transient: retryable failures left no target
     │   ├── RouteIneligible                fatal: every target ineligible for this request
     │   ├── NoDeploymentAvailable          every target paused / no positive weight
     │   ├── PolicyDenied                   a deny covers every target
     │   └── NoRoute                        no route serves the model (gateway)
-    ├── ProviderError                      one call failed; `.error_class` is §3.2's class
+    ├── ProviderError                      one call failed; `.error_class` says how
     │   ├── ProviderTimeout                timeout
     │   ├── RateLimited                    rate_limited
     │   ├── QuotaExhausted                 quota_exhausted
@@ -21,7 +21,7 @@
     │   ├── AuthenticationFailed           auth
     │   └── InvalidRequest                 invalid_request
     ├── StreamBroken                       a committed stream failed
-    └── StreamRejected                     a finished stream was refused or rejected (§3.7)
+    └── StreamRejected                     a finished stream was refused or rejected
 
 `ProviderError.for_class()` builds the subclass that matches an error class, so that code
 which classifies (providers, the scripted models) never picks a class by hand.
@@ -92,7 +92,7 @@ class ConfigError(TurnoutError, ValueError):
 
 
 class RoutingError(TurnoutError):
-    """A routed request ended without an accepted answer (SPEC §3.4).
+    """A routed request ended without an accepted answer.
 
     `status` and `code` are what the gateway answers with; `routing` is the routing record.
     """
@@ -178,7 +178,7 @@ class NoRoute(RoutingError):
 class ProviderError(TurnoutError):
     """One call to one target failed.
 
-    Attributes: `status` (HTTP status or None for transport failures), `error_class` (SPEC §3.2),
+    Attributes: `status` (HTTP status or None for transport failures), `error_class` (its class),
     `message`, `retry_after` (seconds or None), `reset_at` (a vendor's quota reset time as seconds
     from now, or None), `error_type` (the vendor's error type or code, e.g. `insufficient_quota`),
     `reason` (short text for the routing record: `429`, `connection`, `timeout`), `provider`,

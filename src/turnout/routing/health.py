@@ -146,7 +146,7 @@ class HealthEvent:
 
 
 class Health:
-    """The health registry shared by the routes that use it (SPEC §3.5).
+    """The health registry shared by the routes that use it: cooldowns, breaker and parking.
 
     `breaker` is the default policy (default `Breaker(failures=3, open_for=60)`; None = disabled),
     `key_by` how targets map to health keys (`provider`, `provider_model` (default), `target`),

@@ -64,7 +64,7 @@ class Route:
     """A named, ordered list of targets plus a policy; an async chat client (`complete`,
     `stream`) that also routes embeddings (`embed`).
 
-    Options (SPEC §7.3; times in seconds):
+    Options (the route options of the configuration file; times in seconds):
 
     - `clock`: the time source (default: the health's clock). `health`: a `Health` shared with
       other routes (default: the process-wide registry; a route given a fake clock gets a
@@ -259,9 +259,9 @@ class Route:
         A list of messages is wrapped into `ChatRequest(messages=…, **params)`; `context` is
         what each target's `eligible` receives; `plan` (default None: every target, as
         configured) limits and orders the targets of this one call, carries the caller's own
-        credential and the policy verdicts (`turnout.routing.plan`). Raises the §3.4 ending
-        error: the terminal call's own `ProviderError`, `RouteExhausted`, `RouteIneligible`,
-        `NoDeploymentAvailable` or `PolicyDenied`, each with `.routing` set.
+        credential and the policy verdicts (`turnout.routing.plan`). Raises the error the
+        request ended with: the terminal call's own `ProviderError`, `RouteExhausted`,
+        `RouteIneligible`, `NoDeploymentAvailable` or `PolicyDenied`, each with `.routing` set.
         """
         if params or not isinstance(request, ChatRequest):
             request = as_request(request, params)
@@ -316,8 +316,8 @@ class Route:
         raises `RoutingError` 400 `embeddings_not_supported`. `context_window` and `cost_budget`
         are not checked (an embeddings request has no `max_tokens`); `eligible` receives the
         `EmbeddingRequest`. The record's `usage` is the serving call's and its `cost` is priced
-        at the model's input price. Other failures raise as `complete` does (§3.4); `plan` as
-        for `complete`.
+        at the model's input price. Other failures raise as `complete` does; `plan` as for
+        `complete`.
         """
         if not isinstance(request, EmbeddingRequest):
             request = EmbeddingRequest(input=request)
