@@ -27,7 +27,7 @@ from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
 from turnout.providers.openai import OpenAI
 from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
-from turnout.providers.transport import Timeouts
+from turnout.providers.transport import HttpTimeouts, Timeouts
 
 __all__ = [
     "PRESETS",
@@ -35,6 +35,7 @@ __all__ = [
     "AzureOpenAI",
     "Http1Transport",
     "HttpProvider",
+    "HttpTimeouts",
     "MockProvider",
     "OpenAI",
     "OpenAICompatible",

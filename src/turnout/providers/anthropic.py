@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from turnout.providers.base import CredentialMode
-    from turnout.providers.transport import Timeouts, Transport
+    from turnout.providers.transport import HttpTimeouts, Transport
     from turnout.wire.model import ChatRequest
 
 __all__ = ["ANTHROPIC_VERSION", "Anthropic"]
@@ -49,7 +49,7 @@ class Anthropic(HttpProvider):
         version: str = ANTHROPIC_VERSION,
         model: str | None = None,
         headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
+        timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,

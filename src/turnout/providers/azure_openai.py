@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from turnout.providers.base import CredentialMode
-    from turnout.providers.transport import Timeouts, Transport
+    from turnout.providers.transport import HttpTimeouts, Transport
 
 __all__ = ["DEFAULT_API_VERSION", "AzureOpenAI"]
 
@@ -54,7 +54,7 @@ class AzureOpenAI(EmbeddingsSupport):
         name: str = "azure-openai",
         model: str | None = None,
         headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
+        timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,

@@ -36,7 +36,7 @@ from turnout.errors import (
     ProviderUnavailable,
 )
 from turnout.providers.transport import (
-    Timeouts,
+    HttpTimeouts,
     Transport,
     default_transport,
     error_for_status,
@@ -157,7 +157,7 @@ class HttpProvider:
     Subclasses set `kind` and implement `chat_url(model)`. Keyword options shared by every kind:
     `name` (the provider id, part of the default health key), `model` (used when neither the
     target nor the request names one), `headers` (sent with every call), `timeouts`
-    (`Timeouts(connect=10, read=600)`, seconds), `max_connections` (pool size, 100), `prices`
+    (`HttpTimeouts(connect=10, read=600)`, seconds), `max_connections` (pool size, 100), `prices`
     (USD per 1M input/output tokens by model), `model_aliases` (requested -> wire model),
     `transport` (an alternative `Transport`, e.g. for tests), `api_key` (sent in the kind's
     credential header, `credential_headers`) and `credential_mode`: `org_key` (default: the
@@ -178,7 +178,7 @@ class HttpProvider:
         auth_headers: Mapping[str, str],
         model: str | None = None,
         headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
+        timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,
@@ -198,7 +198,7 @@ class HttpProvider:
         own_key = self.credential_headers(api_key) if api_key and not self._needs_credential else {}
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.timeouts = timeouts if timeouts is not None else Timeouts()
+        self.timeouts = timeouts if timeouts is not None else HttpTimeouts()
         self.malformed_events = 0
         self._headers = {
             "content-type": "application/json",

@@ -12,7 +12,7 @@ response was read to the end, the server allowed keep-alive, and no byte arrived
 anything else closes it. A pooled connection the server closed, or idle for `keepalive` seconds,
 is never reused. At most `max_connections` connections per origin: callers wait for a free one.
 Rule 3: every wait is bounded: waiting for a connection and opening it (TLS included) by
-`Timeouts.connect`, each silence while waiting for response bytes by `Timeouts.read`.
+`HttpTimeouts.connect`, each silence while waiting for response bytes by `HttpTimeouts.read`.
 Rule 4: failures are raised as the `transport` module's `TransportFailure`s and mapped to
 `ProviderError` by `transport.error_for_exception`; a cancellation propagates untouched and closes
 the connection of the response it interrupted.
@@ -52,7 +52,7 @@ from turnout.providers.transport import (
     ConnectFailed,
     ConnectTimeout,
     HttpReply,
-    Timeouts,
+    HttpTimeouts,
     TransportFailure,
     UpstreamClosed,
     error_for_exception,
@@ -370,7 +370,7 @@ class _Exchange(contextlib.AbstractAsyncContextManager["Response"]):
 class Http1Transport:
     """A `Transport` speaking HTTP/1.1 over pooled keep-alive connections, for one provider.
 
-    `provider` names it in errors; `timeouts` (default `Timeouts()`: 10 s connect, 600 s read)
+    `provider` names it in errors; `timeouts` (default `HttpTimeouts()`: 10 s connect, 600 s read)
     bound opening a connection and each silence while reading; `max_connections` (default 100)
     caps the connections to each origin (scheme, host, port); idle connections are closed after
     `keepalive` seconds (default 30). https uses `ssl_context` (default: the system's trusted
@@ -381,7 +381,7 @@ class Http1Transport:
         self,
         *,
         provider: str,
-        timeouts: Timeouts | None = None,
+        timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         keepalive: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
@@ -391,7 +391,7 @@ class Http1Transport:
         if not keepalive > 0:
             raise ValueError("keepalive must be a positive number of seconds")
         self.provider = provider
-        self.timeouts = timeouts if timeouts is not None else Timeouts()
+        self.timeouts = timeouts if timeouts is not None else HttpTimeouts()
         self._max_connections = max_connections
         self._keepalive = keepalive
         self._ssl = ssl_context

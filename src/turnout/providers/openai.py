@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from turnout.providers.base import CredentialMode
-    from turnout.providers.transport import Timeouts, Transport
+    from turnout.providers.transport import HttpTimeouts, Transport
 
 __all__ = ["OpenAI"]
 
@@ -38,7 +38,7 @@ class OpenAI(EmbeddingsSupport):
         name: str = "openai",
         model: str | None = None,
         headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
+        timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,

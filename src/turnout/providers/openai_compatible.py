@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from turnout.providers.base import CredentialMode
-    from turnout.providers.transport import Timeouts, Transport
+    from turnout.providers.transport import HttpTimeouts, Transport
 
 __all__ = ["KEYLESS_PRESETS", "PRESETS", "OpenAICompatible", "is_loopback"]
 
@@ -46,7 +46,7 @@ class OpenAICompatible(EmbeddingsSupport):
         name: str | None = None,
         model: str | None = None,
         headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
+        timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         prices: Mapping[str, Any] | None = None,
         model_aliases: Mapping[str, str] | None = None,

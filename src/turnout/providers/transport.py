@@ -14,8 +14,8 @@ another loop, it starts new ones there (close each with `aclose()` before its lo
 Rule 2: no retries here: the route is the only retry authority (SPEC §3.2). The one resend a
 client may make is of a request that never reached the server: one written on a reused
 connection the server had just closed as idle (`http1` Rule 7).
-Rule 3: every wait on the network is bounded: `Timeouts.connect` for the connection,
-`Timeouts.read` for each silence while reading, so a hung upstream never holds a socket for
+Rule 3: every wait on the network is bounded: `HttpTimeouts.connect` for the connection,
+`HttpTimeouts.read` for each silence while reading, so a hung upstream never holds a socket for
 ever even when no route deadline is running.
 Rule 4: cancellation is never mapped: it propagates, and the response is released (a partly
 read response closes its connection instead of returning it to the pool).
@@ -39,6 +39,7 @@ __all__ = [
     "ConnectFailed",
     "ConnectTimeout",
     "HttpReply",
+    "HttpTimeouts",
     "InvalidHeader",
     "InvalidURL",
     "ReadTimeout",
@@ -58,7 +59,7 @@ _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id", "x-ms-re
 
 
 @dataclass(frozen=True, slots=True)
-class Timeouts:
+class HttpTimeouts:
     """A provider's own network deadlines, in seconds.
 
     `connect` (default 10): to open a connection; `read` (default 600, the OpenAI SDK's own
@@ -72,7 +73,12 @@ class Timeouts:
     def __post_init__(self) -> None:
         for name in ("connect", "read"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"Timeouts.{name} must be a positive number of seconds")
+                raise ValueError(f"HttpTimeouts.{name} must be a positive number of seconds")
+
+
+Timeouts = HttpTimeouts
+"""The earlier name of `HttpTimeouts`, kept importable (the engine's deadlines are
+`turnout.routing.options.Timeouts`, a different thing)."""
 
 
 class HttpReply(NamedTuple):
@@ -122,11 +128,11 @@ class TransportFailure(Exception):
 
 
 class ConnectTimeout(TransportFailure, TimeoutError):
-    """No connection (TLS included, or a free pooled one) within `Timeouts.connect`."""
+    """No connection (TLS included, or a free pooled one) within `HttpTimeouts.connect`."""
 
 
 class ReadTimeout(TransportFailure, TimeoutError):
-    """No response bytes within `Timeouts.read` of silence."""
+    """No response bytes within `HttpTimeouts.read` of silence."""
 
 
 class ConnectFailed(TransportFailure):
@@ -225,10 +231,10 @@ def _connection_message(exc: BaseException) -> str:
 
 
 def default_transport(
-    *, provider: str, timeouts: Timeouts | None = None, max_connections: int = 100
+    *, provider: str, timeouts: HttpTimeouts | None = None, max_connections: int = 100
 ) -> Transport:
     """The providers' transport: an `Http1Transport` named `provider` (in its errors), with
-    `timeouts` (default `Timeouts()`) and at most `max_connections` (default 100) connections
+    `timeouts` (default `HttpTimeouts()`) and at most `max_connections` (default 100) connections
     to each origin; idle connections are kept 30 s."""
     from turnout.providers.http1 import Http1Transport  # noqa: PLC0415 - http1 imports this module
 

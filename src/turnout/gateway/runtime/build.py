@@ -30,10 +30,10 @@ from turnout.gateway.resolution.route_entry import ENDPOINT_PATHS, AliasRoutes, 
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
+    HttpTimeouts,
     MockProvider,
     OpenAI,
     OpenAICompatible,
-    Timeouts,
 )
 from turnout.routing.health import Breaker, Health
 from turnout.routing.route import Route
@@ -78,7 +78,7 @@ def build_provider(config: ProviderConfig, *, clock: Clock | None = None) -> Any
             **common,
         )
     common["headers"] = dict(config.headers)
-    common["timeouts"] = Timeouts(connect=config.connect_timeout)
+    common["timeouts"] = HttpTimeouts(connect=config.connect_timeout)
     key = config.api_key or ""
     if config.base_url:
         common["base_url"] = config.base_url
