@@ -42,11 +42,11 @@ from turnout.providers._http1_message import (
     HIGH_WATER,
     STALE_WINDOW,
     Origin,
+    ParsedURL,
     Response,
     StaleConnection,
-    Target,
+    parse_url,
     request_head,
-    target_of,
 )
 from turnout.providers.transport import (
     ConnectFailed,
@@ -320,8 +320,9 @@ class _Pool:
                 conn.close()
 
 
-class _Exchange(contextlib.AbstractAsyncContextManager["Response"]):
-    """`Http1Transport.stream`'s context: sends on entry, releases or closes on exit."""
+class _StreamedPost(contextlib.AbstractAsyncContextManager["Response"]):
+    """One streamed POST (`Http1Transport.stream`): sent on entry; its connection released or
+    closed on exit."""
 
     __slots__ = ("_body", "_conn", "_headers", "_response", "_transport", "_url")
 
@@ -397,7 +398,7 @@ class Http1Transport:
         self._ssl = ssl_context
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pools: dict[Origin, _Pool] = {}
-        self._targets: dict[str, Target] = {}
+        self._parsed_urls: dict[str, ParsedURL] = {}
 
     def _pool_for(self, origin: Origin) -> _Pool:
         loop = asyncio.get_running_loop()
@@ -419,14 +420,14 @@ class Http1Transport:
             )
         return pool
 
-    def _target(self, url: str) -> Target:
-        target = self._targets.get(url)
-        if target is None:
-            target = target_of(url)
-            if len(self._targets) >= 1024:
-                self._targets.clear()
-            self._targets[url] = target
-        return target
+    def _parsed(self, url: str) -> ParsedURL:
+        parsed = self._parsed_urls.get(url)
+        if parsed is None:
+            parsed = parse_url(url)
+            if len(self._parsed_urls) >= 1024:
+                self._parsed_urls.clear()
+            self._parsed_urls[url] = parsed
+        return parsed
 
     async def send(
         self, url: str, body: bytes, headers: Mapping[str, str]
@@ -434,9 +435,9 @@ class Http1Transport:
         """Write the request on a pooled connection and wait for the response's head
         (TransportFailure on a failure); once more on a new connection after a stale one
         (Rule 7). The connection is closed on any failure."""
-        target = self._target(url)
-        head = request_head(target.prefix, len(body), headers)
-        pool = self._pool_for(target.origin)
+        parsed = self._parsed(url)
+        head = request_head(parsed.prefix, len(body), headers)
+        pool = self._pool_for(parsed.origin)
         conn = await pool.acquire()
         for fresh in (False, True):
             response = conn.send(head, body, self.timeouts.read, self.provider)
@@ -478,7 +479,7 @@ class Http1Transport:
         self, url: str, body: bytes, headers: Mapping[str, str]
     ) -> contextlib.AbstractAsyncContextManager[Response]:
         """POST `body` and yield the response as it arrives (released on exit)."""
-        return _Exchange(self, url, body, headers)
+        return _StreamedPost(self, url, body, headers)
 
     async def aclose(self) -> None:
         """Close every connection (the transport opens new ones if used again)."""

@@ -45,7 +45,9 @@ def _connection_error(provider: str, message: str) -> ProviderError:
 
 
 class _MemoryExchange:
-    """An `Exchange` whose answer is read by `MemoryTransport` instead of a socket."""
+    """The mock upstream's `Exchange` (`turnout.mock_upstream.exchange`), in memory: its
+    handler answers into it and `MemoryTransport` reads the answer, where the socket server's
+    `HttpExchange` writes it to a connection."""
 
     def __init__(self, request: Request, provider: str) -> None:
         self.request = request
