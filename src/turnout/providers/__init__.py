@@ -27,13 +27,14 @@ from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
 from turnout.providers.openai import OpenAI
 from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
-from turnout.providers.transport import HttpTimeouts, Timeouts
+from turnout.providers.transport import HttpOptions, HttpTimeouts, Timeouts
 
 __all__ = [
     "PRESETS",
     "Anthropic",
     "AzureOpenAI",
     "Http1Transport",
+    "HttpOptions",
     "HttpProvider",
     "HttpTimeouts",
     "MockProvider",

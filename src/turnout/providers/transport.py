@@ -24,7 +24,8 @@ read response closes its connection instead of returning it to the pool).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from turnout.errors import ProviderError
@@ -38,6 +39,7 @@ __all__ = [
     "BodyCutShort",
     "ConnectFailed",
     "ConnectTimeout",
+    "HttpOptions",
     "HttpReply",
     "HttpTimeouts",
     "InvalidHeader",
@@ -79,6 +81,27 @@ class HttpTimeouts:
 Timeouts = HttpTimeouts
 """The earlier name of `HttpTimeouts`, kept importable (the engine's deadlines are
 `turnout.routing.options.Timeouts`, a different thing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    """How a provider makes its HTTP calls; one object may serve any number of providers.
+
+    `headers` (default none): sent with every call, after the provider's own defaults and
+    before its credential headers (names are case-insensitive); `timeouts` (default
+    `HttpTimeouts()`: 10 s to connect, 600 s of read silence); `max_connections` (default
+    100): open connections to each origin. `timeouts` and `max_connections` configure the
+    provider's own client: a provider given its own `transport` sends `headers` but uses
+    neither.
+    """
+
+    headers: Mapping[str, str] = field(default_factory=dict, hash=False)
+    timeouts: HttpTimeouts = HttpTimeouts()
+    max_connections: int = 100
+
+    def __post_init__(self) -> None:
+        # A frozen value: a copy, read-only, so a caller's later change to its dict is not seen.
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
 
 
 class HttpReply(NamedTuple):
