@@ -38,6 +38,9 @@ class Anthropic(HttpProvider):
 
     kind = "anthropic"
     api_key_env = "ANTHROPIC_API_KEY"
+    wire = ANTHROPIC_MESSAGES
+    family = "anthropic"
+    vendor = "anthropic"
     supports_embeddings = False
 
     def __init__(
@@ -52,9 +55,6 @@ class Anthropic(HttpProvider):
     ) -> None:
         super().__init__(
             name=name,
-            vendor="anthropic",
-            family="anthropic",
-            wire=ANTHROPIC_MESSAGES,
             base_url=base_url,
             auth_headers={"anthropic-version": version},
             api_key=api_key,

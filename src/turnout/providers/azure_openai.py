@@ -64,10 +64,10 @@ class AzureOpenAI(EmbeddingsSupport):
         self.supports_embeddings = not anthropic
         super().__init__(
             name=name,
-            vendor="anthropic" if anthropic else "azure-openai",
-            family=family,
-            wire=codec,
             base_url=base_url,
+            wire=codec,
+            family=family,
+            vendor="anthropic" if anthropic else "azure-openai",
             auth_headers=auth,
             api_key=api_key,
             options=options,

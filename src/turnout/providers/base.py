@@ -209,7 +209,12 @@ def _prices(prices: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
 class HttpProvider:
     """A `ChatClient` for one account of one vendor, speaking one wire format over HTTP.
 
-    Subclasses set `kind` and implement `chat_url(model)`. Every kind takes `name` (the
+    Subclasses set `kind`, implement `chat_url(model)` and say what they speak: `wire` (the
+    wire format and its codecs; required), `family` (default none) and `vendor` (the vendor
+    catalog entry that reads its errors; default none), as class attributes or, where they
+    vary per instance, as keywords of `HttpProvider.__init__`, which also takes `auth_headers`
+    (the kind's own protocol headers, e.g. `anthropic-version`) and reads the environment
+    variable `api_key_env` when no `api_key` is given. Every kind takes `name` (the
     provider id, part of the default health key), `api_key` (sent in the kind's credential
     header, `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool
     size; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`: `model` (used
@@ -226,16 +231,19 @@ class HttpProvider:
     kind: ClassVar[str] = "http"
     api_key_env: ClassVar[str | None] = None
     """The environment variable read for `api_key` when none is given (None: none is read)."""
+    wire: Wire
+    family: str = "none"
+    vendor: str | None = None
 
     def __init__(
         self,
         *,
         name: str,
-        vendor: str | None,
-        family: str,
-        wire: Wire,
         base_url: str,
-        auth_headers: Mapping[str, str],
+        wire: Wire | None = None,
+        family: str | None = None,
+        vendor: str | None = None,
+        auth_headers: Mapping[str, str] | None = None,
         api_key: str | None = None,
         options: HttpOptions | None = None,
         **keywords: Unpack[HttpProviderKeywords],
@@ -247,9 +255,7 @@ class HttpProvider:
             raise ConfigError(f"credential_mode: {rule}", [("credential_mode", rule)])
         options = _http_options(options, keywords)
         self.name = name
-        self.vendor = vendor
-        self.family = family
-        self.wire = wire
+        self._speak(wire, family, vendor)
         self.credential_mode: CredentialMode = credential_mode
         self._needs_credential = credential_mode == "passthrough"
         if api_key is None and self.api_key_env is not None:
@@ -265,7 +271,7 @@ class HttpProvider:
             "accept": "application/json",
             "user-agent": _USER_AGENT,
             **{k.lower(): v for k, v in options.headers.items()},
-            **auth_headers,
+            **(auth_headers or {}),
             **own_key,
         }
         self._prices = _prices(keywords.get("prices"))
@@ -278,6 +284,17 @@ class HttpProvider:
                 provider=name, timeouts=options.timeouts, max_connections=options.max_connections
             )
         )
+
+    def _speak(self, wire: Wire | None, family: str | None, vendor: str | None) -> None:
+        """The instance's own wire, family and vendor where given, else its class's."""
+        if wire is not None:
+            self.wire = wire
+        elif not hasattr(self, "wire"):
+            raise TypeError(f"{type(self).__name__} names no wire format (`wire`)")
+        if family is not None:
+            self.family = family
+        if vendor is not None:
+            self.vendor = vendor
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"

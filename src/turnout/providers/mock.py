@@ -250,6 +250,8 @@ class MockProvider(EmbeddingsSupport):
     """
 
     kind = "mock"
+    vendor = "mock"
+    family = "none"
 
     def __init__(
         self,
@@ -274,11 +276,8 @@ class MockProvider(EmbeddingsSupport):
             self.app.faults.script(ANY_MODEL, script)
         super().__init__(
             name=name,
-            vendor="mock",
-            family="none",
-            wire=codecs[wire],
             base_url=f"http://mock.invalid/{name}",
-            auth_headers={},
+            wire=codecs[wire],
             transport=MemoryTransport(self.app, provider=name),
             **keywords,
         )

@@ -29,6 +29,9 @@ class OpenAI(EmbeddingsSupport):
 
     kind = "openai"
     api_key_env = "OPENAI_API_KEY"
+    wire = OPENAI_CHAT
+    family = "openai"
+    vendor = "openai"
 
     def __init__(
         self,
@@ -39,17 +42,7 @@ class OpenAI(EmbeddingsSupport):
         options: HttpOptions | None = None,
         **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
-        super().__init__(
-            name=name,
-            vendor="openai",
-            family="openai",
-            wire=OPENAI_CHAT,
-            base_url=base_url,
-            auth_headers={},
-            api_key=api_key,
-            options=options,
-            **keywords,
-        )
+        super().__init__(name=name, base_url=base_url, api_key=api_key, options=options, **keywords)
 
     def chat_url(self, model: str) -> str:
         """`{base_url}/chat/completions`."""

@@ -36,6 +36,8 @@ class OpenAICompatible(EmbeddingsSupport):
     """
 
     kind = "openai-compatible"
+    wire = OPENAI_CHAT_COMPATIBLE
+    family = "none"
 
     def __init__(
         self,
@@ -57,11 +59,8 @@ class OpenAICompatible(EmbeddingsSupport):
         self.supports_embeddings = entry.embeddings if entry is not None else True
         super().__init__(
             name=name or preset or "openai-compatible",
-            vendor=preset,
-            family="none",
-            wire=OPENAI_CHAT_COMPATIBLE,
             base_url=url,
-            auth_headers={},
+            vendor=preset,
             api_key=api_key,
             options=options,
             **keywords,
