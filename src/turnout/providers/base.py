@@ -12,7 +12,7 @@ after a finish reason is complete even without its terminator; one that ends wit
 reason raises `ProviderUnavailable` ("stream ended early").
 Rule 3: every error raised by a call names the provider and, when the upstream sent one, its
 request id.
-Rule 4: credentials (SPEC §4, §5.2). An `org_key` provider sends its own `api_key` on every
+Rule 4: credentials. An `org_key` provider sends its own `api_key` on every
 call. A `passthrough` provider has no key of its own: only the per-call view that
 `with_credential` returns carries the caller's credential, and the provider itself refuses a
 call (`AuthenticationFailed`, nothing sent) rather than send it upstream without one.
@@ -375,7 +375,7 @@ class HttpProvider:
 
     def call_headers(self, request: ChatRequest) -> Mapping[str, str]:
         """The headers of one chat call: the provider's own; for a caller's own Anthropic
-        Messages request, with its `anthropic-version` and `anthropic-beta` (SPEC §4)."""
+        Messages request, with its `anthropic-version` and `anthropic-beta`."""
         headers = self.sent_headers()
         source = request.source
         if source is None or not source.headers or source.format != "anthropic-messages":
@@ -395,7 +395,7 @@ class HttpProvider:
         return orjson.dumps(self.wire.encode(request, model))
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """One whole answer. Failures raise `ProviderError` subclasses (SPEC §3.2)."""
+        """One whole answer. Failures raise `ProviderError` subclasses."""
         model = self.wire_model(request.model)
         body = self.body_for(request, model, stream=False)
         reply = await self._transport.post(self.chat_url(model), body, self.call_headers(request))

@@ -11,7 +11,7 @@ passed instead (tests do). A client reports its failures with the exceptions bel
 
 Rule 1: a transport's connections belong to the event loop that first used it; used from
 another loop, it starts new ones there (close each with `aclose()` before its loop ends).
-Rule 2: no retries here: the route is the only retry authority (SPEC §3.2). The one resend a
+Rule 2: no retries here: the route is the only retry authority. The one resend a
 client may make is of a request that never reached the server: one written on a reused
 connection the server had just closed as idle (`http1` Rule 7).
 Rule 3: every wait on the network is bounded: `HttpTimeouts.connect` for the connection,
@@ -200,9 +200,9 @@ def error_for_status(
     vendor: str | None,
     now_wall: float | None = None,
 ) -> ProviderError:
-    """The `ProviderError` for an error response: classified by SPEC §3.2 with the vendor's
-    catalog signals, with `Retry-After` (seconds, HTTP date or `retry-after-ms`), the vendor's
-    quota reset time and the request id. Bad or non-JSON bodies never raise here."""
+    """The `ProviderError` for an error response: its error class (from the status, the body and
+    the vendor's catalog signals), with `Retry-After` (seconds, HTTP date or `retry-after-ms`),
+    the vendor's quota reset time and the request id. Bad or non-JSON bodies never raise here."""
     failure = classify_http(
         status,
         headers,
