@@ -30,11 +30,15 @@ from turnout.gateway.resolution.route_entry import ENDPOINT_PATHS, AliasRoutes, 
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
+    HttpOptions,
+    HttpTimeouts,
     MockProvider,
     OpenAI,
     OpenAICompatible,
-    Timeouts,
 )
+from turnout.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
+from turnout.providers.azure_openai import DEFAULT_API_VERSION as AZURE_API_VERSION
+from turnout.providers.openai import DEFAULT_BASE_URL as OPENAI_URL
 from turnout.routing.health import Breaker, Health
 from turnout.routing.route import Route
 from turnout.routing.strategies import strategy_from_config
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from turnout.access.route_plan import PlannedRoute, RoutePlan
+    from turnout.providers.base import ProviderKeywords
     from turnout.routing.clock import Clock
     from turnout.routing.strategies import Strategy
     from turnout.schema import (
@@ -54,44 +59,60 @@ if TYPE_CHECKING:
         TargetConfig,
     )
 
-__all__ = ["build_entries", "build_health", "build_provider", "supports_embeddings"]
+__all__ = [
+    "build_entries",
+    "build_health",
+    "build_http_options",
+    "build_provider",
+    "supports_embeddings",
+]
 
 _DERIVED: tuple[Endpoint, ...] = ("messages", "embeddings")
 
 
+def build_http_options(config: ProviderConfig) -> HttpOptions:
+    """The HTTP options of a configured provider: its `headers`, and its `connect_timeout`
+    (seconds) with the default read timeout and connection cap."""
+    return HttpOptions(
+        headers=config.headers, timeouts=HttpTimeouts(connect=config.connect_timeout)
+    )
+
+
 def build_provider(config: ProviderConfig, *, clock: Clock | None = None) -> Any:
-    """The adapter for one configured provider (`kind` -> class). A missing `api_key` means no
-    credential: the adapters' own environment defaults are not read, only `${VAR}` is. The
-    adapter gets the provider's credential mode (§4, `credential_mode`): a passthrough adapter
-    has no key of its own and sends each call with the caller's credential."""
-    common: dict[str, Any] = {
-        "name": config.name,
+    """The adapter for one configured provider (`kind` -> class), with its options from
+    `build_http_options`. A missing `api_key` means no credential: the adapters' own
+    environment defaults are not read, only `${VAR}` is. The adapter gets the provider's
+    credential mode: a passthrough adapter has no key of its own and sends each call with the
+    caller's credential."""
+    keywords: ProviderKeywords = {
         "prices": {model: (p.input, p.output) for model, p in config.prices.items()},
         "model_aliases": dict(config.model_aliases),
         "credential_mode": credential_mode(config),
     }
+    name, url = config.name, config.base_url
     if config.kind == "mock":
-        return MockProvider(
-            script=mock_script_steps(config),
-            wire=config.wire or "openai-chat",
-            clock=clock,
-            **common,
-        )
-    common["headers"] = dict(config.headers)
-    common["timeouts"] = Timeouts(connect=config.connect_timeout)
-    key = config.api_key or ""
-    if config.base_url:
-        common["base_url"] = config.base_url
+        steps, wire = mock_script_steps(config), config.wire or "openai-chat"
+        return MockProvider(name, script=steps, wire=wire, clock=clock, **keywords)
+    options = build_http_options(config)
+    key = config.api_key or ""  # never None, which would read the adapter's environment default
     if config.kind == "openai":
-        return OpenAI(key, **common)
+        return OpenAI(key, base_url=url or OPENAI_URL, name=name, options=options, **keywords)
     if config.kind == "anthropic":
-        return Anthropic(key, **common)
+        return Anthropic(key, base_url=url or ANTHROPIC_URL, name=name, options=options, **keywords)
     if config.kind == "azure-openai":
-        base = common.pop("base_url", "")
-        if config.api_version:
-            common["api_version"] = config.api_version
-        return AzureOpenAI(base, key or None, wire=config.wire or "", **common)
-    return OpenAICompatible(api_key=config.api_key, preset=config.preset, **common)
+        version = config.api_version or AZURE_API_VERSION
+        return AzureOpenAI(
+            url or "",
+            key or None,
+            version,
+            wire=config.wire or "",
+            name=name,
+            options=options,
+            **keywords,
+        )
+    return OpenAICompatible(
+        url, config.api_key, preset=config.preset, name=name, options=options, **keywords
+    )
 
 
 def supports_embeddings(provider: Any) -> bool:
