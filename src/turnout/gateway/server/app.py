@@ -17,7 +17,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from turnout.errors import RoutingError
+from turnout.errors import MethodNotAllowed, NotFound, NotReady
 from turnout.gateway.handlers import (
     handle_chat,
     handle_count_tokens,
@@ -140,19 +140,13 @@ class GatewayApp:
         if path == "/healthz" and method == "GET":
             return json_reply(200, {"status": "ok"})
         if methods is None:
-            error: Exception = RoutingError(f"no endpoint {path}", status=404, code="NOT_FOUND")
+            error: Exception = NotFound(f"no endpoint {path}")
         elif method not in methods:
-            error = RoutingError(
-                f"{path} does not accept {method} (allowed: {', '.join(methods)})",
-                status=405,
-                code="method_not_allowed",
+            error = MethodNotAllowed(
+                f"{path} does not accept {method} (allowed: {', '.join(methods)})"
             )
         else:
-            error = RoutingError(
-                "the gateway is starting: its configuration is not loaded yet",
-                status=503,
-                code="not_ready",
-            )
+            error = NotReady("the gateway is starting: its configuration is not loaded yet")
         reply = error_reply(error, fmt, request_id=new_request_id())
         if methods is not None and method not in methods:
             reply.headers.append((b"allow", ", ".join(methods).encode()))
