@@ -424,6 +424,7 @@ class StreamRejected(TurnoutError):
     """
 
     status: ClassVar[int] = 502
+    code: str = "stream_rejected"
     transient: ClassVar[bool] = True
 
     def __init__(
