@@ -34,8 +34,8 @@ from turnout.access._binding_rules import (
     Subject,
     compile_bindings,
 )
-from turnout.access.keys import NO_REQUIREMENTS, model_denied
-from turnout.errors import ConfigError, NoRoute, PolicyDenied
+from turnout.access.keys import NO_REQUIREMENTS
+from turnout.errors import ConfigError, ModelDenied, NoRoute, PolicyDenied
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -147,11 +147,11 @@ class _Refusal:
                 f" (subject {self.subject})"
             )
         if self.unloaded:
-            return model_denied(
+            return ModelDenied(
                 f'model "{model}" is refused because access bindings have not loaded since'
                 " startup; retry once they load, or ask an administrator to check the server log"
             )
-        return model_denied(
+        return ModelDenied(
             f'no access binding grants model "{model}" to this caller; ask an administrator'
             " to grant the model"
         )
@@ -256,8 +256,8 @@ class AccessPolicy:
     def decide(self, caller: Caller, model: str) -> Decision:
         """The winning grant for `caller` and `model` (any case), per the module rules.
 
-        Raises `PolicyDenied` (403 POLICY_DENIED) for a deny binding, or a 400 MODEL_DENIED
-        `RoutingError` when no grant covers the caller and model.
+        Raises `PolicyDenied` (403 POLICY_DENIED) for a deny binding, or `ModelDenied` (400
+        MODEL_DENIED) when no grant covers the caller and model.
         """
         lowered = model.lower()
         key = (caller.key, caller.identity, lowered)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from turnout.access.patterns import ModelPattern
-from turnout.errors import ConfigError, RoutingError
+from turnout.errors import ConfigError, InvalidApiKey, ModelDenied, ModelNotAllowed
 from turnout.schema import RequireConfig
 
 if TYPE_CHECKING:
@@ -45,7 +45,6 @@ __all__ = [
     "empty_model_route",
     "generate_key",
     "hash_key",
-    "model_denied",
     "split_credentials",
 ]
 
@@ -333,7 +332,7 @@ def _own_credential(
 
 
 def authenticate(credentials: Credentials, project: str) -> Caller:
-    """The request's caller, or 401 `invalid_api_key` for a missing or unknown key.
+    """The request's caller; `InvalidApiKey` (401) for a missing or unknown key.
 
     Under `auth: open` every caller is `Caller.anonymous(project)`.
     """
@@ -345,24 +344,18 @@ def authenticate(credentials: Credentials, project: str) -> Caller:
         message = "the turnout key is unknown or revoked"
     else:
         message = "a turnout key is required: send it in x-turnout-key, Authorization or x-api-key"
-    raise RoutingError(message, status=401, code="invalid_api_key")
-
-
-def model_denied(message: str) -> RoutingError:
-    """A 400 `MODEL_DENIED` error (a 400, not a 403, so coding tools don't ask the user to sign
-    in again)."""
-    return RoutingError(message, status=400, code="MODEL_DENIED")
+    raise InvalidApiKey(message)
 
 
 def ceiling_check(caller: Caller, route_name: str, model: str | None) -> None:
-    """Raise 400 `MODEL_DENIED` when the key's ceilings exclude the route or the model.
+    """Raise `ModelDenied` (400) when the key's ceilings exclude the route or the model.
 
     The route is outside a non-empty `routes`, or `model` (any case) matches none of a
     non-empty `allowed_models`. An empty or None `model` (routed by `empty_model_route`)
     is checked against `routes` only.
     """
     if caller.routes and route_name not in caller.routes:
-        raise model_denied(
+        raise ModelDenied(
             f'{caller.label} may not call route "{route_name}"; its routes are:'
             f" {', '.join(caller.routes)}"
         )
@@ -370,7 +363,7 @@ def ceiling_check(caller: Caller, route_name: str, model: str | None) -> None:
         lowered = model.lower()
         if not any(pattern.matches_lowered(lowered) for pattern in caller.allowed_models):
             allowed = ", ".join(str(pattern) for pattern in caller.allowed_models)
-            raise model_denied(
+            raise ModelDenied(
                 f'{caller.label} may not use model "{model}"; its allowed models are: {allowed}'
             )
 
@@ -378,7 +371,7 @@ def ceiling_check(caller: Caller, route_name: str, model: str | None) -> None:
 def empty_model_route(caller: Caller) -> str:
     """The route of a request with an empty or missing `model`: the key's only route.
 
-    A key with zero or several `routes` gets 403 `model_not_allowed` listing what it may call.
+    A key with zero or several `routes` gets `ModelNotAllowed` (403) listing what it may call.
     """
     if len(caller.routes) == 1:
         return caller.routes[0]
@@ -392,4 +385,4 @@ def empty_model_route(caller: Caller) -> str:
             f"the request names no model and {caller.label} is not limited to one route:"
             " name a model or a route"
         )
-    raise RoutingError(message, status=403, code="model_not_allowed")
+    raise ModelNotAllowed(message)

@@ -37,7 +37,7 @@ from turnout.access.patterns import (
     RoutePatterns,
     model_family,
 )
-from turnout.errors import ConfigError, NoRoute, RoutingError
+from turnout.errors import ConfigError, NoRoute, UpstreamAmbiguous
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -356,6 +356,6 @@ def ambiguity_message(model: str, match: Match) -> str:
     )
 
 
-def ambiguity_error(model: str, match: Match) -> RoutingError:
-    """A 503 `UPSTREAM_AMBIGUOUS` `RoutingError` carrying `ambiguity_message`."""
-    return RoutingError(ambiguity_message(model, match), status=503, code="UPSTREAM_AMBIGUOUS")
+def ambiguity_error(model: str, match: Match) -> UpstreamAmbiguous:
+    """`UpstreamAmbiguous` (503 UPSTREAM_AMBIGUOUS) carrying `ambiguity_message`."""
+    return UpstreamAmbiguous(ambiguity_message(model, match))

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from turnout.errors import InvalidRequest
+from turnout.errors import InvalidRequest, MalformedBody
 from turnout.gateway.responses.respond import (
     JSON,
     Reply,
-    invalid_request,
     routing_headers,
     routing_object,
     splice_routing,
@@ -40,13 +39,13 @@ __all__ = ["answer_reply", "decode_body", "handle_chat", "parse_json", "session_
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
-    """The request body as a JSON object, or 400 `invalid_request`."""
+    """The request body as a JSON object, or `MalformedBody` (400 `invalid_request`)."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise invalid_request(f"request body: invalid JSON ({exc})") from exc
+        raise MalformedBody(f"request body: invalid JSON ({exc})") from exc
     if not isinstance(value, dict):
-        raise invalid_request("request body: expected a JSON object")
+        raise MalformedBody("request body: expected a JSON object")
     return value
 
 
@@ -58,7 +57,7 @@ def decode_body(exchange: Exchange) -> tuple[ChatRequest, dict[str, Any]]:
     try:
         request = fmt.decode(obj)
     except InvalidRequest as exc:
-        raise invalid_request(exc.message) from exc
+        raise MalformedBody(exc.message) from exc
     request.source = RawBody(fmt.name, exchange.body, _forwarded(exchange.headers, fmt))
     return request, obj
 

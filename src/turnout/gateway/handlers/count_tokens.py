@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnout.errors import RoutingError
+from turnout.errors import NotFound
 from turnout.gateway.handlers.chat import decode_body, session_of
 from turnout.gateway.responses.respond import header_value, json_reply
 from turnout.gateway.server.exchange import request_id_header
@@ -61,11 +61,9 @@ async def handle_count_tokens(exchange: Exchange) -> None:
     if target is None:
         pinned = plan.pinned_family(route) if plan is not None else None
         among = f' of the "{pinned}" family this session is pinned to' if pinned else ""
-        raise RoutingError(
+        raise NotFound(
             f'no target{among} of route "{route.name}" speaks Anthropic Messages, so its tokens '
-            "cannot be counted",
-            status=404,
-            code="NOT_FOUND",
+            "cannot be counted"
         )
     if target.model is not None:
         request.model = target.model

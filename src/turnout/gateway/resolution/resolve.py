@@ -34,7 +34,7 @@ from turnout.access.bindings import (
 )
 from turnout.access.keys import Caller, ceiling_check, empty_model_route
 from turnout.access.model_index import ambiguity_message, no_route_message
-from turnout.errors import NoRoute, RoutingError
+from turnout.errors import EmbeddingsNotSupported, NoRoute, RoutingError, UpstreamAmbiguous
 from turnout.gateway.resolution.route_entry import Resolution
 
 if TYPE_CHECKING:
@@ -57,18 +57,15 @@ class _Refusal:
     """A cached refusal; `error()` builds a fresh exception each time."""
 
     message: str
-    status: int = 503
-    code: str = "NO_ROUTE"
+    kind: type[RoutingError] = NoRoute
 
     def error(self) -> RoutingError:
-        if self.code == "NO_ROUTE":
-            return NoRoute(self.message)
-        return RoutingError(self.message, status=self.status, code=self.code)
+        return self.kind(self.message)
 
 
 def _unserved(message: str, endpoint: Endpoint) -> _Refusal:
     if endpoint == "embeddings":
-        return _Refusal(message, 400, "embeddings_not_supported")
+        return _Refusal(message, EmbeddingsNotSupported)
     return _Refusal(message)
 
 
@@ -123,10 +120,9 @@ class Resolver:
         """Where a request for `model` on `endpoint` goes, for `caller` (None: the anonymous
         caller for grants, and no ceilings).
 
-        Raises `NoRoute` (503 NO_ROUTE), a 503 `UPSTREAM_AMBIGUOUS` or 400
-        `embeddings_not_supported` `RoutingError`, 403 `model_not_allowed` for an empty model
-        without exactly one key route, 400 `MODEL_DENIED` without a grant or outside the key's
-        ceilings, or 403 `POLICY_DENIED` for a deny binding.
+        Raises `NoRoute`, `UpstreamAmbiguous` or `EmbeddingsNotSupported`; `ModelNotAllowed`
+        for an empty model without exactly one key route; `ModelDenied` without a grant or
+        outside the key's ceilings; or `PolicyDenied` for a deny binding.
         """
         if not model:
             return self._key_route(endpoint, caller)
@@ -182,7 +178,7 @@ class Resolver:
         match = self._index.resolve(model)
         if match is not None:
             if match.is_ambiguous:
-                return _Refusal(ambiguity_message(model, match), 503, "UPSTREAM_AMBIGUOUS")
+                return _Refusal(ambiguity_message(model, match), UpstreamAmbiguous)
             entry = self._entries[match.route]
             how: MatchedBy = "implicit" if entry.kind == "implicit" else "pattern"
             return self._served(entry, model, endpoint, how, match.pattern.text)

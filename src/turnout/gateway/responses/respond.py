@@ -7,8 +7,9 @@ attempt entry), `x-turnout-fallback-route`/`-kind` when a fallback route served,
 price, `x-turnout-cost`. Errors carry the headers known so far.
 
 Exceptions become HTTP responses in ONE place: `_TABLE` below, read top to bottom, first
-matching class wins. Anything it does not name is a 500 with the request id and a log line;
-the caller never sees a traceback.
+matching class wins. The status and code of an error turnout raises itself are its class's
+(see `turnout.errors`); a provider's error keeps the provider's status. Anything the table does
+not name is a 500 with the request id and a log line; the caller never sees a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from urllib.parse import quote
 import orjson
 
 from turnout.errors import (
+    MalformedBody,
     ProviderError,
     RouteExhausted,
     RouteIneligible,
@@ -49,7 +51,6 @@ __all__ = [
     "format_cost",
     "header_value",
     "internal_problem",
-    "invalid_request",
     "json_reply",
     "problem_for",
     "routing_headers",
@@ -238,11 +239,6 @@ def json_reply(status: int, body: Any, headers: Sequence[Header] = ()) -> Reply:
 # -- errors
 
 
-def invalid_request(message: str) -> RoutingError:
-    """400 `invalid_request`: a caller's body that is not JSON or does not fit the format."""
-    return RoutingError(message, status=400, code="invalid_request")
-
-
 def _summary(record: RoutingRecord | None) -> list[dict[str, Any]]:
     if record is None:
         return []
@@ -285,7 +281,7 @@ def _routing(exc: RoutingError) -> Problem:
 def _param(exc: RoutingError) -> str | None:
     """The field a decoding error names (`messages[2].content: expected …`), as OpenAI's
     `param`."""
-    if exc.code != "invalid_request":
+    if not isinstance(exc, MalformedBody):
         return None
     field, found, _ = exc.message.partition(": expected ")
     return field if found and field != "request body" else None
@@ -311,24 +307,17 @@ def _provider(exc: ProviderError) -> Problem:
     )
 
 
-def _stream_broken(exc: StreamBroken) -> Problem:
-    return Problem(502, "stream_broken", exc.message)
-
-
-def _stream_rejected(exc: StreamRejected) -> Problem:
-    return Problem(502, exc.code, exc.message)
+def _stream(exc: StreamBroken | StreamRejected) -> Problem:
+    return Problem(exc.status, exc.code, exc.message)
 
 
 _TABLE: tuple[tuple[type[BaseException], Callable[[Any], Problem]], ...] = (
-    (RouteExhausted, _exhausted),  # its status/code (§3.4), type route_exhausted
-    (RouteIneligible, _ineligible),  # 400 route_ineligible
-    # NoRoute 503, NoDeploymentAvailable 503, PolicyDenied 403, and the gateway's own:
-    # UPSTREAM_AMBIGUOUS 503, MODEL_DENIED 400, model_not_allowed 403, invalid_api_key 401,
-    # embeddings_not_supported 400, invalid_request 400, request_too_large 413, ...
-    (RoutingError, _routing),
+    (RouteExhausted, _exhausted),  # type route_exhausted, meta with the attempts
+    (RouteIneligible, _ineligible),  # type route_ineligible
+    (RoutingError, _routing),  # every other error of turnout's own: its class's status and code
     (ProviderError, _provider),  # passed through: its own status and message
-    (StreamBroken, _stream_broken),  # after commit: only ever an in-stream event
-    (StreamRejected, _stream_rejected),
+    (StreamBroken, _stream),  # after commit: only ever an in-stream event
+    (StreamRejected, _stream),
 )
 
 

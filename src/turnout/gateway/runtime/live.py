@@ -207,9 +207,9 @@ class Runtime:
         `turnout.gateway.resolution.resolve`.
         `caller` None is the anonymous caller, without ceilings.
 
-        Raises `RoutingError` subclasses with `.status` and `.code`: `NoRoute` (503 NO_ROUTE),
-        503 `UPSTREAM_AMBIGUOUS`, 400 `embeddings_not_supported`, 403 `model_not_allowed`,
-        400 `MODEL_DENIED`, 403 `POLICY_DENIED`.
+        Raises `RoutingError` subclasses, each with its `.status` and `.code`: `NoRoute`,
+        `UpstreamAmbiguous`, `EmbeddingsNotSupported`, `ModelNotAllowed`, `ModelDenied`,
+        `PolicyDenied`.
         """
         return self._resolver.resolve(model, endpoint=endpoint, caller=caller)
 

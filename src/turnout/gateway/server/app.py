@@ -17,7 +17,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from turnout.errors import RoutingError
+from turnout.errors import MethodNotAllowed, NotFound, NotReady
 from turnout.gateway.handlers import (
     handle_chat,
     handle_count_tokens,
@@ -38,30 +38,31 @@ if TYPE_CHECKING:
     from turnout.gateway.responses.respond import Reply
     from turnout.gateway.runtime.live import Runtime
 
-__all__ = ["ENDPOINTS", "WATCH_AFTER", "Endpoint", "GatewayApp"]
+__all__ = ["ENDPOINTS", "WATCH_AFTER", "GatewayApp", "PathHandler"]
 
 WATCH_AFTER = 0.02
 """Seconds a handler runs before a task starts watching for the caller's disconnect."""
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
-    """One endpoint: its handler, the format its errors use, and whether it reads a body."""
+class PathHandler:
+    """What serves one (method, path): its handler, the client format its errors use, and
+    whether it reads the body first."""
 
     handler: Callable[[Exchange], Awaitable[None]]
     fmt: ClientFormat
     reads_body: bool
 
 
-ENDPOINTS: dict[tuple[str, str], Endpoint] = {
-    ("POST", "/v1/chat/completions"): Endpoint(handle_chat, OPENAI, reads_body=True),
-    ("POST", "/v1/messages"): Endpoint(handle_chat, ANTHROPIC, reads_body=True),
-    ("POST", "/v1/messages/count_tokens"): Endpoint(
+ENDPOINTS: dict[tuple[str, str], PathHandler] = {
+    ("POST", "/v1/chat/completions"): PathHandler(handle_chat, OPENAI, reads_body=True),
+    ("POST", "/v1/messages"): PathHandler(handle_chat, ANTHROPIC, reads_body=True),
+    ("POST", "/v1/messages/count_tokens"): PathHandler(
         handle_count_tokens, ANTHROPIC, reads_body=True
     ),
-    ("POST", "/v1/embeddings"): Endpoint(handle_embeddings, OPENAI, reads_body=True),
-    ("GET", "/v1/models"): Endpoint(handle_models, OPENAI, reads_body=False),
-    ("GET", "/healthz"): Endpoint(handle_healthz, OPENAI, reads_body=False),
+    ("POST", "/v1/embeddings"): PathHandler(handle_embeddings, OPENAI, reads_body=True),
+    ("GET", "/v1/models"): PathHandler(handle_models, OPENAI, reads_body=False),
+    ("GET", "/healthz"): PathHandler(handle_healthz, OPENAI, reads_body=False),
 }
 _PATHS: dict[str, list[str]] = {}
 for _method, _path in ENDPOINTS:
@@ -113,17 +114,17 @@ class GatewayApp:
     ) -> None:
         kind = scope["type"]
         if kind == "http":
-            endpoint = ENDPOINTS.get((scope["method"], scope["path"]))
+            served = ENDPOINTS.get((scope["method"], scope["path"]))
             settings = self.settings
-            if endpoint is None or settings is None:
+            if served is None or settings is None:
                 await _reply(send, self._unrouted(scope))
                 return
-            exchange = Exchange(scope, receive, send, settings, endpoint.fmt)
+            exchange = Exchange(scope, receive, send, settings, served.fmt)
             try:
-                if not endpoint.reads_body:
-                    await endpoint.handler(exchange)
+                if not served.reads_body:
+                    await served.handler(exchange)
                 elif await exchange.read_body(settings.max_body_bytes):
-                    await _watched(endpoint.handler, exchange)
+                    await _watched(served.handler, exchange)
             except Exception as exc:  # noqa: BLE001 - Rule 3: every failure is answered
                 await _failed(exchange, exc)
         elif kind == "lifespan":
@@ -140,19 +141,13 @@ class GatewayApp:
         if path == "/healthz" and method == "GET":
             return json_reply(200, {"status": "ok"})
         if methods is None:
-            error: Exception = RoutingError(f"no endpoint {path}", status=404, code="NOT_FOUND")
+            error: Exception = NotFound(f"no endpoint {path}")
         elif method not in methods:
-            error = RoutingError(
-                f"{path} does not accept {method} (allowed: {', '.join(methods)})",
-                status=405,
-                code="method_not_allowed",
+            error = MethodNotAllowed(
+                f"{path} does not accept {method} (allowed: {', '.join(methods)})"
             )
         else:
-            error = RoutingError(
-                "the gateway is starting: its configuration is not loaded yet",
-                status=503,
-                code="not_ready",
-            )
+            error = NotReady("the gateway is starting: its configuration is not loaded yet")
         reply = error_reply(error, fmt, request_id=new_request_id())
         if methods is not None and method not in methods:
             reply.headers.append((b"allow", ", ".join(methods).encode()))

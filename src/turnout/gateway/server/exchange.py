@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.keys import Caller, Credentials, authenticate, split_credentials
-from turnout.errors import RoutingError
+from turnout.errors import RequestTooLarge
 from turnout.gateway.responses.respond import header_value
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class Exchange:
 
     def caller(self) -> Caller:
         """Who is calling (SPEC §5.2): the anonymous caller under `auth: open`, else the key's
-        caller; a missing or unknown key raises 401 `invalid_api_key`."""
+        caller; a missing or unknown key raises `InvalidApiKey`."""
         runtime = self.settings.runtime
         if runtime.keys is None:
             return self.settings.anonymous
@@ -116,7 +116,7 @@ class Exchange:
 
     async def read_body(self, limit: int) -> bool:
         """Read the whole body into `body` (False when the caller left first). A body over
-        `limit` bytes raises 413 `request_too_large`, before reading it when its
+        `limit` bytes raises `RequestTooLarge`, before reading it when its
         `content-length` says so."""
         declared = self.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -162,11 +162,9 @@ class Exchange:
         await self.send({"type": "http.response.body", "body": reply.body, "more_body": False})
 
 
-def _too_large(limit: int) -> RoutingError:
-    return RoutingError(
-        f"the request body is larger than the limit of {limit} bytes (server.max_body_bytes)",
-        status=413,
-        code="request_too_large",
+def _too_large(limit: int) -> RequestTooLarge:
+    return RequestTooLarge(
+        f"the request body is larger than the limit of {limit} bytes (server.max_body_bytes)"
     )
 
 
