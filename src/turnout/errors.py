@@ -128,17 +128,27 @@ class RoutingError(TurnoutError):
     """A request ended without an answer for a reason turnout decided, not a provider.
 
     `status` and `code` are what the gateway answers with; each subclass sets them (see the
-    module's drawing), and a raise site cannot pick another. `routing` is the routing record,
-    when routing had begun.
+    module's drawing). `routing` is the routing record, when routing had begun.
     """
 
     status: int = 503
     code: str = "route_exhausted"
     transient: ClassVar[bool] = False
 
-    def __init__(self, message: str, *, routing: RoutingRecord | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        routing: RoutingRecord | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
         self.routing = routing
 
     @property
@@ -172,11 +182,7 @@ class RouteExhausted(RoutingError):
         last_error: tuple[int | None, str] | None = None,
         routing: RoutingRecord | None = None,
     ) -> None:
-        super().__init__(message, routing=routing)
-        if status is not None:
-            self.status = status
-        if code is not None:
-            self.code = code
+        super().__init__(message, status=status, code=code, routing=routing)
         self.retry_after = retry_after
         self.last_error = last_error
 
