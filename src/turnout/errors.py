@@ -128,7 +128,9 @@ class RoutingError(TurnoutError):
     """A request ended without an answer for a reason turnout decided, not a provider.
 
     `status` and `code` are what the gateway answers with; each subclass sets them (see the
-    module's drawing). `routing` is the routing record, when routing had begun.
+    module's drawing), and turnout's own raise sites never override them. The `status=` and
+    `code=` keywords stay for code outside the package that raises a `RoutingError` of its own.
+    `routing` is the routing record, when routing had begun.
     """
 
     status: int = 503
