@@ -17,13 +17,11 @@ Rule 7: a request's `CallPlan` (`turnout.routing.plan`, its rules there) shapes 
 targets and order come from the route's `TargetPlan`, each visit checks the target's rule
 (policy skip, org-key fallback gate, the caller's credential), and a caller-credential call
 reports to health only as `release`.
-Rule 8: held-back targets (plan Rules 3 and 8: the org-key fallback, the families other than
-the request's own) end the walk while their gate is closed, and are then `not_tried`. The
-family gate opens on a `quota_exhausted` failure or a `parked` skip of a target of the
-request's family (never on a caller's credential) and stays open for the pass; while it is
-closed for good (`switch_family_on_quota` off) the held-back targets do not count as targets
-left, so a parked last target of the family is still probed (§3.5). A pass whose family was
-used up with the gate closed ends naming the family (`Ending.family`).
+Rule 8: held-back targets (the org-key fallback, the families other than the request's own)
+end the walk while their way is closed, and are then `not_tried`; the pass's `TargetGate`
+decides when each way opens and how a pass held to one family ends (`turnout.routing.gate`,
+its rules there). Targets closed for good do not count as targets left, so a parked last
+target of the request's family is still probed.
 """
 
 from __future__ import annotations
@@ -34,7 +32,8 @@ from typing import TYPE_CHECKING, Literal
 from turnout.errors import NoDeploymentAvailable, PolicyDenied, ProviderError
 from turnout.routing.attempt import Call, run_whole
 from turnout.routing.backoff import retry_wait
-from turnout.routing.ending import Ending, EndingKind, ending_error
+from turnout.routing.ending import Ending, ending_error
+from turnout.routing.gate import TargetGate
 from turnout.routing.health import Skip
 from turnout.routing.hedge import race
 from turnout.routing.options import MAX_FALLBACKS
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
 
     from turnout.routing.attempt import RoutedRequest
     from turnout.routing.health import Admission
-    from turnout.routing.plan import TargetPlan, TargetRule
+    from turnout.routing.plan import TargetPlan
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
 
@@ -118,25 +117,19 @@ class RoutePass:
     """One route's turn at a request (see the module rules).
 
     `order[:cursor]` are the targets reached so far; the rest are not tried (yet). With a
-    `plan`, `fallback_open` says whether the org-key fallback targets may be called now, and
-    `credential_spent` that the caller's credential ran out of quota (plan Rules 3 and 5);
-    `family` is the family the request tries first (None: no family order) and `family_open`
-    whether the other families may be called now (plan Rules 7 and 8).
+    `plan`, `gate` says which held-back targets (the org-key fallback, the other families) may
+    be called now (`turnout.routing.gate`); without one it is None.
     """
 
     __slots__ = (
         "auth_failed",
         "blocked",
         "calls",
-        "credential_spent",
-        "credentialed_running",
         "cursor",
         "ending",
         "failed",
-        "fallback_open",
-        "family",
-        "family_open",
         "forced",
+        "gate",
         "health_skips",
         "hop",
         "ineligible",
@@ -162,14 +155,13 @@ class RoutePass:
         self.screen_all = state.embedding or any(
             tool.native is not None for tool in getattr(request, "tools", ())
         )
-        self.family: str | None = None
-        self.family_open = False
+        self.gate: TargetGate | None = None
         if plan is None:
             order, reason = route.start_order(state.record.session_id)
         else:
-            if plan.families and state.plan is not None:
-                self.family = plan.family_for(state.plan.pinned_family(route))
-            order, reason = plan.start_order(route, state.record.session_id, self.family)
+            pinned = None if state.plan is None else state.plan.pinned_family(route)
+            gate = self.gate = TargetGate(plan, pinned)
+            order, reason = plan.start_order(route, state.record.session_id, gate.family)
         if hop == 0:
             state.record.strategy_reason = reason
         self.order = order
@@ -184,9 +176,6 @@ class RoutePass:
         self.stopped: str | None = None
         self.ending = _NO_CALLS
         self.policy_skips: list[str] = []
-        self.fallback_open = False
-        self.credential_spent = False
-        self.credentialed_running = 0
 
     async def serve(self) -> Call:
         """The first route's pass: the winning call, else its fallbacks, else the ending error."""
@@ -270,10 +259,10 @@ class RoutePass:
         """The next target that may be called now, recording an entry for each one skipped on
         the way; None when the order is done (or the budget is spent)."""
         order = self.order
-        plan = self.plan
+        gate = self.gate
         while self.cursor < len(order) and self.stopped is None:
             index = order[self.cursor]
-            if plan is not None and self._is_held_back(index):
+            if gate is not None and gate.is_held_back(index):
                 break  # Rule 8: the org-key fallback or the other families are not open (yet)
             self.cursor += 1
             call = self._screen(index)
@@ -311,9 +300,12 @@ class RoutePass:
             return None
         model = target.model
         wire = request if model is None else request.with_model(model)
+        gate = self.gate
         if (
-            self.auth_failed is not None or state.cost_budget is not None or self.credential_spent
-        ) and self._blocked(index, wire, rule):
+            self.auth_failed is not None
+            or state.cost_budget is not None
+            or (gate is not None and gate.credential_spent)
+        ) and self._blocked(index, wire):
             return None
         key = route.key_for(index, wire.model)
         verdict = route.health.admit(key, lease=target.timeout, breaker=route.breaker)
@@ -322,48 +314,20 @@ class RoutePass:
             return self._skipped(index, wire, key, verdict)
         return self._call(index, wire, key, verdict)
 
-    def _is_held_back(self, index: int) -> bool:
-        """Rule 8: is target `index` behind a gate that is closed now?"""
-        plan = self.plan
-        assert plan is not None
-        if plan.rules[index].fallback and not self.fallback_open:
-            return True
-        return not self.family_open and plan.is_held_back(index, self.family)
-
-    def _is_closed_for_good(self, index: int) -> bool:
-        """Rule 8: target `index` is of another family that this pass can never open."""
-        plan = self.plan
-        return (
-            plan is not None
-            and not plan.switch_family_on_quota
-            and plan.is_held_back(index, self.family)
-        )
-
-    def _quota_spent(self, index: int) -> None:
-        """Plan Rule 8: a target of the request's family ran out of quota (failed or parked)."""
-        plan = self.plan
-        if (
-            plan is not None
-            and self.family is not None
-            and plan.switch_family_on_quota
-            and plan.rules[index].family == self.family
-        ):
-            self.family_open = True
-
     def _passed_by(self, index: int) -> None:
-        """A caller-credential target was skipped: not a failure, so it closes the org-key
-        fallback again (plan Rule 3)."""
-        if self.plan is not None and not self.plan.rules[index].fallback:
-            self.fallback_open = False
+        """A target was passed by without a failure (the gate's Rule 1)."""
+        if self.gate is not None:
+            self.gate.passed_by(index)
 
-    def _blocked(self, index: int, wire: RoutedRequest, rule: TargetRule | None) -> bool:
+    def _blocked(self, index: int, wire: RoutedRequest) -> bool:
         """Skip (`not_tried`) a target of a credential that failed auth or ran out of quota,
         or one over budget."""
         route, state = self.route, self.state
         target = route.targets[index]
         blocked = None
+        gate = self.gate
         if (self.auth_failed is not None and route.providers[index] in self.auth_failed) or (
-            self.credential_spent and rule is not None and rule.caller_credential
+            gate is not None and gate.is_spent(index)
         ):
             blocked = "same credential"
         elif state.cost_budget is not None and self._over_budget(index, wire.model):
@@ -379,8 +343,8 @@ class RoutePass:
         last one left after earlier failures (then it is probed anyway)."""
         route, state = self.route, self.state
         target = route.targets[index]
-        if skip.outcome == "parked":
-            self._quota_spent(index)
+        if skip.outcome == "parked" and self.gate is not None:
+            self.gate.parked(index)
         if skip.outcome == "parked" and self.failed and self._is_last():
             forced = route.health.admit_forced(key, lease=target.timeout)
             if forced is not None:
@@ -410,7 +374,8 @@ class RoutePass:
                 credential = self.state.plan.credential if self.state.plan is not None else None
                 call.client = caller_client(call.client, credential)
                 call.credentialed = True
-                self.credentialed_running += 1
+                assert self.gate is not None
+                self.gate.credential_call_started()
             call.fallback = rule.fallback
             call.shadow = rule.shadow
         return call
@@ -439,8 +404,10 @@ class RoutePass:
     def _is_last(self) -> bool:
         """No target after the current one could still be asked."""
         targets = self.route.targets
+        gate = self.gate
         return all(
-            targets[i].paused or self._is_closed_for_good(i) for i in self.order[self.cursor :]
+            targets[i].paused or (gate is not None and gate.is_closed_for_good(i))
+            for i in self.order[self.cursor :]
         )
 
     def _forced_call(self) -> Call | None:
@@ -479,7 +446,8 @@ class RoutePass:
     def settle(self, call: Call) -> Decision:
         """Judge a finished call: record its outcome, tell health, and decide what comes next."""
         if call.credentialed:
-            self.credentialed_running -= 1
+            assert self.gate is not None
+            self.gate.credential_call_settled()
         if call.error is not None:
             return self._failed(call, call.error)
         state, route = self.state, self.route
@@ -545,25 +513,14 @@ class RoutePass:
         if error_class not in route.retry.retry_on or (call.credentialed and error_class == "auth"):
             self.ending = Ending("terminal", error)
             return "stop"
-        if call.credentialed:
-            self._caller_credential_failed(error_class)
-        elif error_class == "quota_exhausted":
-            self._quota_spent(call.index)
+        if self.gate is not None:
+            self.gate.failed(call.index, error_class, credentialed=call.credentialed)
         if error_class == "auth":
             if self.auth_failed is None:
                 self.auth_failed = set()
             self.auth_failed.add(call.provider)
             return "next"
         return "retry" if error_class in _SAME_TARGET_RETRY else "next"
-
-    def _caller_credential_failed(self, error_class: str) -> None:
-        """Plan Rules 3 and 5: a retryable failure opens the org-key fallback; a quota failure
-        also spends the credential for the other caller-credential targets."""
-        # With hedging, another call on the caller's credential may still be running: the
-        # fallback opens only once the last one reached failed (plan Rule 3).
-        self.fallback_open = error_class in RETRYABLE and not self.credentialed_running
-        if error_class == "quota_exhausted":
-            self.credential_spent = True
 
     def _classify(self, call: Call, error: ProviderError) -> str:
         route = self.route
@@ -580,8 +537,13 @@ class RoutePass:
 
     def final_ending(self) -> Ending:
         """How the pass ended once its order ran out without an answer."""
-        if self.family is not None and not self.family_open:
-            family = self._family_ending()
+        gate = self.gate
+        if (
+            gate is not None
+            and (self.calls or self.health_skips)
+            and not (self.policy_skips or self.stopped)
+        ):
+            family = gate.family_ending(self.order, self.route.targets, called=self.calls > 0)
             if family is not None:
                 return family
         if self.calls:
@@ -591,19 +553,6 @@ class RoutePass:
         if not (self.health_skips or self.blocked or self.stopped):
             return Ending("ineligible", reasons=tuple(self.ineligible))
         return _NO_CALLS
-
-    def _family_ending(self) -> Ending | None:
-        """Rule 8: the request's family was used up and the other families stayed closed."""
-        if not (self.calls or self.health_skips) or self.policy_skips or self.stopped:
-            return None
-        plan = self.plan
-        assert plan is not None
-        targets = self.route.targets
-        members = tuple(
-            targets[i].name for i in self.order if not plan.is_held_back(i, self.family)
-        )
-        kind: EndingKind = "exhausted" if self.calls else "zero_calls"
-        return Ending(kind, family=self.family, members=members)
 
     def _is_denied(self) -> bool:
         """Policy skips alone left no call (§3.4: every remaining target denied by policy)."""
