@@ -38,7 +38,6 @@ from turnout.routing.health import Skip
 from turnout.routing.hedge import race
 from turnout.routing.options import MAX_FALLBACKS
 from turnout.routing.plan import caller_client
-from turnout.routing.request_state import price
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
 from turnout.vendors.classify import RETRYABLE
@@ -67,9 +66,9 @@ def serve(route: Route, state: RequestState) -> Awaitable[Call]:
     """Route the request: awaits to the winning call (an accepted answer, or a committed
     stream), or raises the ending error of §3.4 (with `.routing` set)."""
     plan = _plan_of(route, state)
-    undeployable = route.undeployable if plan is None else plan.undeployable
-    if undeployable is not None:
-        raise NoDeploymentAvailable(undeployable, routing=state.record)
+    no_start = route.no_start_reason if plan is None else plan.no_start_reason
+    if no_start is not None:
+        raise NoDeploymentAvailable(no_start, routing=state.record)
     return RoutePass(route, state, 0, plan).serve()
 
 
@@ -81,7 +80,7 @@ def _plan_of(route: Route, state: RequestState) -> TargetPlan | None:
 
 async def _serve_route(route: Route, state: RequestState, hop: int) -> tuple[Call | None, Ending]:
     plan = _plan_of(route, state)
-    if (route.undeployable if plan is None else plan.undeployable) is not None:
+    if (route.no_start_reason if plan is None else plan.no_start_reason) is not None:
         return None, _NO_CALLS
     walk = RoutePass(route, state, hop, plan)
     call = await walk.run()
@@ -152,8 +151,9 @@ class RoutePass:
         # Every target is screened for an embeddings request, or one carrying server tools
         # (a target of another wire format cannot run them); else only those that ask to be.
         request = state.request
-        self.screen_all = state.embedding or any(
-            tool.native is not None for tool in getattr(request, "tools", ())
+        self.screen_all = state.embedding or (
+            isinstance(request, ChatRequest)
+            and any(tool.native is not None for tool in request.tools)
         )
         self.gate: TargetGate | None = None
         if plan is None:
@@ -280,7 +280,7 @@ class RoutePass:
             state.skip(self.hop, index, target, "paused")
             return None
         request = state.request
-        if route.screens[index] or self.screen_all:
+        if route.facts[index].has_eligibility_rules or self.screen_all:
             reason = ineligible_reason(target, request, state.context)
             if reason is not None:
                 self.ineligible.append((target.name, reason))
@@ -387,15 +387,15 @@ class RoutePass:
         checked."""
         state = self.state
         request = state.request
-        price_for = self.route.price_fors[index]
+        facts = self.route.facts[index]
         if (
             not isinstance(request, ChatRequest)
             or request.max_tokens is None
-            or price_for is None
+            or facts.price_for is None
             or state.cost_budget is None
         ):
             return False
-        prices = price_for(model or self.route.client_models[index])
+        prices = facts.price(model or facts.client_model)
         if prices is None:
             return False
         estimate = (request.prompt_chars / 4 * prices[0] + request.max_tokens * prices[1]) / 1e6
@@ -454,7 +454,7 @@ class RoutePass:
         entry = call.entry
         assert entry is not None
         if entry.usage is not None and state.cost_budget is not None:
-            state.spent += price(call.target, call.model, entry.usage) or 0.0
+            state.spent += route.facts[call.index].cost(call.model, entry.usage) or 0.0
         response = call.response
         if response is not None:
             if response.finish_reason == "content_filter" and route.retry.fail_over_on_refusal:

@@ -129,9 +129,9 @@ class TargetPlan:
         "fallback",
         "families",
         "home_family",
+        "no_start_reason",
         "rules",
         "switch_family_on_quota",
-        "undeployable",
     )
 
     def __init__(
@@ -164,7 +164,7 @@ class TargetPlan:
             c for c in route.candidates if c.index in checked and not checked[c.index].fallback
         )
         self._orders: dict[tuple[str | None, int], list[int]] = {}
-        self.undeployable = _undeployable(route, self.candidates, bool(checked))
+        self.no_start_reason = _no_start_reason(route, self.candidates, bool(checked))
         self.switch_family_on_quota = switch_family_on_quota
         self.families, self.home_family = _families(route, checked)
         self._by_family: dict[str, tuple[Candidate, ...]] = {}
@@ -255,7 +255,7 @@ def _families(route: Route, rules: Mapping[int, TargetRule]) -> tuple[frozenset[
     return families, rules[first].family
 
 
-def _undeployable(route: Route, candidates: tuple[Candidate, ...], any_left: bool) -> str | None:
+def _no_start_reason(route: Route, candidates: tuple[Candidate, ...], any_left: bool) -> str | None:
     """Why no request can start (SPEC §3.4 `no_deployment_available`), or None."""
     if not any_left:
         return f'the credential filter leaves route "{route.name}" no target'

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from turnout.routing.target import Target
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Usage
 
-__all__ = ["RequestState", "describe", "new_request_id", "price"]
+__all__ = ["RequestState", "describe", "new_request_id"]
 
 logger = logging.getLogger("turnout.routing")
 
@@ -163,7 +163,7 @@ class RequestState:
             call.provider,
             model,
             f"{record.request_id}.{number}",
-            call.route.endpoints[index],
+            call.route.facts[index].endpoint,
             clock.wall(),
             call.hedge,
         )
@@ -204,15 +204,16 @@ class RequestState:
         if call.fallback:
             record.credential_fallback = True
         record.served_provider = call.provider
-        record.served_provider_id = route.provider_ids[index]
+        facts = route.facts[index]
+        record.served_provider_id = facts.provider_id
         served_model = (response.model if response is not None else None) or call.model
         record.served_model = served_model
         passed = self.passed
         record.fallbacks = len(passed) - ((call.hop, index) in passed)
         usage = entry.usage
         record.usage = usage
-        if usage is not None and route.price_fors[index] is not None:
-            record.cost = price(call.target, served_model, usage)
+        if usage is not None and facts.price_for is not None:
+            record.cost = facts.cost(served_model, usage)
         if self.calls > 1:
             record.discarded_usage = _total(
                 e.usage for e in record.attempts if e.usage is not None and e is not entry
@@ -241,17 +242,6 @@ def _total(usages: Iterable[Usage]) -> Usage | None:
     for usage in usages:
         total = usage if total is None else total + usage
     return total
-
-
-def price(target: Target, model: str | None, usage: Usage) -> float | None:
-    """USD for `usage` on `model` at the client's `price_for` (None without a price)."""
-    price_for = getattr(target.client, "price_for", None)
-    if price_for is None:
-        return None
-    prices = price_for(model)
-    if prices is None:
-        return None
-    return float(usage.input_tokens * prices[0] + usage.output_tokens * prices[1]) / 1_000_000
 
 
 def describe(error: BaseException) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from turnout.routing.request_state import RequestState
 from turnout.routing.strategies import Candidate, strategy_from_config, try_order, validate_weights
 from turnout.routing.stream import RoutedStream, routed_stream
 from turnout.routing.target import Target, serves_embeddings
+from turnout.routing.target_facts import TargetFacts
 from turnout.wire.model import ChatRequest, EmbeddingRequest
 
 if TYPE_CHECKING:
@@ -93,32 +94,26 @@ class Route:
     __slots__ = (
         "_candidates",
         "_fallback_only",
-        "_health_keys",
         "_keys",
         "_orders",
         "accept",
         "breaker",
-        "client_models",
         "clock",
         "cost_budget",
-        "endpoints",
+        "facts",
         "fallbacks",
         "fault_classifier",
         "health",
         "name",
+        "no_start_reason",
         "on_routed",
-        "price_fors",
-        "provider_ids",
         "providers",
         "retry",
         "rng",
         "route_id",
-        "screens",
-        "stats_keys",
         "strategy",
         "targets",
         "timeouts",
-        "undeployable",
         "when_all_unhealthy",
     )
 
@@ -199,35 +194,24 @@ class Route:
     def _prepare(self) -> None:
         targets = self.targets
         self._fallback_only = [t.fallback_only for t in targets]
-        self._health_keys = [
-            t.health_key or (t.client.name if isinstance(t.client, Route) else None)
-            for t in targets
-        ]
-        self.client_models: tuple[str | None, ...] = tuple(_client_model(t) for t in targets)
-        self.providers: tuple[str, ...] = tuple(t.client.provider for t in targets)
-        self.screens: tuple[bool, ...] = tuple(t.screens for t in targets)
-        self.endpoints: tuple[str | None, ...] = tuple(_endpoint(t) for t in targets)
-        self.provider_ids: tuple[str | None, ...] = tuple(
-            getattr(t.client, "provider_id", None) for t in targets
+        self.facts: tuple[TargetFacts, ...] = tuple(
+            TargetFacts.of(self.name, t, health_key=_health_key(t)) for t in targets
         )
-        self.price_fors: tuple[Any, ...] = tuple(
-            getattr(t.client, "price_for", None) for t in targets
-        )
+        self.providers: tuple[str, ...] = tuple(facts.provider for facts in self.facts)
         self._keys: dict[tuple[int, str | None], Hashable] = {}
-        self.stats_keys: tuple[Hashable, ...] = tuple((self.name, t.name) for t in targets)
         self._candidates = tuple(
-            Candidate(i, t.name, t.weight, _price(t), self.stats_keys[i])
+            Candidate(i, t.name, t.weight, _start_price(t, self.facts[i]), self.facts[i].stats_key)
             for i, t in enumerate(targets)
             if not t.paused
         )
         self._orders: dict[int, list[int]] = {}
-        self.undeployable: str | None = None
+        self.no_start_reason: str | None = None
         if not self._candidates:
-            self.undeployable = f'every target of route "{self.name}" is paused'
+            self.no_start_reason = f'every target of route "{self.name}" is paused'
         elif self.strategy.type == "weighted" and not any(
             t.weight > 0 and not t.fallback_only for t in targets if not t.paused
         ):
-            self.undeployable = f'no target of route "{self.name}" has a positive weight'
+            self.no_start_reason = f'no target of route "{self.name}" has a positive weight'
 
     def __repr__(self) -> str:
         return f"Route({self.name!r}, targets={[t.name for t in self.targets]})"
@@ -354,12 +338,13 @@ class Route:
         cached = self._keys.get((index, model))
         if cached is not None:
             return cached
+        facts = self.facts[index]
         key = self.health.key_for(
-            provider=self.providers[index],
-            model=model or self.client_models[index],
+            provider=facts.provider,
+            model=model or facts.client_model,
             route=self.name,
             target=self.targets[index].name,
-            health_key=self._health_keys[index],
+            health_key=facts.health_key,
         )
         if len(self._keys) < _KEY_CACHE_SIZE:
             self._keys[(index, model)] = key
@@ -406,19 +391,12 @@ def _health(health: Health | None, clock: Clock | None) -> Health:
     return Health(clock=clock)
 
 
-def _endpoint(target: Target) -> str | None:
-    endpoint = getattr(target.client, "base_url", None)
-    return None if endpoint is None else str(endpoint)
+def _health_key(target: Target) -> str | None:
+    """The target's own health key; a route used as a target keeps its health under its name."""
+    return target.health_key or (target.client.name if isinstance(target.client, Route) else None)
 
 
-def _client_model(target: Target) -> str | None:
-    model = getattr(target.client, "model", None)
-    return model if isinstance(model, str) else None
-
-
-def _price(target: Target) -> float | None:
-    price_for = getattr(target.client, "price_for", None)
-    if price_for is None:
-        return None
-    prices = price_for(target.model or _client_model(target))
+def _start_price(target: Target, facts: TargetFacts) -> float | None:
+    """What the `lowest-cost` strategy compares: input + output price of the target's model."""
+    prices = facts.price(target.model or facts.client_model)
     return None if prices is None else float(prices[0] + prices[1])

@@ -418,7 +418,7 @@ def _denial(route: Route, rules: Mapping[int, TargetRule]) -> str | None:
     ]
     if not starting or any(rule.skip is None for _, rule in starting):
         return None
-    if any(route.screens[index] for index, _ in starting):
+    if any(targets[index].has_eligibility_rules for index, _ in starting):
         return None  # an ineligible target would decide first (§3.4): the engine checks
     reasons = "; ".join(dict.fromkeys(rule.skip or "" for _, rule in starting))
     return f'no target of route "{route.name}" may be called: {reasons}'
