@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.errors import ProviderError
 from turnout.record import AttemptEntry, RoutingRecord
-from turnout.wire.model import EmbeddingRequest
+from turnout.wire.model import ChatRequest, EmbeddingRequest
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterable
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from turnout.routing.plan import CallPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target
+    from turnout.routing.target_facts import TargetFacts
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Usage
 
 __all__ = ["RequestState", "describe", "new_request_id"]
@@ -138,6 +139,25 @@ class RequestState:
         if self.deadline is not None and self.clock.now() >= self.deadline:
             return "request_timeout"
         return None
+
+    def is_over_budget(self, facts: TargetFacts, model: str | None) -> bool:
+        """Would a call to the target of `facts` pass the cost budget? Spent so far + estimated
+        input (characters / 4 * input price) + `max_tokens` * output price (prices per 1M
+        tokens). Without a price or `max_tokens` (an embeddings request has none) the target is
+        not checked."""
+        request = self.request
+        if (
+            not isinstance(request, ChatRequest)
+            or request.max_tokens is None
+            or facts.price_for is None
+            or self.cost_budget is None
+        ):
+            return False
+        prices = facts.price(model or facts.client_model)
+        if prices is None:
+            return False
+        estimate = (request.prompt_chars / 4 * prices[0] + request.max_tokens * prices[1]) / 1e6
+        return bool(self.spent + estimate > self.cost_budget)
 
     def time_left(self) -> float | None:
         """Seconds until the request's deadline (None without one)."""
