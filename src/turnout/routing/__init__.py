@@ -6,6 +6,7 @@ from turnout.record import AttemptEntry, RoutingRecord
 from turnout.routing.client import ChatClient
 from turnout.routing.clock import Clock, FakeClock, LoopClock
 from turnout.routing.health import Breaker, Health
+from turnout.routing.options import RouteOptions
 from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
 from turnout.routing.route import Route
 from turnout.routing.target import Target
@@ -21,6 +22,7 @@ __all__ = [
     "Health",
     "LoopClock",
     "Route",
+    "RouteOptions",
     "RoutingRecord",
     "Target",
     "TargetPlan",

@@ -47,7 +47,7 @@ def serve(route: Route, state: RequestState) -> Awaitable[Call]:
     """Route the request: awaits to the winning call (an accepted answer, or a committed
     stream), or raises how the request ended (Rule 4, with `.routing` set)."""
     plan = _plan_of(route, state)
-    no_start = route.no_start_reason if plan is None else plan.no_start_reason
+    no_start = route.table.no_start_reason if plan is None else plan.no_start_reason
     if no_start is not None:
         raise NoDeploymentAvailable(no_start, routing=state.record)
     return _serve_first(RoutePass(route, state, 0, plan))
@@ -79,7 +79,7 @@ async def _serve_first(walk: RoutePass) -> Call:
 
 async def _serve_route(route: Route, state: RequestState, hop: int) -> tuple[Call | None, Ending]:
     plan = _plan_of(route, state)
-    if (route.no_start_reason if plan is None else plan.no_start_reason) is not None:
+    if (route.table.no_start_reason if plan is None else plan.no_start_reason) is not None:
         return None, NO_CALLS
     walk = RoutePass(route, state, hop, plan)
     call = await run_pass(walk)

@@ -161,7 +161,9 @@ class TargetPlan:
             (i for i, rule in checked.items() if rule.fallback), route
         )
         self.candidates: tuple[Candidate, ...] = tuple(
-            c for c in route.candidates if c.index in checked and not checked[c.index].fallback
+            c
+            for c in route.table.candidates
+            if c.index in checked and not checked[c.index].fallback
         )
         self._orders: dict[tuple[str | None, int], list[int]] = {}
         self.no_start_reason = _no_start_reason(route, self.candidates, bool(checked))

@@ -179,7 +179,7 @@ class RoutePass:
             or (gate is not None and gate.credential_spent)
         ) and self._blocked(index, wire):
             return None
-        key = route.key_for(index, wire.model)
+        key = route.table.key_for(index, wire.model)
         verdict = route.health.admit(key, lease=target.timeout, breaker=route.breaker)
         if isinstance(verdict, Skip):
             self._passed_by(index)

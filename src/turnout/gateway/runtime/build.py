@@ -13,7 +13,6 @@ back to the same endpoint's route of its fallback (skipped when that one has non
 from __future__ import annotations
 
 import dataclasses
-import random
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from turnout.access.route_plan import (
 from turnout.config.rules import mock_script_steps
 from turnout.errors import ConfigError
 from turnout.gateway.resolution.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, RouteEntry
+from turnout.gateway.runtime.engine_config import build_route_options, build_target
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
@@ -36,8 +36,8 @@ from turnout.providers import (
     Timeouts,
 )
 from turnout.routing.health import Breaker, Health
+from turnout.routing.options import RouteOptions
 from turnout.routing.route import Route
-from turnout.routing.strategies import strategy_from_config
 from turnout.routing.target import Target
 
 if TYPE_CHECKING:
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
     from turnout.access.route_plan import PlannedRoute, RoutePlan
     from turnout.routing.clock import Clock
-    from turnout.routing.strategies import Strategy
     from turnout.schema import (
         DefaultsConfig,
         FileConfig,
@@ -143,13 +142,11 @@ class _Builder:
     # -- configured routes
 
     def _configured(self, config: RouteConfig) -> RouteEntry:
-        targets = [self._target(target) for target in config.targets]
-        strategy = strategy_from_config(
-            config.strategy, rng=random.Random(), session_pin_ttl=self.pin_ttl, path="strategy"
-        )
+        targets = [build_target(t, self.providers[t.provider]) for t in config.targets]
+        options = build_route_options(config, session_pin_ttl=self.pin_ttl)
 
         def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
-            return self._route(config, subset, strategy, endpoint)
+            return self._route(config, subset, options, endpoint)
 
         messages, _ = messages_split(config, self.provider_configs)
         chat, _ = chat_split(config, self.provider_configs)
@@ -180,24 +177,12 @@ class _Builder:
             reasons,
         )
 
-    def _target(self, config: TargetConfig) -> Target:
-        return Target(
-            config.display_name,
-            self.providers[config.provider],
-            config.model,
-            timeout=config.timeout,
-            first_token_timeout=config.first_token_timeout,
-            max_retries=config.max_retries,
-            weight=config.weight,
-            fallback_only=config.fallback_only,
-            paused=config.paused,
-            health_key=config.health_key,
-            context_window=config.context_window,
-            capabilities=None if config.capabilities is None else frozenset(config.capabilities),
-        )
-
     def _route(
-        self, config: RouteConfig, targets: Sequence[Target], strategy: Strategy, endpoint: Endpoint
+        self,
+        config: RouteConfig,
+        targets: Sequence[Target],
+        options: RouteOptions,
+        endpoint: Endpoint,
     ) -> Route:
         fallbacks: dict[str, list[Route]] = {}
         for kind in ("general", "context", "content"):
@@ -205,39 +190,22 @@ class _Builder:
                 other = self.built[name].route_for(endpoint)
                 if other is not None:
                     fallbacks.setdefault(kind, []).append(other)
-        breaker = config.circuit_breaker
         with warnings.catch_warnings():
             # The static-budget warning is a load warning of the validator, said once.
             warnings.simplefilter("ignore", UserWarning)
-            return Route(
-                config.name,
-                targets,
-                health=self.health,
-                strategy=strategy,
-                retry_on=config.retry_on,
-                retryable_statuses=config.retryable_statuses,
-                fail_over_on_refusal=config.fail_over_on_refusal,
-                max_attempts=config.max_attempts,
-                request_timeout=config.request_timeout,
-                stream_idle_timeout=config.stream_idle_timeout,
-                cost_budget=config.cost_budget,
-                hedge_after=config.hedge_after,
-                when_all_unhealthy=config.when_all_unhealthy,
-                circuit_breaker=breaker.model_dump() if breaker is not None else None,
-                fallbacks=fallbacks,
-                session_pin_ttl_seconds=self.pin_ttl,
+            return Route.from_options(
+                config.name, targets, options, health=self.health, fallbacks=fallbacks
             )
 
     # -- implicit and family routes
 
     def _provider_route(self, planned: PlannedRoute) -> RouteEntry:
         targets = [Target(name, self.providers[name]) for name in planned.providers]
+        options = RouteOptions.build(session_pin_ttl_seconds=self.pin_ttl)
 
         def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
             del endpoint  # provider routes have no fallbacks
-            return Route(
-                planned.name, subset, health=self.health, session_pin_ttl_seconds=self.pin_ttl
-            )
+            return Route.from_options(planned.name, subset, options, health=self.health)
 
         subsets: dict[Endpoint, frozenset[int]] = {
             "messages": frozenset(
