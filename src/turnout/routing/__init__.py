@@ -7,7 +7,7 @@ from turnout.routing.client import ChatClient
 from turnout.routing.clock import Clock, FakeClock, LoopClock
 from turnout.routing.health import Breaker, Health
 from turnout.routing.options import RouteOptions
-from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
+from turnout.routing.plan import CallerCredential, CallPlan, RequestPlan, TargetPlan, TargetRule
 from turnout.routing.route import Route
 from turnout.routing.target import Target
 
@@ -21,6 +21,7 @@ __all__ = [
     "FakeClock",
     "Health",
     "LoopClock",
+    "RequestPlan",
     "Route",
     "RouteOptions",
     "RoutingRecord",

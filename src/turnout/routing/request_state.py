@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from turnout.routing.attempt import Call, RoutedRequest
     from turnout.routing.health import Health
-    from turnout.routing.plan import CallPlan
+    from turnout.routing.plan import RequestPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target
     from turnout.routing.target_facts import TargetFacts
@@ -101,7 +101,7 @@ class RequestState:
         context: Any,
         session_id: str | None,
         streaming: bool,
-        plan: CallPlan | None = None,
+        plan: RequestPlan | None = None,
     ) -> None:
         self.route = route
         self.request = request

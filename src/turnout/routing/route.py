@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from turnout.routing.attempt import Call
     from turnout.routing.clock import Clock
     from turnout.routing.health import Breaker
-    from turnout.routing.plan import CallPlan
+    from turnout.routing.plan import RequestPlan
     from turnout.routing.strategies import Strategy
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Message
 
@@ -265,7 +265,7 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
-        plan: CallPlan | None = None,
+        plan: RequestPlan | None = None,
         **params: Any,
     ) -> ChatResponse:
         """Route one request and return the accepted answer (`response.routing` is the record).
@@ -292,7 +292,7 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
-        plan: CallPlan | None = None,
+        plan: RequestPlan | None = None,
         **params: Any,
     ) -> RoutedStream:
         """Route one streamed request: chunks as they come; the last carries usage and the
@@ -313,7 +313,7 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
-        plan: CallPlan | None = None,
+        plan: RequestPlan | None = None,
     ) -> EmbeddingResponse:
         """Route one embeddings request and return the vectors (`response.routing` is the
         record); a string or a list of strings is wrapped into `EmbeddingRequest(input=…)`.

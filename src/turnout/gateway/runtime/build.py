@@ -16,7 +16,7 @@ import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from turnout.access.route_plan import (
+from turnout.access.served_routes import (
     MESSAGES_WIRE,
     alias_wire_model,
     chat_split,
@@ -43,7 +43,7 @@ from turnout.routing.target import Target
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from turnout.access.route_plan import PlannedRoute, RoutePlan
+    from turnout.access.served_routes import ServedRoute, ServedRoutes
     from turnout.routing.clock import Clock
     from turnout.schema import (
         DefaultsConfig,
@@ -107,13 +107,13 @@ def build_health(defaults: DefaultsConfig, *, clock: Clock | None = None) -> Hea
 
 
 def build_entries(
-    config: FileConfig, plan: RoutePlan, providers: Mapping[str, Any], health: Health
+    config: FileConfig, served_routes: ServedRoutes, providers: Mapping[str, Any], health: Health
 ) -> dict[str, RouteEntry]:
     """Every served route's entry, by name (configured, then implicit, then family)."""
     builder = _Builder(config, providers, health)
-    for planned in plan.routes.values():
-        builder.entry(planned, plan)
-    return {name: builder.built[name] for name in plan.routes}
+    for served_route in served_routes.routes.values():
+        builder.entry(served_route, served_routes)
+    return {name: builder.built[name] for name in served_routes.routes}
 
 
 class _Builder:
@@ -126,17 +126,17 @@ class _Builder:
         self.pin_ttl = config.defaults.session_pin_ttl_seconds
         self.built: dict[str, RouteEntry] = {}
 
-    def entry(self, planned: PlannedRoute, plan: RoutePlan) -> RouteEntry:
-        held = self.built.get(planned.name)
+    def entry(self, served_route: ServedRoute, served_routes: ServedRoutes) -> RouteEntry:
+        held = self.built.get(served_route.name)
         if held is not None:
             return held
-        if planned.config is not None:
-            for name in _fallback_names(planned.config):
-                self.entry(plan.routes[name], plan)
-            made = self._configured(planned.config)
+        if served_route.config is not None:
+            for name in _fallback_names(served_route.config):
+                self.entry(served_routes.routes[name], served_routes)
+            made = self._configured(served_route.config)
         else:
-            made = self._provider_route(planned)
-        self.built[planned.name] = made
+            made = self._provider_route(served_route)
+        self.built[served_route.name] = made
         return made
 
     # -- configured routes
@@ -199,13 +199,13 @@ class _Builder:
 
     # -- implicit and family routes
 
-    def _provider_route(self, planned: PlannedRoute) -> RouteEntry:
-        targets = [Target(name, self.providers[name]) for name in planned.providers]
+    def _provider_route(self, served_route: ServedRoute) -> RouteEntry:
+        targets = [Target(name, self.providers[name]) for name in served_route.providers]
         options = RouteOptions.build(session_pin_ttl_seconds=self.pin_ttl)
 
         def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
             del endpoint  # provider routes have no fallbacks
-            return Route.from_options(planned.name, subset, options, health=self.health)
+            return Route.from_options(served_route.name, subset, options, health=self.health)
 
         subsets: dict[Endpoint, frozenset[int]] = {
             "messages": frozenset(
@@ -215,16 +215,16 @@ class _Builder:
                 i for i, t in enumerate(targets) if supports_embeddings(t.client)
             ),
         }
-        routes, reasons = _derived(planned.name, targets, subsets, make)
+        routes, reasons = _derived(served_route.name, targets, subsets, make)
         return RouteEntry(
-            planned.name,
-            planned.kind,
+            served_route.name,
+            served_route.kind,
             None,
             make(targets, "chat"),
             routes.get("messages"),
             routes.get("embeddings"),
             False,
-            tuple(pattern.text for pattern in planned.patterns),
+            tuple(pattern.text for pattern in served_route.patterns),
             reasons=reasons,
         )
 
