@@ -1,6 +1,6 @@
 """Session family pins in process (SPEC §7.4, §10): the pin's TTL on a fake clock, a broken pin
 never failing a call, and which plans order targets by family
-(`turnout.gateway.resolution.call_plans`).
+(`turnout.gateway.resolution.request_plans`).
 
 The gateway runs in process (`httpx.ASGITransport`) in front of `turnout mock-upstream` on a
 real socket: only `openai` and `anthropic` providers have a family.

@@ -24,13 +24,13 @@ from turnout.routing.route import Route, Target
 from turnout.testing import isolated_health, turn
 
 if TYPE_CHECKING:
-    from turnout.routing.plan import CallPlan
+    from turnout.routing.plan import RequestPlan
     from turnout.testing import IsolatedHealth, ScriptedModel
 
 
 def _route(
     health: IsolatedHealth, passthrough: list[Passthrough], org: list[ScriptedModel], **kw: object
-) -> tuple[Route, CallPlan]:
+) -> tuple[Route, RequestPlan]:
     """A route of passthrough targets then org-key ones, and the fallback plan over it."""
     targets = [Target(p.provider, p) for p in passthrough] + [Target(m.provider, m) for m in org]
     route = Route("r", targets, health=health, **kw)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from turnout.access.model_index import RoutePatterns, find_conflicts
 from turnout.access.patterns import FAMILY_ROUTES, ModelPattern, PatternKind
-from turnout.access.route_plan import parse_patterns
+from turnout.access.served_routes import parse_patterns
 from turnout.errors import ConfigError
 from turnout.routing.health import Breaker
 from turnout.routing.options import Fallbacks, check_static_budget

@@ -135,9 +135,10 @@ class Call:
         self.key = key
         self.admission = admission
         self.forced = forced
-        self.provider: str = route.providers[index]
-        self.model: str | None = request.model or route.client_models[index]
-        self.stats_key: Hashable = route.stats_keys[index]
+        facts = route.facts[index]
+        self.provider: str = facts.provider
+        self.model: str | None = request.model or facts.client_model
+        self.stats_key: Hashable = facts.stats_key
         self.hop = 0
         self.hedge = False
         self.lost = False

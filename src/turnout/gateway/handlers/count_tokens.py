@@ -18,7 +18,7 @@ from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
     from turnout.gateway.server.exchange import Exchange
-    from turnout.routing.plan import CallPlan
+    from turnout.routing.plan import RequestPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target
 
@@ -27,7 +27,7 @@ __all__ = ["counting_target", "handle_count_tokens"]
 _FORMAT = "anthropic-messages"
 
 
-def counting_target(route: Route, plan: CallPlan | None = None) -> Target | None:
+def counting_target(route: Route, plan: RequestPlan | None = None) -> Target | None:
     """The first target of `route` whose provider speaks Anthropic Messages and counts tokens
     (among the targets `plan` lets start, when given, and of the family the plan's session is
     pinned to on `route`, when it is)."""

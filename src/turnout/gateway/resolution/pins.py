@@ -5,7 +5,7 @@ writes pins; every other request costs one check. Without a session id the engin
 the first target's family first, per request, and nothing is pinned.
 Rule 2: before the call, the pin of each route of the plan that orders by family is read and
 its TTL restarted (`session_pin_ttl_seconds` after the session's last request); the plan then
-carries the pins (`CallPlan.with_pins`).
+carries the pins (`RequestPlan.with_pins`).
 Rule 3: after a success (an accepted answer, or a stream that ended cleanly) the session is
 pinned to the family of the target that served, on the route that served it (the route asked
 or a fallback route): a success on another family re-pins, one on the pinned family was
@@ -28,7 +28,7 @@ from turnout.access.policies import WIRE_FAMILIES
 
 if TYPE_CHECKING:
     from turnout.record import RoutingRecord
-    from turnout.routing.plan import CallPlan, TargetPlan
+    from turnout.routing.plan import RequestPlan, TargetPlan
     from turnout.routing.route import Route
     from turnout.state.sessions import SessionPins
     from turnout.wire.model import ChatRequest
@@ -50,10 +50,10 @@ class PinStep:
 
     async def before(
         self,
-        plan: CallPlan | None,
+        plan: RequestPlan | None,
         session_id: str | None,
         request: ChatRequest | None = None,
-    ) -> CallPlan | None:
+    ) -> RequestPlan | None:
         """`plan` carrying the session's pins, refreshed (Rules 1, 2), or the family the
         request's server tools need (Rule 5); `plan` itself when there is nothing to read."""
         if plan is None or not plan.orders_by_family:
@@ -75,7 +75,7 @@ class PinStep:
 
     async def after(
         self,
-        plan: CallPlan | None,
+        plan: RequestPlan | None,
         session_id: str | None,
         record: RoutingRecord | None,
         request: ChatRequest | None = None,
@@ -128,7 +128,7 @@ def _server_tool_family(request: ChatRequest | None) -> str | None:
     return None
 
 
-def _served_route(plan: CallPlan, record: RoutingRecord) -> tuple[Route, TargetPlan] | None:
+def _served_route(plan: RequestPlan, record: RoutingRecord) -> tuple[Route, TargetPlan] | None:
     """The route of the plan that served (the last fallback route hopped to, else the first)
     and its target plan."""
     name = record.fallback_route or record.route

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from turnout.gateway.server.exchange import Exchange
     from turnout.record import AttemptEntry, RoutingRecord
     from turnout.routing.clock import Clock
-    from turnout.routing.plan import CallPlan
+    from turnout.routing.plan import RequestPlan
     from turnout.routing.route import Route
     from turnout.routing.stream import RoutedStream
     from turnout.wire.model import ChatChunk, ChatRequest
@@ -113,13 +113,13 @@ async def stream_answer(
     include_usage: bool,
     commit_on_headers: bool,
     tap: Callable[[RoutedStream], RoutedStream] | None = None,
-    plan: CallPlan | None = None,
+    plan: RequestPlan | None = None,
 ) -> None:
     """Route `request` as a stream and relay it to the caller as SSE (see the module rules).
 
     `include_usage` is whether an OpenAI caller asked for the usage chunk; `tap` wraps the
     route's stream before it is relayed (the response cache stores a cleanly ended stream);
-    `plan` is the request's per-call plan (`Route.stream`).
+    `plan` is the request's plan (`Route.stream`).
     """
     chunks = route.stream(request, session_id=session_id, plan=plan)
     if tap is not None:

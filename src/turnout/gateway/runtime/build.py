@@ -13,11 +13,10 @@ back to the same endpoint's route of its fallback (skipped when that one has non
 from __future__ import annotations
 
 import dataclasses
-import random
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from turnout.access.route_plan import (
+from turnout.access.served_routes import (
     MESSAGES_WIRE,
     alias_wire_model,
     chat_split,
@@ -27,6 +26,7 @@ from turnout.access.route_plan import (
 from turnout.config.rules import mock_script_steps
 from turnout.errors import ConfigError
 from turnout.gateway.resolution.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, RouteEntry
+from turnout.gateway.runtime.engine_config import build_route_options, build_target
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
@@ -40,17 +40,16 @@ from turnout.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from turnout.providers.azure_openai import DEFAULT_API_VERSION as AZURE_API_VERSION
 from turnout.providers.openai import DEFAULT_BASE_URL as OPENAI_URL
 from turnout.routing.health import Breaker, Health
+from turnout.routing.options import RouteOptions
 from turnout.routing.route import Route
-from turnout.routing.strategies import strategy_from_config
 from turnout.routing.target import Target
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from turnout.access.route_plan import PlannedRoute, RoutePlan
+    from turnout.access.served_routes import ServedRoute, ServedRoutes
     from turnout.providers.base import ProviderKeywords
     from turnout.routing.clock import Clock
-    from turnout.routing.strategies import Strategy
     from turnout.schema import (
         DefaultsConfig,
         FileConfig,
@@ -129,13 +128,13 @@ def build_health(defaults: DefaultsConfig, *, clock: Clock | None = None) -> Hea
 
 
 def build_entries(
-    config: FileConfig, plan: RoutePlan, providers: Mapping[str, Any], health: Health
+    config: FileConfig, served_routes: ServedRoutes, providers: Mapping[str, Any], health: Health
 ) -> dict[str, RouteEntry]:
     """Every served route's entry, by name (configured, then implicit, then family)."""
     builder = _Builder(config, providers, health)
-    for planned in plan.routes.values():
-        builder.entry(planned, plan)
-    return {name: builder.built[name] for name in plan.routes}
+    for served_route in served_routes.routes.values():
+        builder.entry(served_route, served_routes)
+    return {name: builder.built[name] for name in served_routes.routes}
 
 
 class _Builder:
@@ -148,29 +147,27 @@ class _Builder:
         self.pin_ttl = config.defaults.session_pin_ttl_seconds
         self.built: dict[str, RouteEntry] = {}
 
-    def entry(self, planned: PlannedRoute, plan: RoutePlan) -> RouteEntry:
-        held = self.built.get(planned.name)
+    def entry(self, served_route: ServedRoute, served_routes: ServedRoutes) -> RouteEntry:
+        held = self.built.get(served_route.name)
         if held is not None:
             return held
-        if planned.config is not None:
-            for name in _fallback_names(planned.config):
-                self.entry(plan.routes[name], plan)
-            made = self._configured(planned.config)
+        if served_route.config is not None:
+            for name in _fallback_names(served_route.config):
+                self.entry(served_routes.routes[name], served_routes)
+            made = self._configured(served_route.config)
         else:
-            made = self._provider_route(planned)
-        self.built[planned.name] = made
+            made = self._provider_route(served_route)
+        self.built[served_route.name] = made
         return made
 
     # -- configured routes
 
     def _configured(self, config: RouteConfig) -> RouteEntry:
-        targets = [self._target(target) for target in config.targets]
-        strategy = strategy_from_config(
-            config.strategy, rng=random.Random(), session_pin_ttl=self.pin_ttl, path="strategy"
-        )
+        targets = [build_target(t, self.providers[t.provider]) for t in config.targets]
+        options = build_route_options(config, session_pin_ttl=self.pin_ttl)
 
         def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
-            return self._route(config, subset, strategy, endpoint)
+            return self._route(config, subset, options, endpoint)
 
         messages, _ = messages_split(config, self.provider_configs)
         chat, _ = chat_split(config, self.provider_configs)
@@ -201,24 +198,12 @@ class _Builder:
             reasons,
         )
 
-    def _target(self, config: TargetConfig) -> Target:
-        return Target(
-            config.display_name,
-            self.providers[config.provider],
-            config.model,
-            timeout=config.timeout,
-            first_token_timeout=config.first_token_timeout,
-            max_retries=config.max_retries,
-            weight=config.weight,
-            fallback_only=config.fallback_only,
-            paused=config.paused,
-            health_key=config.health_key,
-            context_window=config.context_window,
-            capabilities=None if config.capabilities is None else frozenset(config.capabilities),
-        )
-
     def _route(
-        self, config: RouteConfig, targets: Sequence[Target], strategy: Strategy, endpoint: Endpoint
+        self,
+        config: RouteConfig,
+        targets: Sequence[Target],
+        options: RouteOptions,
+        endpoint: Endpoint,
     ) -> Route:
         fallbacks: dict[str, list[Route]] = {}
         for kind in ("general", "context", "content"):
@@ -226,39 +211,22 @@ class _Builder:
                 other = self.built[name].route_for(endpoint)
                 if other is not None:
                     fallbacks.setdefault(kind, []).append(other)
-        breaker = config.circuit_breaker
         with warnings.catch_warnings():
             # The static-budget warning is a load warning of the validator, said once.
             warnings.simplefilter("ignore", UserWarning)
-            return Route(
-                config.name,
-                targets,
-                health=self.health,
-                strategy=strategy,
-                retry_on=config.retry_on,
-                retryable_statuses=config.retryable_statuses,
-                fail_over_on_refusal=config.fail_over_on_refusal,
-                max_attempts=config.max_attempts,
-                request_timeout=config.request_timeout,
-                stream_idle_timeout=config.stream_idle_timeout,
-                cost_budget=config.cost_budget,
-                hedge_after=config.hedge_after,
-                when_all_unhealthy=config.when_all_unhealthy,
-                circuit_breaker=breaker.model_dump() if breaker is not None else None,
-                fallbacks=fallbacks,
-                session_pin_ttl_seconds=self.pin_ttl,
+            return Route.from_options(
+                config.name, targets, options, health=self.health, fallbacks=fallbacks
             )
 
     # -- implicit and family routes
 
-    def _provider_route(self, planned: PlannedRoute) -> RouteEntry:
-        targets = [Target(name, self.providers[name]) for name in planned.providers]
+    def _provider_route(self, served_route: ServedRoute) -> RouteEntry:
+        targets = [Target(name, self.providers[name]) for name in served_route.providers]
+        options = RouteOptions.build(session_pin_ttl_seconds=self.pin_ttl)
 
         def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
             del endpoint  # provider routes have no fallbacks
-            return Route(
-                planned.name, subset, health=self.health, session_pin_ttl_seconds=self.pin_ttl
-            )
+            return Route.from_options(served_route.name, subset, options, health=self.health)
 
         subsets: dict[Endpoint, frozenset[int]] = {
             "messages": frozenset(
@@ -268,16 +236,16 @@ class _Builder:
                 i for i, t in enumerate(targets) if supports_embeddings(t.client)
             ),
         }
-        routes, reasons = _derived(planned.name, targets, subsets, make)
+        routes, reasons = _derived(served_route.name, targets, subsets, make)
         return RouteEntry(
-            planned.name,
-            planned.kind,
+            served_route.name,
+            served_route.kind,
             None,
             make(targets, "chat"),
             routes.get("messages"),
             routes.get("embeddings"),
             False,
-            tuple(pattern.text for pattern in planned.patterns),
+            tuple(pattern.text for pattern in served_route.patterns),
             reasons=reasons,
         )
 

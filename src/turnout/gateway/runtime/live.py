@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 from turnout.access.bindings import AccessPolicy
 from turnout.access.keys import KeyRing
 from turnout.access.model_index import PatternIndex
-from turnout.access.route_plan import credential_mode, plan_routes
+from turnout.access.served_routes import credential_mode, find_served_routes
 from turnout.config.rules import check_config, check_config_warnings
 from turnout.errors import ConfigError
 from turnout.gateway.resolution.cache import ChatCache
-from turnout.gateway.resolution.call_plans import CallPlanner
 from turnout.gateway.resolution.pins import PinStep
+from turnout.gateway.resolution.request_plans import RequestPlanner
 from turnout.gateway.resolution.resolve import Resolver
 from turnout.gateway.resolution.route_entry import (
     AliasRoutes,
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from turnout.access.keys import Caller, Credentials
     from turnout.routing.clock import Clock
     from turnout.routing.health import Health
-    from turnout.routing.plan import CallPlan
+    from turnout.routing.plan import RequestPlan
     from turnout.schema import FileConfig
     from turnout.state.base import StateStore
 
@@ -125,7 +125,7 @@ class Runtime:
         self.keys = keys
         self.access = access if access is not None else AccessPolicy()
         self._resolver = Resolver(self.routes, index, project=config.project, access=self.access)
-        self._planner = CallPlanner(config, self.routes, self.credential_modes, self.access)
+        self._planner = RequestPlanner(config, self.routes, self.credential_modes, self.access)
         # Passthrough targets no caller credential reaches (said once, also when a runtime is
         # rebuilt from another's warnings, as `embedded` does).
         unreachable = [f"{path}: {text}" for path, text in self._planner.unreachable(self.routes)]
@@ -148,11 +148,13 @@ class Runtime:
         if errors:
             lines = "\n".join(f"  {path}: {message}" for path, message in errors)
             raise ConfigError(f"invalid configuration ({len(errors)}):\n{lines}", errors)
-        plan = plan_routes(config)
+        served_routes = find_served_routes(config)
         providers = {p.name: build_provider(p, clock=clock) for p in config.providers}
         health = build_health(config.defaults, clock=clock)
-        routes = build_entries(config, plan, providers, health)
-        index = PatternIndex.build(plan.index_entries(), family_routes=plan.families)
+        routes = build_entries(config, served_routes, providers, health)
+        index = PatternIndex.build(
+            served_routes.index_entries(), family_routes=served_routes.families
+        )
         keys = KeyRing.from_config(config.keys, config.project)
         # The validator above already checked the routes grants name.
         configured = {route.name: route for route in config.routes}
@@ -220,9 +222,10 @@ class Runtime:
         credentials: Callable[[], Credentials],
         *,
         endpoint: Endpoint,
-    ) -> CallPlan | None:
-        """The per-call plan of a resolved request (credential filter, org-key fallback,
-        policies; `turnout.gateway.resolution.call_plans`), None when the route runs as configured.
+    ) -> RequestPlan | None:
+        """The per-request plan of a resolved request (credential filter, org-key fallback,
+        policies; `turnout.gateway.resolution.request_plans`), None when the route runs as
+        configured.
         `credentials()` gives the request's credential headers, read only when needed.
         Raises `NoRoute` (503) or `PolicyDenied` (403) before any call."""
         return self._planner.plan_for(resolution, caller, credentials, endpoint=endpoint)

@@ -1,6 +1,6 @@
 """The per-request plan of a route (SPEC §5.2, §5.3, §6.3): the credential filter, the org-key
 fallback for callers' own credentials, and the policy and data-handling verdict of each target,
-handed to the engine as a `turnout.routing.plan.CallPlan`.
+handed to the engine as a `turnout.routing.plan.RequestPlan`.
 
 Rule 1: the credential filter. A caller with its own provider credential is served only by
 passthrough targets, any other caller only by org-key targets. Under `auth: open` nothing is
@@ -40,7 +40,7 @@ from turnout.access.bindings import IMPLICIT_GRANT
 from turnout.access.keys import NO_REQUIREMENTS
 from turnout.access.policies import CLEAR, Policies, ProviderFacts
 from turnout.errors import NoRoute, PolicyDenied, RoutingError
-from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
+from turnout.routing.plan import CallerCredential, RequestPlan, TargetPlan, TargetRule
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from turnout.routing.route import Route
     from turnout.schema import FileConfig, RouteConfig
 
-__all__ = ["CLIENT_FAMILIES", "CallPlanner", "CallerKind"]
+__all__ = ["CLIENT_FAMILIES", "CallerKind", "RequestPlanner"]
 
 CallerKind = Literal["own", "org", "open_own", "open"]
 """`own`/`org`: a keyed caller with / without its own credential; `open_own`/`open`: the same
@@ -84,10 +84,10 @@ class _Refusal:
         return NoRoute(self.text.format(model=model))
 
 
-_Planned = CallPlan | _Refusal | str
+_Planned = RequestPlan | _Refusal | str
 
 
-class CallPlanner:
+class RequestPlanner:
     """Builds and caches the plans of one runtime's routes (see the module rules)."""
 
     __slots__ = (
@@ -143,7 +143,7 @@ class CallPlanner:
         credentials: Callable[[], Credentials],
         *,
         endpoint: Endpoint,
-    ) -> CallPlan | None:
+    ) -> RequestPlan | None:
         """The plan of one request to `resolution.route` on `endpoint`, or None when the route
         is walked as configured. `credentials()` reads the request's credential headers (only
         when needed). Raises `NoRoute` (503) for an empty credential filter or `PolicyDenied`
@@ -241,7 +241,7 @@ class CallPlanner:
             config = self._configs.get(each.name)
             switch = config is None or config.switch_family_on_quota
             plans[each] = TargetPlan(each, rules, switch_family_on_quota=switch)
-        return _NOTHING if trivial else CallPlan(plans)
+        return _NOTHING if trivial else RequestPlan(plans)
 
     def _rules(
         self,
@@ -418,7 +418,7 @@ def _denial(route: Route, rules: Mapping[int, TargetRule]) -> str | None:
     ]
     if not starting or any(rule.skip is None for _, rule in starting):
         return None
-    if any(route.screens[index] for index, _ in starting):
+    if any(targets[index].has_eligibility_rules for index, _ in starting):
         return None  # an ineligible target would decide first (§3.4): the engine checks
     reasons = "; ".join(dict.fromkeys(rule.skip or "" for _, rule in starting))
     return f'no target of route "{route.name}" may be called: {reasons}'

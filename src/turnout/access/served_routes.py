@@ -13,7 +13,7 @@ left out of that endpoint and the validator warns, naming the route and the targ
 
 Pure and tolerant: it reads a configuration that may still be invalid (the validator runs it
 to know the implicit routes) and leaves out what it cannot parse, which the validator reports
-on its own. The runtime builds live routes from the same plan, so the two never disagree.
+on its own. The runtime builds live routes from the same answer, so the two never disagree.
 """
 
 from __future__ import annotations
@@ -39,15 +39,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MESSAGES_WIRE",
-    "PlannedRoute",
     "RouteKind",
-    "RoutePlan",
+    "ServedRoute",
+    "ServedRoutes",
     "alias_wire_model",
     "chat_split",
     "credential_mode",
+    "find_served_routes",
     "messages_split",
     "parse_patterns",
-    "plan_routes",
     "provider_wire",
 ]
 
@@ -94,7 +94,7 @@ def parse_patterns(texts: Iterable[str]) -> tuple[ModelPattern, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class PlannedRoute:
+class ServedRoute:
     """One route the configuration serves.
 
     `providers` are the provider names of its targets (implicit: its own provider; family: every
@@ -113,11 +113,11 @@ class PlannedRoute:
 
 
 @dataclass(frozen=True, slots=True)
-class RoutePlan:
+class ServedRoutes:
     """The routes of a configuration by name (configured first, then implicit, then family),
     the families that have a family route, and the load warnings found on the way."""
 
-    routes: Mapping[str, PlannedRoute]
+    routes: Mapping[str, ServedRoute]
     families: tuple[str, ...]
     warnings: tuple[tuple[str, str], ...]
 
@@ -126,21 +126,21 @@ class RoutePlan:
         are the index's own)."""
         return [
             RoutePatterns(
-                planned.name,
-                planned.patterns,
-                is_implicit=planned.kind == "implicit",
-                family=planned.family,
-                created=planned.position if planned.position is not None else 0,
-                path=f"routes[{planned.position}]" if planned.position is not None else "",
+                served.name,
+                served.patterns,
+                is_implicit=served.kind == "implicit",
+                family=served.family,
+                created=served.position if served.position is not None else 0,
+                path=f"routes[{served.position}]" if served.position is not None else "",
             )
-            for planned in self.routes.values()
-            if planned.kind != "family"
+            for served in self.routes.values()
+            if served.kind != "family"
         ]
 
 
-def plan_routes(config: FileConfig) -> RoutePlan:
-    """Plan the routes `config` serves (disabled routes serve nothing)."""
-    routes: dict[str, PlannedRoute] = {}
+def find_served_routes(config: FileConfig) -> ServedRoutes:
+    """The routes `config` serves, with their patterns (disabled routes serve nothing)."""
+    routes: dict[str, ServedRoute] = {}
     routed: set[str] = set()
     stored: list[ModelPattern] = []
     for position, route in enumerate(config.routes):
@@ -150,23 +150,23 @@ def plan_routes(config: FileConfig) -> RoutePlan:
         stored.extend(patterns)
         providers = tuple(dict.fromkeys(target.provider for target in route.targets))
         routed.update(providers)
-        routes[route.name] = PlannedRoute(
+        routes[route.name] = ServedRoute(
             route.name, "configured", patterns, providers, config=route, position=position
         )
     warnings: list[tuple[str, str]] = []
     for index, provider in enumerate(config.providers):
         if provider.name in routed or provider.name in routes:
             continue
-        planned = _implicit(provider, stored, f"providers[{index}]", warnings)
-        if planned is not None:
-            routes[planned.name] = planned
+        implicit = _implicit(provider, stored, f"providers[{index}]", warnings)
+        if implicit is not None:
+            routes[implicit.name] = implicit
     families = _families(config.providers)
     for family, members in families.items():
         name = FAMILY_ROUTES[family]
         if name not in routes:
             defaults = parse_patterns(FAMILY_DEFAULT_PATTERNS[family])
-            routes[name] = PlannedRoute(name, "family", defaults, members, family=family)
-    return RoutePlan(routes, tuple(families), tuple(warnings))
+            routes[name] = ServedRoute(name, "family", defaults, members, family=family)
+    return ServedRoutes(routes, tuple(families), tuple(warnings))
 
 
 def _implicit(
@@ -174,7 +174,7 @@ def _implicit(
     stored: list[ModelPattern],
     path: str,
     warnings: list[tuple[str, str]],
-) -> PlannedRoute | None:
+) -> ServedRoute | None:
     family = provider_family(provider)
     own = parse_patterns(provider.model_patterns)
     if not own and family == "none":
@@ -185,7 +185,7 @@ def _implicit(
         warnings.append((path, rule))
         return None
     patterns = implicit_patterns(own, family, stored)
-    return PlannedRoute(provider.name, "implicit", patterns, (provider.name,), family=family)
+    return ServedRoute(provider.name, "implicit", patterns, (provider.name,), family=family)
 
 
 def _families(providers: Iterable[ProviderConfig]) -> dict[str, tuple[str, ...]]:
