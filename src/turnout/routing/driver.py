@@ -157,7 +157,7 @@ async def _retry(walk: RoutePass, call: Call) -> tuple[Decision, Call]:
         if isinstance(verdict, Skip):
             state.skip_untils.append(verdict.until)
             return "next", call
-        call = call.again(verdict)
+        call = walk.again(call, verdict)
         retries += 1
         await run_call(walk, call)
         decision = walk.settle(call)

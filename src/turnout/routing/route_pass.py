@@ -252,6 +252,15 @@ class RoutePass:
             call.shadow = rule.shadow
         return call
 
+    def again(self, call: Call, admission: Admission) -> Call:
+        """The same target once more, for a same-target retry; a retry on the caller's
+        credential is a call of its own on it, started here as the first one was."""
+        retry = call.again(admission)
+        if retry.credentialed:
+            assert self.gate is not None
+            self.gate.credential_call_started()
+        return retry
+
     def _is_last(self) -> bool:
         """No target after the current one could still be asked."""
         targets = self.route.targets
