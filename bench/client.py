@@ -30,7 +30,7 @@ import httpx
 import uvloop
 
 from turnout.providers.http1 import Http1Transport
-from turnout.providers.transport import Timeouts
+from turnout.providers.transport import HttpTimeouts
 
 BODY = (
     b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": '
@@ -162,7 +162,7 @@ async def bench_aiohttp(label: str, url: str, n: int) -> list[Result]:
 async def bench_http1(label: str, url: str, n: int) -> list[Result]:
     """turnout's Http1Transport, as a provider uses it (`post`, `stream` + `chunks`)."""
     results = []
-    timeouts = Timeouts(connect=10.0, read=30.0)
+    timeouts = HttpTimeouts(connect=10.0, read=30.0)
     for concurrency in (1, 64):
         transport = Http1Transport(provider="bench", timeouts=timeouts, max_connections=concurrency)
 

@@ -1,4 +1,4 @@
-"""Benchmark: model resolution over 10,000 mixed patterns (SPEC §6.1: p99 under 1 ms).
+"""Benchmark: model resolution over 10,000 mixed patterns (the goal: p99 under 1 ms).
 
 Builds one conflict-free index of exact names and prefix, suffix and infix globs spread over
 about a thousand routes, then times `resolve` on models never seen (cold: the lookup itself plus
@@ -15,12 +15,12 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from turnout.gateway.model_index import PatternIndex, RoutePatterns
+from turnout.access.model_index import PatternIndex, RoutePatterns
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from turnout.gateway.patterns import ModelPattern
+    from turnout.access.patterns import ModelPattern
 
 VENDORS = ("acme", "northwind", "contoso", "globex", "initech", "umbrella", "hooli", "vandelay")
 LINES = ("nova", "spark", "atlas", "orbit", "ember", "quill", "drift", "pulse", "forge", "lumen")

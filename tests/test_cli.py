@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import orjson
 import yaml
 
+from turnout.access.keys import KeyRing, hash_key
 from turnout.cli import main
-from turnout.config.schema import KeyConfig
-from turnout.gateway.keys import KeyRing, hash_key
+from turnout.schema import KeyConfig
 
 if TYPE_CHECKING:
     import pytest

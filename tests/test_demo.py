@@ -8,11 +8,12 @@ import re
 
 import pytest
 
-from turnout import __version__, demo_gateway
+from turnout import __version__
 from turnout.cli import main
+from turnout.demo import gateway as demo_gateway
 from turnout.demo import run_demo
-from turnout.demo_gateway import Row, format_rows, rows_from_body, rows_from_header
-from turnout.demo_library import SCENARIOS
+from turnout.demo.gateway import Row, format_rows, rows_from_body, rows_from_header
+from turnout.demo.library import SCENARIOS
 
 
 def demo_output(*, library: bool = False, anthropic: bool = False) -> str:

@@ -5,9 +5,12 @@ The public API is what `__all__` lists; everything else may change without notic
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
+from turnout.record import AttemptEntry, RoutingRecord
 from turnout.routing.client import ChatClient
 from turnout.routing.health import Breaker, Health
-from turnout.routing.record import AttemptEntry, RoutingRecord
 from turnout.routing.route import Route
 from turnout.routing.target import Target
 from turnout.wire.model import (
@@ -20,7 +23,10 @@ from turnout.wire.model import (
     Usage,
 )
 
-__version__ = "0.1.0"
+try:
+    __version__ = _version("turnout")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "AttemptEntry",

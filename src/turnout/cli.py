@@ -1,4 +1,4 @@
-"""The `turnout` command: parse arguments, call library functions (SPEC §12).
+"""The `turnout` command: parse arguments, call library functions.
 
 Each subcommand is registered by one small function; the work lives in library modules, which
 are imported only when their command runs so that `turnout --version` stays instant.
@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also call /v1/messages through the Anthropic SDK (needs the anthropic package)",
     )
-    from turnout.gateway.commands import add_check_parser, add_routes_parser  # noqa: PLC0415
-    from turnout.gateway.commands_serve import add_serve_parser  # noqa: PLC0415
+    from turnout.gateway.commands.inspect import add_check_parser, add_routes_parser  # noqa: PLC0415
+    from turnout.gateway.commands.serve import add_serve_parser  # noqa: PLC0415
 
     add_serve_parser(commands)
     add_check_parser(commands)
@@ -58,19 +58,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_mock_upstream(commands: Subparsers[argparse.ArgumentParser]) -> None:
-    """`turnout mock-upstream [--host H] [--port P]` (options: `turnout.mock_upstream`)."""
-    upstream = commands.add_parser(
-        "mock-upstream",
-        help="an OpenAI + Anthropic compatible upstream with scriptable faults",
-        description="Serve a mock upstream for tests, demos and benchmarks (faults by model "
-        "name or the x-mock-fault header; request log at /_mock/requests).",
-    )
-    upstream.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    upstream.add_argument("--port", type=int, default=4010, help="port (4010; 0 = any free)")
+    """`turnout mock-upstream [--host H] [--port P] …`; `--help` ends with the fault grammar."""
+    from turnout.mock_upstream.command import HELP, add_arguments, parser_options  # noqa: PLC0415
+
+    add_arguments(commands.add_parser("mock-upstream", help=HELP, **parser_options()))
 
 
 def _add_import(commands: Subparsers[argparse.ArgumentParser]) -> None:
-    """`turnout import litellm FILE`: a LiteLLM proxy config as a turnout config (SPEC §7.5)."""
+    """`turnout import litellm FILE`: a LiteLLM proxy config as a turnout config.
+
+    What carries over and what does not: `docs/migrating-from-litellm.md`.
+    """
     importer = commands.add_parser(
         "import",
         help="convert another gateway's config into a turnout config",
@@ -97,7 +95,7 @@ def _add_keys(commands: Subparsers[argparse.ArgumentParser]) -> None:
 def _run_keys(args: argparse.Namespace) -> int:
     import orjson  # noqa: PLC0415
 
-    from turnout.gateway.keys import generate_key, hash_key  # noqa: PLC0415
+    from turnout.access.keys import generate_key, hash_key  # noqa: PLC0415
 
     key = generate_key()
     digest = hash_key(key)
@@ -133,12 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "keys":
         return _run_keys(args)
     if args.command in ("serve", "check", "routes"):
-        from turnout.gateway import commands, commands_serve  # noqa: PLC0415
+        from turnout.gateway.commands import inspect, serve  # noqa: PLC0415
 
         run = {
-            "serve": commands_serve.main_serve,
-            "check": commands.main_check,
-            "routes": commands.main_routes,
+            "serve": serve.main_serve,
+            "check": inspect.main_check,
+            "routes": inspect.main_routes,
         }[args.command]
         return run(args)
     parser.print_help(sys.stderr)

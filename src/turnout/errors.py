@@ -1,27 +1,49 @@
 """The whole exception tree of turnout.
 
+Every error turnout raises itself carries its HTTP `status` and `code` as class attributes: this
+drawing is the table the gateway answers from. A provider's error keeps the provider's status.
+
 ::
 
-    TurnoutError
-    ├── ConfigError (also ValueError)      invalid options; names the field and the rule
-    │                                      (`.status`/`.code`: 400 VALIDATION_FAILED, or 409)
-    ├── RoutingError                       how a routed request ended without an answer (§3.4)
-    │   ├── RouteExhausted                 transient: retryable failures left no target
-    │   ├── RouteIneligible                fatal: every target ineligible for this request
-    │   ├── NoDeploymentAvailable          every target paused / no positive weight
-    │   ├── PolicyDenied                   a deny covers every target
-    │   └── NoRoute                        no route serves the model (gateway)
-    ├── ProviderError                      one call failed; `.error_class` is §3.2's class
-    │   ├── ProviderTimeout                timeout
-    │   ├── RateLimited                    rate_limited
-    │   ├── QuotaExhausted                 quota_exhausted
-    │   ├── ProviderUnavailable            provider_error (5xx, connection, unparseable body)
-    │   ├── ContextLengthExceeded          context_length
-    │   ├── ContentFiltered                content_filtered
-    │   ├── AuthenticationFailed           auth
-    │   └── InvalidRequest                 invalid_request
-    ├── StreamBroken                       a committed stream failed
-    └── StreamRejected                     a finished stream was refused or rejected (§3.7)
+    TurnoutError                       status, code                  when
+    ├── ConfigError (also ValueError)  400 VALIDATION_FAILED         invalid options (409: a clash)
+    ├── RoutingError                   each subclass sets its own    no answer, for turnout's reason
+    │   ├── RouteExhausted             503 UPSTREAM_POOL_EXHAUSTED   retryable failures left no
+    │   │                              or as the failed calls say    target (transient)
+    │   ├── RouteIneligible            400 route_ineligible          every target ineligible (fatal)
+    │   ├── NoDeploymentAvailable      503 no_deployment_available   every target paused / no weight
+    │   ├── EmbeddingsNotSupported     400 embeddings_not_supported  no target offers embeddings
+    │   ├── PolicyDenied               403 POLICY_DENIED             a deny covers every target
+    │   ├── NoRoute                    503 NO_ROUTE                  no route serves the model
+    │   ├── UpstreamAmbiguous          503 UPSTREAM_AMBIGUOUS        implicit routes tie
+    │   ├── ModelDenied                400 MODEL_DENIED              no grant, or outside the key
+    │   ├── ModelNotAllowed            403 model_not_allowed         no model and not one key route
+    │   ├── InvalidApiKey              401 invalid_api_key           missing or unknown turnout key
+    │   ├── MalformedBody              400 invalid_request           body not JSON or not the format
+    │   ├── RequestTooLarge            413 request_too_large         body over max_body_bytes
+    │   ├── NotFound                   404 NOT_FOUND                 no such endpoint or token count
+    │   ├── MethodNotAllowed           405 method_not_allowed        the path takes other methods
+    │   └── NotReady                   503 not_ready                 configuration not loaded yet
+    ├── ProviderError                  the provider's own status     one call failed; error class:
+    │   ├── ProviderTimeout                                          timeout
+    │   ├── RateLimited                                              rate_limited
+    │   ├── QuotaExhausted                                           quota_exhausted
+    │   ├── ProviderUnavailable                                      provider_error (5xx, a dropped
+    │   │                                                            connection, unparseable body)
+    │   ├── ContextLengthExceeded                                    context_length
+    │   ├── ContentFiltered                                          content_filtered
+    │   ├── AuthenticationFailed                                     auth
+    │   └── InvalidRequest                                           invalid_request
+    │       └── MalformedRequest       400 invalid_request           a codec refused a request body
+    ├── StreamBroken                   502 stream_broken             a committed stream failed
+    └── StreamRejected                 502 stream_rejected           a finished stream was rejected
+                                       or stream_refused             or refused
+
+`RoutingError`'s subclasses fall in three groups: how the engine ended a routed request
+(`RouteExhausted` … `NoRoute`), where the gateway's resolution refused to send a model
+(`UpstreamAmbiguous`, `ModelDenied`, `ModelNotAllowed`, and `NoRoute`/`PolicyDenied` again), and
+the gateway's refusals of the HTTP request itself (`InvalidApiKey` … `NotReady`). Only
+`RouteExhausted` decides its status per request, from the calls that failed.
 
 `ProviderError.for_class()` builds the subclass that matches an error class, so that code
 which classifies (providers, the scripted models) never picks a class by hand.
@@ -34,28 +56,39 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from turnout.routing.record import AttemptEntry, RoutingRecord
+    from turnout.record import AttemptEntry, RoutingRecord
 
 __all__ = [
     "AuthenticationFailed",
     "ConfigError",
     "ContentFiltered",
     "ContextLengthExceeded",
+    "EmbeddingsNotSupported",
+    "InvalidApiKey",
     "InvalidRequest",
+    "MalformedBody",
+    "MalformedRequest",
+    "MethodNotAllowed",
+    "ModelDenied",
+    "ModelNotAllowed",
     "NoDeploymentAvailable",
     "NoRoute",
+    "NotFound",
+    "NotReady",
     "PolicyDenied",
     "ProviderError",
     "ProviderTimeout",
     "ProviderUnavailable",
     "QuotaExhausted",
     "RateLimited",
+    "RequestTooLarge",
     "RouteExhausted",
     "RouteIneligible",
     "RoutingError",
     "StreamBroken",
     "StreamRejected",
     "TurnoutError",
+    "UpstreamAmbiguous",
 ]
 
 
@@ -92,9 +125,12 @@ class ConfigError(TurnoutError, ValueError):
 
 
 class RoutingError(TurnoutError):
-    """A routed request ended without an accepted answer (SPEC §3.4).
+    """A request ended without an answer for a reason turnout decided, not a provider.
 
-    `status` and `code` are what the gateway answers with; `routing` is the routing record.
+    `status` and `code` are what the gateway answers with; each subclass sets them (see the
+    module's drawing), and turnout's own raise sites never override them. The `status=` and
+    `code=` keywords stay for code outside the package that raises a `RoutingError` of its own.
+    `routing` is the routing record, when routing had begun.
     """
 
     status: int = 503
@@ -126,18 +162,24 @@ class RoutingError(TurnoutError):
 class RouteExhausted(RoutingError):
     """Retryable failures left no target to try (transient).
 
+    The one routing error whose status is decided per request: by default 503
+    `UPSTREAM_POOL_EXHAUSTED`; the engine passes the status and code that the failed calls
+    call for (504 `upstream_timeout`, 502 `upstream_unreachable`, their one shared status, or
+    503 `route_exhausted` when no call was made).
     `retry_after` (seconds or None) is the shortest time until a cooling, open or parked target
     can be asked again; `last_error` is `(status, message)` of the last call, if any.
     """
 
+    status = 503
+    code = "UPSTREAM_POOL_EXHAUSTED"
     transient: ClassVar[bool] = True
 
     def __init__(
         self,
         message: str,
         *,
-        status: int = 503,
-        code: str = "UPSTREAM_POOL_EXHAUSTED",
+        status: int | None = None,
+        code: str | None = None,
         retry_after: float | None = None,
         last_error: tuple[int | None, str] | None = None,
         routing: RoutingRecord | None = None,
@@ -175,10 +217,87 @@ class NoRoute(RoutingError):
     code = "NO_ROUTE"
 
 
+class EmbeddingsNotSupported(RoutingError):
+    """No target of the route offers embeddings (400 `embeddings_not_supported`)."""
+
+    status = 400
+    code = "embeddings_not_supported"
+
+
+class UpstreamAmbiguous(RoutingError):
+    """Implicit routes tie for the model and not exactly one is of its family (503
+    `UPSTREAM_AMBIGUOUS`)."""
+
+    status = 503
+    code = "UPSTREAM_AMBIGUOUS"
+
+
+class ModelDenied(RoutingError):
+    """No access grant covers the caller and model, grants are not loaded yet, or the route or
+    model is outside the key's ceiling (400 `MODEL_DENIED`: a 400, not a 403, so that coding
+    tools don't ask the user to sign in again)."""
+
+    status = 400
+    code = "MODEL_DENIED"
+
+
+class ModelNotAllowed(RoutingError):
+    """The request names no model and the key has zero or several routes (403
+    `model_not_allowed`)."""
+
+    status = 403
+    code = "model_not_allowed"
+
+
+class InvalidApiKey(RoutingError):
+    """The turnout key is missing or unknown where keys are required (401 `invalid_api_key`)."""
+
+    status = 401
+    code = "invalid_api_key"
+
+
+class MalformedBody(RoutingError):
+    """The caller's body is not JSON or does not fit the endpoint's format (400
+    `invalid_request`); the message names the field, e.g. `messages: expected a list`."""
+
+    status = 400
+    code = "invalid_request"
+
+
+class RequestTooLarge(RoutingError):
+    """The request body is over the gateway's `max_body_bytes` (413 `request_too_large`)."""
+
+    status = 413
+    code = "request_too_large"
+
+
+class NotFound(RoutingError):
+    """Nothing answers what was asked: no endpoint at the path, or no target that can count
+    the request's tokens (404 `NOT_FOUND`)."""
+
+    status = 404
+    code = "NOT_FOUND"
+
+
+class MethodNotAllowed(RoutingError):
+    """The path exists but takes other methods (405 `method_not_allowed`)."""
+
+    status = 405
+    code = "method_not_allowed"
+
+
+class NotReady(RoutingError):
+    """The gateway is starting: its configuration is not loaded yet (503 `not_ready`)."""
+
+    status = 503
+    code = "not_ready"
+
+
 class ProviderError(TurnoutError):
     """One call to one target failed.
 
-    Attributes: `status` (HTTP status or None for transport failures), `error_class` (SPEC §3.2),
+    Attributes: `status` (HTTP status or None for transport failures; a subclass may set a
+    default), `error_class` (the classification of the failed call),
     `message`, `retry_after` (seconds or None), `reset_at` (a vendor's quota reset time as seconds
     from now, or None), `error_type` (the vendor's error type or code, e.g. `insufficient_quota`),
     `reason` (short text for the routing record: `429`, `connection`, `timeout`), `provider`,
@@ -186,6 +305,7 @@ class ProviderError(TurnoutError):
     the error ends a routed request).
     """
 
+    status: int | None = None
     error_class: str = "invalid_request"
     _by_class: ClassVar[dict[str, type[ProviderError]]] = {}
 
@@ -205,13 +325,14 @@ class ProviderError(TurnoutError):
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.status = status
+        if status is not None:
+            self.status = status
         if error_class is not None:
             self.error_class = error_class
         self.retry_after = retry_after
         self.reset_at = reset_at
         self.error_type = error_type
-        self.reason = reason if reason is not None else (str(status) if status else None)
+        self.reason = reason if reason is not None else (str(self.status) if self.status else None)
         self.provider = provider
         self.provider_request_id = provider_request_id
         self.body = body
@@ -280,8 +401,22 @@ class InvalidRequest(ProviderError):
     error_class = "invalid_request"
 
 
+class MalformedRequest(InvalidRequest):
+    """A request body turnout's codecs refuse before any call: not JSON, or a field without the
+    shape its wire format needs (400, as the vendor would answer; the message names the field).
+    The gateway answers a caller's malformed body with `MalformedBody`."""
+
+    status = 400
+
+
 class StreamBroken(TurnoutError):
-    """A stream failed after commit: the caller has a partial answer and no failover happened."""
+    """A stream failed after commit: the caller has a partial answer and no failover happened.
+
+    Only ever sent as an in-stream error event (502 `stream_broken`).
+    """
+
+    status: ClassVar[int] = 502
+    code: ClassVar[str] = "stream_broken"
 
     def __init__(self, message: str, *, routing: RoutingRecord | None = None) -> None:
         super().__init__(message)
@@ -292,9 +427,12 @@ class StreamBroken(TurnoutError):
 class StreamRejected(TurnoutError):
     """A finished stream was refused (`content_filter`) or rejected by `accept` (transient).
 
-    `code` is `stream_refused` or `stream_rejected`; `reason` the refusal or accept reason.
+    `code` is `stream_refused` or `stream_rejected`; `reason` the refusal or accept reason. The
+    gateway answers it with 502.
     """
 
+    status: ClassVar[int] = 502
+    code: str = "stream_rejected"
     transient: ClassVar[bool] = True
 
     def __init__(

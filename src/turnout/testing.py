@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from turnout.errors import ProviderError
-from turnout.routing.classify import classify_status
 from turnout.routing.clock import Clock, FakeClock, LoopClock
 from turnout.routing.health import DEFAULT_BREAKER, Breaker, Health
+from turnout.vendors.classify import classify_status
 from turnout.wire.model import (
     ChatChunk,
     ChatRequest,

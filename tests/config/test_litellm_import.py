@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from turnout.config.litellm import ImportResult, convert_litellm, main_import_litellm
 from turnout.config.load import parse_config
 from turnout.errors import ConfigError
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
 from turnout.routing.options import MAX_FALLBACKS, MAX_STATIC_ATTEMPTS
 from turnout.routing.strategies import strategy_from_config, validate_weights
 
 if TYPE_CHECKING:
-    from turnout.config.schema import FileConfig, RouteConfig
+    from turnout.schema import FileConfig, RouteConfig
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "litellm"
 FIXTURE_NAMES = sorted(path.name for path in FIXTURES.glob("*.yaml"))

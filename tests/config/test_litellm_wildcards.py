@@ -10,7 +10,7 @@ import yaml
 from turnout.config.litellm import convert_litellm
 from turnout.config.load import parse_config
 from turnout.errors import NoRoute
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
 
 LITELLM = """
 model_list:

@@ -8,8 +8,8 @@ import pytest
 
 from turnout.config.load import parse_config
 from turnout.config.rules import check_config, check_config_warnings, mock_script_steps
-from turnout.config.schema import BreakerConfig, FileConfig
 from turnout.errors import ConfigError
+from turnout.schema import BreakerConfig, FileConfig
 
 MOCK = [{"name": "p", "kind": "mock"}]
 

@@ -20,7 +20,7 @@ from turnout.mock_upstream import MockUpstream
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from turnout.routing.record import RoutingRecord
+    from turnout.record import RoutingRecord
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

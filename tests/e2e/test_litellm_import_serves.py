@@ -11,7 +11,7 @@ import pytest_asyncio
 from tests.e2e._gateway import RunningGateway, running_runtime
 from turnout.config.litellm import convert_litellm
 from turnout.config.load import load_config
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
 from turnout.mock_upstream import MockUpstream
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # The command as the console script runs it (`turnout serve …`), without depending on cli.py.
 _SERVE = (
     "import argparse, sys\n"
-    "from turnout.gateway.commands_serve import add_serve_parser, main_serve\n"
+    "from turnout.gateway.commands.serve import add_serve_parser, main_serve\n"
     "parser = argparse.ArgumentParser()\n"
     "add_serve_parser(parser.add_subparsers(dest='command'))\n"
     "sys.exit(main_serve(parser.parse_args(sys.argv[1:])))\n"

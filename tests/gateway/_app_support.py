@@ -10,8 +10,8 @@ import httpx
 import orjson
 
 from turnout.config.load import parse_config
-from turnout.gateway.app import GatewayApp
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.server.app import GatewayApp
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -20,12 +20,12 @@ from tests.gateway._app_support import (
     openai_text,
     sse_events,
 )
+from turnout.access.keys import Caller
 from turnout.config.load import parse_config
 from turnout.errors import StreamBroken
-from turnout.gateway.app import GatewayApp
-from turnout.gateway.cache_step import ChatCache, hit_record
-from turnout.gateway.keys import Caller
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.resolution.cache import ChatCache, hit_record
+from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
 from turnout.routing.stream import RoutedStream
 from turnout.state.cache import CachedAnswer, ResponseCache
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from turnout.gateway.cache_step import CacheVisit
+    from turnout.gateway.resolution.cache import CacheVisit
     from turnout.providers.mock import MockProvider
 
 FULL_KEY = "tk_full_key_0001"
@@ -487,7 +487,7 @@ async def test_raising_store_is_a_miss_logged_once_until_it_works(
     state = _BrokenState()
     cache = ChatCache(ResponseCache(state))
     answer = CachedAnswer(content=(TextPart("hi"),))
-    with caplog.at_level(logging.DEBUG, logger="turnout.gateway.cache_step"):
+    with caplog.at_level(logging.DEBUG, logger="turnout.gateway.resolution.cache"):
         assert await cache.get("k") is None
         assert await cache.put("k", answer, 60) is False
         assert await cache.get("k") is None
@@ -509,7 +509,7 @@ async def test_raising_store_never_fails_a_request(
     """With a store that raises, requests are served by the route (whole and streamed), the
     cache is a miss every time, and one warning is logged for all of them."""
     gw.runtime.cache.responses.state = _BrokenState()
-    with caplog.at_level(logging.WARNING, logger="turnout.gateway.cache_step"):
+    with caplog.at_level(logging.WARNING, logger="turnout.gateway.resolution.cache"):
         replies = [
             await gw.chat(chat("cached")),
             await gw.chat(chat("cached", stream=True)),

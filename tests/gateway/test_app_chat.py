@@ -16,7 +16,7 @@ from tests.gateway._app_support import (
     mock_provider,
     runtime_of,
 )
-from turnout.gateway.app import GatewayApp
+from turnout.gateway.server.app import GatewayApp
 
 PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60}}
 CONFIG: dict[str, Any] = {

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from tests.gateway._app_support import chat, mock_provider, runtime_of
-from turnout.gateway.app import GatewayApp
+from turnout.gateway.server.app import GatewayApp
 
 if TYPE_CHECKING:
     from collections.abc import Callable, MutableMapping
 
-    from turnout.gateway.runtime import Runtime
-    from turnout.routing.record import RoutingRecord
+    from turnout.gateway.runtime.live import Runtime
+    from turnout.record import RoutingRecord
 
 CONFIG: dict[str, Any] = {
     "providers": [mock_provider("oa")],

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.gateway._app_support import client_of, mock_provider, runtime_of
-from turnout.gateway.app import GatewayApp
+from turnout.gateway.server.app import GatewayApp
 
 CONFIG: dict[str, Any] = {
     "providers": [mock_provider("m1", prices={"emb-a": {"input": 0.02, "output": 0}})],

@@ -9,8 +9,8 @@ import pytest
 
 from tests.gateway._app_support import app_of, chat, client_of, messages, mock_provider
 from turnout.config.load import parse_config
-from turnout.gateway.app import GatewayApp
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
 
 if TYPE_CHECKING:
@@ -295,13 +295,34 @@ async def test_one_call_passes_its_own_status_and_retry_after(app: GatewayApp) -
 
 
 async def test_unknown_path_and_wrong_method(app: GatewayApp) -> None:
-    """An unknown path is 404; a known path with another method is 405 with `allow`."""
+    """An unknown path is 404 `NOT_FOUND`; a known path with another method is 405
+    `method_not_allowed` with `allow`, in Anthropic's envelope under `/v1/messages`."""
     async with client_of(app) as client:
         missing = await client.get("/v1/nothing")
         wrong = await client.get("/v1/chat/completions")
+        wrong_messages = await client.get("/v1/messages")
     assert missing.status_code == 404
+    assert _openai_error(missing)["code"] == "NOT_FOUND"
     assert wrong.status_code == 405
     assert wrong.headers["allow"] == "POST"
+    assert _openai_error(wrong)["code"] == "method_not_allowed"
+    assert wrong_messages.status_code == 405
+    assert _anthropic_error(wrong_messages)["code"] == "method_not_allowed"
+
+
+async def test_before_the_runtime_loads_every_endpoint_is_not_ready() -> None:
+    """Before lifespan startup has loaded the configuration, an endpoint answers 503
+    `not_ready` in its own envelope, while `/healthz` is already 200."""
+    app = GatewayApp(load=lambda: pytest.fail("not started"))
+    async with client_of(app) as client:
+        openai = await client.post("/v1/chat/completions", json=chat("gpt-4o-mini"))
+        anthropic = await client.post("/v1/messages", json=messages("claude-x"))
+        health = await client.get("/healthz")
+    assert openai.status_code == anthropic.status_code == 503
+    assert _openai_error(openai)["code"] == "not_ready"
+    assert _anthropic_error(anthropic)["code"] == "not_ready"
+    assert _anthropic_error(anthropic)["type"] == "overloaded_error"
+    assert health.status_code == 200
 
 
 async def test_unexpected_failure_is_500_without_a_traceback(

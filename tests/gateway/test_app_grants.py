@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.gateway._app_support import app_of, chat, client_of, messages, mock_provider
+from turnout.access.bindings import AccessPolicy
 from turnout.config.load import parse_config
-from turnout.config.schema import BindingConfig
 from turnout.errors import NoRoute
-from turnout.gateway.access import AccessPolicy
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
+from turnout.schema import BindingConfig
 
 if TYPE_CHECKING:
     import httpx
 
-    from turnout.gateway.app import GatewayApp
+    from turnout.gateway.server.app import GatewayApp
 
 PLATFORM_KEY = "tk_platform_key_01"
 SALES_KEY = "tk_sales_key_02"

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from tests.gateway._app_support import app_of, chat, client_of, mock_provider
 
 if TYPE_CHECKING:
-    from turnout.gateway.app import GatewayApp
-    from turnout.gateway.runtime import Runtime
+    from turnout.gateway.runtime.live import Runtime
+    from turnout.gateway.server.app import GatewayApp
     from turnout.providers import MockProvider
 
 KEY = "tk_policies_key_0001"

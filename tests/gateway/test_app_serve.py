@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from tests.gateway._app_support import mock_provider, runtime_of
 from turnout.errors import ConfigError
-from turnout.gateway.app import GatewayApp
-from turnout.gateway.commands_serve import add_serve_parser, main_serve
-from turnout.gateway.server import CONFIG_ENV, app_factory, banner, worker_warning
+from turnout.gateway.commands.serve import add_serve_parser, main_serve
+from turnout.gateway.server.app import GatewayApp
+from turnout.gateway.server.serving import CONFIG_ENV, app_factory, banner, worker_warning
 
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     import pytest
 
-    from turnout.gateway.runtime import Runtime
+    from turnout.gateway.runtime.live import Runtime
 
 
 def _parse(*argv: str) -> argparse.Namespace:

@@ -17,8 +17,8 @@ from tests.gateway._app_support import (
     sse_events,
 )
 from turnout.config.load import parse_config
-from turnout.gateway.app import GatewayApp
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from turnout.gateway.commands import (
+from turnout.gateway.commands.inspect import (
     add_check_parser,
     add_routes_parser,
     main_check,

@@ -13,8 +13,8 @@ from tests.gateway._app_support import app_of, chat, client_of, messages, mock_p
 if TYPE_CHECKING:
     import httpx
 
-    from turnout.gateway.app import GatewayApp
-    from turnout.gateway.runtime import Runtime
+    from turnout.gateway.runtime.live import Runtime
+    from turnout.gateway.server.app import GatewayApp
     from turnout.providers import MockProvider
 
 APP_KEY = "tk_app_key_for_tests_01"

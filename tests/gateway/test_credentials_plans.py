@@ -1,5 +1,5 @@
-"""The gateway's per-request plans (`turnout.gateway.call_plans`): which targets each kind of
-caller gets, the client's family, caching, and the refusals before any call."""
+"""The gateway's per-request plans (`turnout.gateway.resolution.request_plans`): which targets each
+kind of caller gets, the client's family, caching, and the refusals before any call."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.gateway._app_support import runtime_of
+from turnout.access.keys import Caller, Credentials, OwnCredential
 from turnout.errors import NoRoute, PolicyDenied
-from turnout.gateway.keys import Caller, Credentials, OwnCredential
 
 if TYPE_CHECKING:
-    from turnout.gateway.route_entry import Endpoint
-    from turnout.gateway.runtime import Runtime
-    from turnout.routing.plan import CallPlan, TargetRule
+    from turnout.gateway.resolution.route_entry import Endpoint
+    from turnout.gateway.runtime.live import Runtime
+    from turnout.routing.plan import RequestPlan, TargetRule
 
 OWN = Credentials(None, OwnCredential("authorization", "sk-own"))
 NONE = Credentials(None)
@@ -60,14 +60,16 @@ def _runtime(**extra: Any) -> Runtime:
     return runtime_of(config)
 
 
-def _plan(runtime: Runtime, model: str, credentials: Credentials, **kw: Any) -> CallPlan | None:
+def _plan(runtime: Runtime, model: str, credentials: Credentials, **kw: Any) -> RequestPlan | None:
     caller = kw.pop("caller", APP)
     resolution = runtime.resolve(model, endpoint=kw.pop("endpoint", "chat"), caller=caller)
     endpoint: Endpoint = "chat" if resolution.route is resolution.entry.route else "messages"
     return runtime.plan_for(resolution, caller, lambda: credentials, endpoint=endpoint)
 
 
-def _targets(runtime: Runtime, plan: CallPlan | None, route: str = "everything") -> dict[str, str]:
+def _targets(
+    runtime: Runtime, plan: RequestPlan | None, route: str = "everything"
+) -> dict[str, str]:
     """target name -> what the plan makes of it (`caller`, `fallback`, `own`)."""
     assert plan is not None
     engine = runtime.routes[route].route

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from turnout.access.keys import Caller
+from turnout.access.patterns import ModelPattern
 from turnout.config.load import parse_config
 from turnout.errors import ConfigError, NoRoute, RoutingError
-from turnout.gateway.keys import Caller
-from turnout.gateway.patterns import ModelPattern
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
 
 OPENAI = {"name": "openai", "kind": "openai", "api_key": "sk-test"}
 ANTHROPIC = {"name": "anthropic", "kind": "anthropic", "api_key": "sk-ant-test"}

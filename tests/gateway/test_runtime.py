@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from turnout.access.keys import KeyRing
 from turnout.config.load import parse_config
-from turnout.config.schema import FileConfig
 from turnout.errors import AuthenticationFailed, ConfigError
-from turnout.gateway.keys import KeyRing
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
 from turnout.providers import Anthropic, AzureOpenAI, MockProvider, OpenAI, OpenAICompatible
 from turnout.routing.clock import FakeClock
 from turnout.routing.plan import CallerCredential
+from turnout.schema import FileConfig
 from turnout.wire.model import ChatRequest, Message
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
 """Session family pins in process (SPEC §7.4, §10): the pin's TTL on a fake clock, a broken pin
-never failing a call, and which plans order targets by family (`turnout.gateway.call_plans`).
+never failing a call, and which plans order targets by family
+(`turnout.gateway.resolution.request_plans`).
 
 The gateway runs in process (`httpx.ASGITransport`) in front of `turnout mock-upstream` on a
 real socket: only `openai` and `anthropic` providers have a family.
@@ -14,10 +15,10 @@ import pytest
 import pytest_asyncio
 
 from tests.gateway._app_support import chat, client_of, runtime_of
+from turnout.access.keys import Caller, Credentials
 from turnout.config.load import parse_config
-from turnout.gateway.app import GatewayApp
-from turnout.gateway.keys import Caller, Credentials
-from turnout.gateway.runtime import Runtime
+from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.server.app import GatewayApp
 from turnout.mock_upstream import MockUpstream
 from turnout.routing.clock import FakeClock
 from turnout.state.sessions import pin_key

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from turnout.mock_upstream import faults
 from turnout.mock_upstream.faults import (
     ANY_MODEL,
+    GRAMMAR,
     NO_FAULT,
     Fault,
     FaultBook,
@@ -137,3 +141,15 @@ def test_is_error_and_describe() -> None:
     assert not parse_fault("refuse").is_error
     assert describe(parse_fault("status=429;retry_after=8")) == {"status": 429, "retry_after": 8.0}
     assert describe(Fault()) == {}
+
+
+def test_grammar_text_names_every_item_alias_and_shorthand_word() -> None:
+    """The reference text documents each item, alias and shorthand word the parser accepts."""
+    words = (
+        faults._KNOWN
+        | faults._ALIASES.keys()
+        | faults._SHORTHAND_WORDS.keys()
+        | faults._SHORTHAND_VALUED.keys()
+    )
+    missing = sorted(w for w in words if not re.search(rf"(?<![\w-]){w}(?![\w])", GRAMMAR))
+    assert missing == []

@@ -509,3 +509,39 @@ def test_turnout_command_has_mock_upstream() -> None:
 
     args = build_parser().parse_args(["mock-upstream", "--port", "0"])
     assert (args.command, args.host, args.port) == ("mock-upstream", "127.0.0.1", 0)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["turnout", "mock-upstream", "--help"], ["python -m turnout.mock_upstream", "--help"]],
+)
+def test_help_ends_with_the_fault_grammar(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--help` of both entry points exits 0 with the fault items and examples, in 100 columns."""
+    from turnout.cli import main as turnout_main
+    from turnout.mock_upstream.server import main as module_main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    entry = turnout_main if argv[0] == "turnout" else module_main
+    with pytest.raises(SystemExit) as exited:
+        entry(argv[1:])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    for words in (
+        "--hold-limit",
+        'spec = step *( "|" step )',
+        "status=N",
+        "retry_after=S",
+        "first_token=S",
+        "cut=N",
+        "malformed[=N]",
+        "body=KIND",
+        "tool_call[=NAME]",
+        "gpt-4o-mini/fault:status=429;retry_after=8",
+        "mock-429-retry-8",
+        "x-mock-fault",
+        "POST /_mock/scripts",
+    ):
+        assert words in out
+    assert max(len(line) for line in out.splitlines()) <= 100

@@ -12,10 +12,10 @@ from turnout.providers import (
     Anthropic,
     AzureOpenAI,
     HttpProvider,
+    HttpTimeouts,
     MockProvider,
     OpenAI,
     OpenAICompatible,
-    Timeouts,
 )
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ async def adapter(
 ) -> AsyncIterator[HttpProvider]:
     """Each adapter kind in turn, with a clean upstream log; closed after the test."""
     upstream.reset()
-    provider = make_adapter(request.param, upstream, timeouts=Timeouts(read=5.0))
+    provider = make_adapter(request.param, upstream, timeouts=HttpTimeouts(read=5.0))
     yield provider
     await provider.aclose()
 

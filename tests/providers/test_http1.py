@@ -18,7 +18,7 @@ import pytest
 from turnout.errors import InvalidRequest, ProviderError, ProviderTimeout, ProviderUnavailable
 from turnout.providers import http1
 from turnout.providers.http1 import HIGH_WATER, Http1Transport
-from turnout.providers.transport import Timeouts
+from turnout.providers.transport import HttpTimeouts
 
 from ._raw_http import (
     BODY,
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 @pytest.fixture
 async def transport() -> AsyncIterator[Http1Transport]:
     """A transport (5 s connect and read timeouts), closed after the test."""
-    client = Http1Transport(provider="p", timeouts=Timeouts(connect=5.0, read=5.0))
+    client = Http1Transport(provider="p", timeouts=HttpTimeouts(connect=5.0, read=5.0))
     yield client
     await client.aclose()
 
@@ -413,9 +413,9 @@ async def test_a_closed_connection_frees_its_slot_for_a_waiter() -> None:
 
 
 async def test_waiting_for_a_connection_is_bounded_by_connect() -> None:
-    """With the pool full, a caller waits at most `Timeouts.connect`: a connect timeout."""
+    """With the pool full, a caller waits at most `HttpTimeouts.connect`: a connect timeout."""
     client = Http1Transport(
-        provider="p", max_connections=1, timeouts=Timeouts(connect=0.05, read=5.0)
+        provider="p", max_connections=1, timeouts=HttpTimeouts(connect=0.05, read=5.0)
     )
 
     async def answer(
@@ -489,7 +489,7 @@ async def test_cancellation_mid_stream_propagates_and_closes(transport: Http1Tra
 
 async def test_cancelled_call_frees_its_pool_slot() -> None:
     """A call cancelled while waiting for the head gives its connection slot back."""
-    client = Http1Transport(provider="p", max_connections=1, timeouts=Timeouts(connect=5.0))
+    client = Http1Transport(provider="p", max_connections=1, timeouts=HttpTimeouts(connect=5.0))
 
     async def answer(
         server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -609,8 +609,8 @@ async def test_connection_refused(transport: Http1Transport) -> None:
 
 
 async def test_read_timeout_waiting_for_the_head() -> None:
-    """No response bytes within `Timeouts.read` is a timeout with reason `read timeout`."""
-    client = Http1Transport(provider="p", timeouts=Timeouts(read=0.05))
+    """No response bytes within `HttpTimeouts.read` is a timeout with reason `read timeout`."""
+    client = Http1Transport(provider="p", timeouts=HttpTimeouts(read=0.05))
 
     async def answer(
         server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -639,7 +639,7 @@ def _stream_all(client: Http1Transport) -> Callable[..., Awaitable[bytes]]:
 
 async def test_read_timeout_mid_stream_after_the_bytes_before() -> None:
     """A stream that goes silent raises the read timeout after the bytes it sent."""
-    client = Http1Transport(provider="p", timeouts=Timeouts(read=0.05))
+    client = Http1Transport(provider="p", timeouts=HttpTimeouts(read=0.05))
 
     async def answer(
         server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -661,7 +661,7 @@ async def test_read_timeout_mid_stream_after_the_bytes_before() -> None:
 
 async def test_read_timeout_bounds_each_silence_not_the_whole_body() -> None:
     """A body that trickles in for longer than `read`, never silent that long, is read whole."""
-    client = Http1Transport(provider="p", timeouts=Timeouts(read=0.5))
+    client = Http1Transport(provider="p", timeouts=HttpTimeouts(read=0.5))
 
     async def answer(
         server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from turnout.errors import ProviderError, ProviderTimeout, ProviderUnavailable, StreamBroken
-from turnout.providers import MockProvider, Timeouts
+from turnout.providers import HttpTimeouts, MockProvider
 from turnout.routing.route import Route
 from turnout.routing.target import Target
 from turnout.wire.model import ChatChunk, ChatRequest, Message, RawBody
@@ -347,7 +347,7 @@ async def test_embeddings_where_supported(adapter: HttpProvider) -> None:
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "openai-compatible", "azure-openai"])
 async def test_read_timeout_frees_a_hung_socket(upstream: ThreadedMockUpstream, kind: str) -> None:
     """With no route deadline, the provider's own read timeout ends a hung call."""
-    provider = make_adapter(kind, upstream, timeouts=Timeouts(read=0.3))
+    provider = make_adapter(kind, upstream, timeouts=HttpTimeouts(read=0.3))
     try:
         with pytest.raises(ProviderTimeout) as caught:
             await provider.complete(ask("mock-hang"))

@@ -11,11 +11,13 @@ from turnout.providers import (
     PRESETS,
     Anthropic,
     AzureOpenAI,
+    HttpProvider,
     MockProvider,
     OpenAI,
     OpenAICompatible,
 )
-from turnout.routing.catalog import vendor_entry
+from turnout.providers.base import ANTHROPIC_MESSAGES, OPENAI_CHAT
+from turnout.vendors.catalog import vendor_entry
 from turnout.wire.model import ChatRequest, EmbeddingRequest, Message
 
 from .conftest import logged
@@ -217,3 +219,22 @@ async def test_mock_provider_logs_what_it_was_asked(upstream: ThreadedMockUpstre
     assert [r.model for r in provider.requests] == ["default-model"]
     assert logged(provider, upstream)[0]["body"]["messages"][-1]["content"] == "hi"
     assert upstream.requests() == []
+
+
+def test_a_kind_says_what_it_speaks_by_class_attributes_or_keywords() -> None:
+    """A kind without `family` or `vendor` gets none; keywords set them per instance; a kind
+    that names no wire format is refused."""
+
+    class Plain(HttpProvider):
+        wire = OPENAI_CHAT
+
+    plain = Plain(name="p", base_url="http://h.example")
+    assert (plain.wire, plain.family, plain.vendor) == (OPENAI_CHAT, "none", None)
+    azure = AzureOpenAI("https://r.example", "k", wire="anthropic-messages")
+    assert (azure.wire, azure.family, azure.vendor) == (
+        ANTHROPIC_MESSAGES,
+        "anthropic",
+        "anthropic",
+    )
+    with pytest.raises(TypeError, match="HttpProvider names no wire format"):
+        HttpProvider(name="p", base_url="http://h.example")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from turnout import providers
 from turnout.errors import ProviderError, ProviderTimeout, ProviderUnavailable, QuotaExhausted
 from turnout.providers.http1 import Http1Transport
 from turnout.providers.transport import (
     BodyCutShort,
     ConnectFailed,
     ConnectTimeout,
+    HttpTimeouts,
     InvalidHeader,
     InvalidURL,
     ReadTimeout,
@@ -78,10 +80,16 @@ def test_request_id_headers() -> None:
 
 
 def test_timeouts_must_be_positive() -> None:
-    """Timeouts default to 10 s connect and 600 s read, and refuse non-positive values."""
-    assert (Timeouts().connect, Timeouts().read) == (10.0, 600.0)
-    with pytest.raises(ValueError, match=r"Timeouts\.read"):
-        Timeouts(read=0)
+    """HttpTimeouts default to 10 s connect and 600 s read, and refuse non-positive values."""
+    assert (HttpTimeouts().connect, HttpTimeouts().read) == (10.0, 600.0)
+    with pytest.raises(ValueError, match=r"HttpTimeouts\.read"):
+        HttpTimeouts(read=0)
+
+
+def test_timeouts_keeps_its_earlier_name() -> None:
+    """`Timeouts`, the earlier name of `HttpTimeouts`, is still importable and the same class."""
+
+    assert providers.Timeouts is Timeouts is HttpTimeouts
 
 
 def test_timeout_errors_are_provider_timeouts() -> None:
@@ -104,7 +112,7 @@ def test_transport_failures_keep_their_message(exc: Exception) -> None:
 
 def test_default_transport_is_the_http1_client() -> None:
     """`default_transport` builds an Http1Transport named for the provider, with its options."""
-    timeouts = Timeouts(connect=2.0, read=30.0)
+    timeouts = HttpTimeouts(connect=2.0, read=30.0)
     transport = default_transport(provider="acme", timeouts=timeouts, max_connections=7)
     assert isinstance(transport, Http1Transport)
     assert (transport.provider, transport.timeouts) == ("acme", timeouts)

@@ -1,11 +1,11 @@
-"""Shared pieces of the per-call plan tests: a scripted vendor that takes the caller's own
+"""Shared pieces of the per-request plan tests: a scripted vendor that takes the caller's own
 credential (a passthrough provider's stand-in), and plan builders."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
+from turnout.routing.plan import CallerCredential, RequestPlan, TargetPlan, TargetRule
 from turnout.testing import ScriptedModel
 from turnout.wire.model import Message
 
@@ -88,7 +88,7 @@ class _Bound:
 
 def plan_of(
     routes: Mapping[Route, Mapping[int, TargetRule]], *, credential: bool = True, **_: Any
-) -> CallPlan:
+) -> RequestPlan:
     """A plan over `routes` (route -> index -> rule), carrying SECRET unless told not to."""
     plans = {route: TargetPlan(route, rules) for route, rules in routes.items()}
-    return CallPlan(plans, CallerCredential(SECRET) if credential else None)
+    return RequestPlan(plans, CallerCredential(SECRET) if credential else None)

@@ -1,4 +1,4 @@
-"""The per-call plan (`turnout.routing.plan`): the credential filter, the caller's credential
+"""The per-request plan (`turnout.routing.plan`): the credential filter, the caller's credential
 reaching only its targets, policy skips and shadows, and what ends a request before any call."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tests.routing._plan_support import (
     scripted,
 )
 from turnout import errors
-from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
+from turnout.routing.plan import CallerCredential, RequestPlan, TargetPlan, TargetRule
 from turnout.routing.route import Route, Target
 from turnout.testing import isolated_health, turn
 from turnout.wire.model import ChatChunk, EmbeddingRequest
@@ -37,7 +37,7 @@ def test_a_caller_credential_never_shows_itself() -> None:
     credential = CallerCredential(SECRET, bearer=True)
     assert SECRET not in repr(credential)
     assert SECRET not in str(credential)
-    assert SECRET not in repr(CallPlan({}, credential))
+    assert SECRET not in repr(RequestPlan({}, credential))
     with pytest.raises(TypeError):
         pickle.dumps(credential)
     with pytest.raises(TypeError):
@@ -245,3 +245,12 @@ async def test_without_a_plan_a_route_walks_every_target() -> None:
     assert response.routing is not None
     assert response.routing.outcomes() == [("a", "failed"), ("b", "answered")]
     assert not response.routing.credential_fallback
+
+
+def test_the_former_name_call_plan_still_imports() -> None:
+    """`CallPlan`, the former name of `RequestPlan`, is the same class, exported as before."""
+    import turnout.routing
+
+    assert turnout.routing.CallPlan is turnout.routing.RequestPlan
+    assert "CallPlan" in turnout.routing.__all__
+    assert "RequestPlan" in turnout.routing.__all__

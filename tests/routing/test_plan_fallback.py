@@ -24,13 +24,13 @@ from turnout.routing.route import Route, Target
 from turnout.testing import isolated_health, turn
 
 if TYPE_CHECKING:
-    from turnout.routing.plan import CallPlan
+    from turnout.routing.plan import RequestPlan
     from turnout.testing import IsolatedHealth, ScriptedModel
 
 
 def _route(
     health: IsolatedHealth, passthrough: list[Passthrough], org: list[ScriptedModel], **kw: object
-) -> tuple[Route, CallPlan]:
+) -> tuple[Route, RequestPlan]:
     """A route of passthrough targets then org-key ones, and the fallback plan over it."""
     targets = [Target(p.provider, p) for p in passthrough] + [Target(m.provider, m) for m in org]
     route = Route("r", targets, health=health, **kw)  # type: ignore[arg-type]
@@ -51,6 +51,27 @@ async def test_org_key_target_serves_after_the_passthrough_fails_retryably() -> 
     assert response.routing.outcomes() == [("byok", "failed"), ("org", "answered")]
     assert response.routing.credential_fallback
     assert byok.seen == [SECRET]
+
+
+async def test_the_fallback_opens_after_the_passthrough_spends_its_retries() -> None:
+    """A passthrough target with a same-target retry that fails twice retryably still opens
+    the org-key fallback (each retry is a call on the caller's credential, started and
+    settled once)."""
+    health = isolated_health()
+    byok = Passthrough(scripted("byok", turn.fail(503), turn.fail(503)))
+    org = scripted("org", turn.answer("ok"))
+    targets = [Target("byok", byok, max_retries=1), Target("org", org)]
+    route = Route("r", targets, health=health)
+    plan = plan_of({route: {0: CALLER, 1: FALLBACK}})
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "ok"
+    assert response.routing is not None
+    assert response.routing.outcomes() == [
+        ("byok", "failed"),
+        ("byok", "failed"),
+        ("org", "answered"),
+    ]
+    assert response.routing.credential_fallback
 
 
 async def test_every_passthrough_target_goes_first() -> None:

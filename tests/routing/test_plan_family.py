@@ -9,7 +9,7 @@ import pytest
 
 from tests.routing._plan_support import QUESTION, SECRET, Passthrough, scripted
 from turnout import errors
-from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
+from turnout.routing.plan import CallerCredential, RequestPlan, TargetPlan, TargetRule
 from turnout.routing.route import Route, Target
 from turnout.testing import isolated_health, turn
 
@@ -29,12 +29,12 @@ def _route(
     switch: bool = True,
     pins: Mapping[str, str] | None = None,
     **options: object,
-) -> tuple[Route, CallPlan]:
+) -> tuple[Route, RequestPlan]:
     """A route over `members` (named by provider) and a plan giving each its family."""
     targets = [Target(model.provider, model) for model, _ in members]
     route = Route("mixed", targets, health=health, **options)  # type: ignore[arg-type]
     rules = {index: rule for index, (_, rule) in enumerate(members)}
-    plan = CallPlan({route: TargetPlan(route, rules, switch_family_on_quota=switch)})
+    plan = RequestPlan({route: TargetPlan(route, rules, switch_family_on_quota=switch)})
     return route, plan.with_pins(pins or {})
 
 
@@ -245,7 +245,7 @@ async def test_a_quota_failure_on_the_callers_credential_moves_nothing() -> None
     gpt = scripted("gpt", turn.answer("never"))
     route = Route("mixed", [Target("byok", byok), Target("gpt", gpt)], health=health)
     rules = {0: TargetRule(caller_credential=True, family="anthropic"), 1: OPENAI}
-    plan = CallPlan({route: TargetPlan(route, rules)}, CallerCredential(SECRET))
+    plan = RequestPlan({route: TargetPlan(route, rules)}, CallerCredential(SECRET))
     with pytest.raises(errors.ProviderError) as caught:
         await health.clock.run(route.complete(QUESTION, plan=plan))
     assert caught.value.status == 402
@@ -266,7 +266,7 @@ async def test_an_ineligible_member_does_not_open_the_other_family() -> None:
     ]
     route = Route("mixed", targets, health=health)
     rules = {0: ANTHROPIC, 1: ANTHROPIC, 2: OPENAI}
-    plan = CallPlan({route: TargetPlan(route, rules)})
+    plan = RequestPlan({route: TargetPlan(route, rules)})
     with pytest.raises(errors.ProviderError):
         await health.clock.run(route.complete(QUESTION, plan=plan))
     assert gpt.calls == 0
@@ -323,7 +323,7 @@ async def test_a_hedge_starts_the_other_family_once_quota_opens_it() -> None:
         health=health,
         hedge_after=1,
     )
-    plan = CallPlan({route: TargetPlan(route, {0: ANTHROPIC, 1: ANTHROPIC, 2: OPENAI})})
+    plan = RequestPlan({route: TargetPlan(route, {0: ANTHROPIC, 1: ANTHROPIC, 2: OPENAI})})
     response = await health.clock.run(route.complete(QUESTION, plan=plan))
     assert response.text == "gpt"
     assert response.routing is not None

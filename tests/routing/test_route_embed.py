@@ -18,7 +18,7 @@ from turnout.wire.model import ChatRequest, ChatResponse, EmbeddingRequest, Text
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from turnout.routing.record import RoutingRecord
+    from turnout.record import RoutingRecord
     from turnout.testing import IsolatedHealth, Turn
     from turnout.wire.model import ChatChunk, EmbeddingResponse
 
@@ -430,8 +430,9 @@ async def test_targets_that_cannot_embed_are_ineligible_with_no_embeddings() -> 
 
 
 async def test_no_target_serving_embeddings_raises_embeddings_not_supported() -> None:
-    """Every target ineligible for lack of embeddings: RoutingError 400
-    embeddings_not_supported naming the route, no call made, record attached."""
+    """Every target ineligible for lack of embeddings: EmbeddingsNotSupported (400
+    embeddings_not_supported, not RouteIneligible) naming the route, no call made, record
+    attached."""
     health = isolated_health()
     chat = model("northwind")
     route = Route(
@@ -442,7 +443,7 @@ async def test_no_target_serving_embeddings_raises_embeddings_not_supported() ->
     with pytest.raises(errors.RoutingError) as caught:
         await embed(route, health)
     error = caught.value
-    assert type(error) is errors.RoutingError
+    assert type(error) is errors.EmbeddingsNotSupported
     assert (error.status, error.code) == (400, "embeddings_not_supported")
     assert '"support"' in error.message
     assert error.routing is not None

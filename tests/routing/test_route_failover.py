@@ -22,7 +22,7 @@ from turnout.wire.model import (
 )
 
 if TYPE_CHECKING:
-    from turnout.routing.record import RoutingRecord
+    from turnout.record import RoutingRecord
     from turnout.testing import IsolatedHealth
 
 QUESTION = [Message.user("Why is checkout failing?")]

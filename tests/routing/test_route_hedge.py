@@ -14,7 +14,7 @@ from turnout.testing import FakeClock, ScriptedModel, isolated_health, turn
 from turnout.wire.model import Message, Usage
 
 if TYPE_CHECKING:
-    from turnout.routing.record import RoutingRecord
+    from turnout.record import RoutingRecord
 
 QUESTION = [Message.user("Why is checkout failing?")]
 

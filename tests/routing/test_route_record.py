@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from turnout.routing.record import OUTCOMES, AttemptEntry, RoutingRecord, iso_utc
+from turnout.record import OUTCOMES, AttemptEntry, RoutingRecord, iso_utc
 from turnout.wire.model import Usage
 
 

@@ -13,7 +13,7 @@ from turnout.testing import FakeClock, ScriptedModel, isolated_health, turn
 from turnout.wire.model import ChatResponse, Message
 
 if TYPE_CHECKING:
-    from turnout.routing.record import RoutingRecord
+    from turnout.record import RoutingRecord
 
 QUESTION = [Message.user("Why is checkout failing?")]
 ROLL_BACK = "Roll back deploy 412, because the error rate rose with it."

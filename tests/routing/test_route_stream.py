@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from turnout import errors
-from turnout.routing.record import RoutingRecord
+from turnout.record import RoutingRecord
 from turnout.routing.route import Route, Target
 from turnout.testing import FakeClock, ScriptedModel, isolated_health, turn
 from turnout.wire.model import ChatChunk, Message, Usage

@@ -1,4 +1,4 @@
-"""The response cache: what the key covers (SPEC §5.5), what may be stored, and round trips."""
+"""The response cache: what the key covers, what may be stored, and round trips."""
 
 from __future__ import annotations
 

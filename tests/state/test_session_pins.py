@@ -1,4 +1,4 @@
-"""Session ids (SPEC §7.4 source order, Claude Code's metadata.user_id) and family pins."""
+"""Session ids (the order of their sources, Claude Code's metadata.user_id) and family pins."""
 
 from __future__ import annotations
 

@@ -300,7 +300,7 @@ def test_unreadable_upstream_bodies_are_provider_errors(raw: bytes) -> None:
     ],
 )
 def test_error_type_follows_the_status(status: int, kind: str) -> None:
-    """The Anthropic envelope's `type` is derived from the status as SPEC §5.4 lists."""
+    """The Anthropic envelope's `type` is derived from the status (e.g. 429 rate_limit_error)."""
     body = am.error_body(status, "m", code="NO_ROUTE")
     assert body == {"type": "error", "error": {"type": kind, "message": "m", "code": "NO_ROUTE"}}
 

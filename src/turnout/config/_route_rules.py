@@ -13,10 +13,10 @@ from collections import Counter
 from itertools import islice
 from typing import TYPE_CHECKING, Any, cast
 
+from turnout.access.model_index import RoutePatterns, find_conflicts
+from turnout.access.patterns import FAMILY_ROUTES, ModelPattern, PatternKind
+from turnout.access.served_routes import parse_patterns
 from turnout.errors import ConfigError
-from turnout.gateway.model_index import RoutePatterns, find_conflicts
-from turnout.gateway.patterns import FAMILY_ROUTES, ModelPattern, PatternKind
-from turnout.gateway.route_plan import parse_patterns
 from turnout.routing.health import Breaker
 from turnout.routing.options import Fallbacks, check_static_budget
 from turnout.routing.strategies import strategy_from_config, validate_weights
@@ -24,8 +24,8 @@ from turnout.routing.strategies import strategy_from_config, validate_weights
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
 
-    from turnout.config.schema import FileConfig, RouteConfig
     from turnout.routing.target import Target
+    from turnout.schema import FileConfig, RouteConfig
 
 __all__ = [
     "check_aliases",

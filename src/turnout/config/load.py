@@ -20,8 +20,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
-from turnout.config.schema import FileConfig
 from turnout.errors import ConfigError
+from turnout.schema import FileConfig
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

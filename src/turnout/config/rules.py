@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from turnout.access.bindings import RouteModels, check_bindings, route_models
+from turnout.access.keys import KeyRing
+from turnout.access.policies import Policies
+from turnout.access.served_routes import chat_split, find_served_routes, messages_split
 from turnout.config._route_rules import (
     check_aliases,
     check_fallbacks,
@@ -21,16 +25,12 @@ from turnout.config._route_rules import (
     static_budget_warnings,
 )
 from turnout.errors import ConfigError
-from turnout.gateway.access import RouteModels, check_bindings, route_models
-from turnout.gateway.keys import KeyRing
-from turnout.gateway.policies import Policies
-from turnout.gateway.route_plan import chat_split, messages_split, plan_routes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from turnout.config.schema import FileConfig, ProviderConfig
-    from turnout.gateway.route_plan import RoutePlan
+    from turnout.access.served_routes import ServedRoutes
+    from turnout.schema import FileConfig, ProviderConfig
 
 __all__ = ["check_config", "check_config_warnings", "mock_script_steps"]
 
@@ -39,7 +39,7 @@ Problems = list[tuple[str, str]]
 
 def check_config(config: FileConfig) -> Problems:
     """Every cross-object violation in `config`, grouped by rule, in file order within each."""
-    plan = plan_routes(config)
+    served_routes = find_served_routes(config)
     errors: Problems = []
     errors.extend(_check_state(config))
     errors.extend(_check_names(config))
@@ -50,8 +50,8 @@ def check_config(config: FileConfig) -> Problems:
     errors.extend(check_fallbacks(config))
     errors.extend(check_aliases(config))
     errors.extend(check_patterns(config))
-    errors.extend(_check_keys(config, plan))
-    errors.extend(_check_access(config, plan))
+    errors.extend(_check_keys(config, served_routes))
+    errors.extend(_check_access(config, served_routes))
     return errors
 
 
@@ -59,7 +59,7 @@ def check_config_warnings(config: FileConfig) -> Problems:
     """What loads but deserves a word, as `(path, message)`."""
     found: Problems = []
     found.extend(static_budget_warnings(config))
-    found.extend(plan_routes(config).warnings)
+    found.extend(find_served_routes(config).warnings)
     found.extend(_endpoint_warnings(config))
     return found
 
@@ -201,7 +201,7 @@ def mock_script_steps(provider: ProviderConfig) -> list[str]:
 # ---- keys and access ------------------------------------------------------------------------
 
 
-def _check_keys(config: FileConfig, plan: RoutePlan) -> Problems:
+def _check_keys(config: FileConfig, served_routes: ServedRoutes) -> Problems:
     """Key `routes` name routes the project serves; the key ring's own rules."""
     errors: Problems = []
     disabled = {route.name for route in config.routes if not route.enabled}
@@ -209,7 +209,7 @@ def _check_keys(config: FileConfig, plan: RoutePlan) -> Problems:
         for i, name in enumerate(key.routes):
             if name in disabled:
                 errors.append((f"keys[{k}].routes[{i}]", f'route "{name}" is disabled'))
-            elif name not in plan.routes:
+            elif name not in served_routes.routes:
                 errors.append((f"keys[{k}].routes[{i}]", f'no route named "{name}" is served'))
     try:
         KeyRing.from_config(config.keys, config.project)
@@ -218,14 +218,16 @@ def _check_keys(config: FileConfig, plan: RoutePlan) -> Problems:
     return errors
 
 
-def _check_access(config: FileConfig, plan: RoutePlan) -> Problems:
+def _check_access(config: FileConfig, served_routes: ServedRoutes) -> Problems:
     """Bindings (a grant's route exists and serves its models) and policies (§6.3)."""
     configured = {
-        name: planned.config for name, planned in plan.routes.items() if planned.config is not None
+        name: served_route.config
+        for name, served_route in served_routes.routes.items()
+        if served_route.config is not None
     }
     served = route_models(configured)
-    for name, planned in plan.routes.items():
-        served.setdefault(name, RouteModels(name, planned.patterns))
+    for name, served_route in served_routes.routes.items():
+        served.setdefault(name, RouteModels(name, served_route.patterns))
     errors: Problems = [(p.path, p.message) for p in check_bindings(config.bindings, served)]
     try:
         Policies.from_config(config.policies)

@@ -1,9 +1,11 @@
 """Echo-style answers of the mock upstream in the OpenAI and Anthropic shapes.
 
-An answer reads `mock answer from <model>`; token counts are plausible (a quarter of the prompt's
-characters in, one token per word out). A streamed answer is laid out as `StreamPlan`: events
-before the first token, one event per content piece, and the closing events whose last one is
-the terminator (`[DONE]` or `message_stop`), so that the server can cut, stall or drop any part.
+An answer reads `mock answer from <model>`, or is one tool call (`tools.ToolCall`); token counts
+are plausible (a quarter of the prompt's characters in, one token per word or argument fragment
+out). A streamed answer is laid out as `StreamPlan`: events before the first token (for a tool
+call, these carry its id and name), one event per content piece (text, or argument fragment),
+and the closing events whose last one is the terminator (`[DONE]` or `message_stop`), so that
+the server can cut, stall or drop any part.
 """
 
 from __future__ import annotations
@@ -23,16 +25,21 @@ import orjson
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from turnout.mock_upstream.tools import ToolCall
+
 __all__ = [
     "StreamPlan",
     "answer_pieces",
     "answer_text",
     "anthropic_message",
     "anthropic_stream",
+    "anthropic_tool_message",
     "embeddings",
     "models_list",
     "openai_completion",
     "openai_stream",
+    "openai_tool_completion",
+    "output_tokens",
     "prompt_tokens",
 ]
 
@@ -80,6 +87,11 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return max(1, chars // 4)
 
 
+def output_tokens(pieces: Sequence[str]) -> int:
+    """One token per piece that is not blank (a word, or an argument fragment)."""
+    return sum(1 for piece in pieces if piece.strip())
+
+
 @functools.lru_cache(maxsize=1024)
 def answer_pieces(model: str, chunks: int | None = None) -> tuple[str, ...]:
     """The answer split into stream pieces: one word each (`chunks` pieces when given)."""
@@ -98,7 +110,30 @@ def openai_completion(
     model: str, text: str, *, prompt: int, finish: str = "stop"
 ) -> dict[str, Any]:
     """A `chat.completion` object."""
-    completion = len(text.split())
+    message = {"role": "assistant", "content": text, "refusal": None}
+    return _completion(model, message, prompt=prompt, completion=len(text.split()), finish=finish)
+
+
+def openai_tool_completion(model: str, call: ToolCall, *, prompt: int) -> dict[str, Any]:
+    """A `chat.completion` object whose message is one function tool call."""
+    message = {
+        "role": "assistant",
+        "content": None,
+        "refusal": None,
+        "tool_calls": [_openai_tool_call(call)],
+    }
+    completion = output_tokens(call.pieces())
+    return _completion(model, message, prompt=prompt, completion=completion, finish="tool_calls")
+
+
+def _openai_tool_call(call: ToolCall) -> dict[str, Any]:
+    function = {"name": call.name, "arguments": call.arguments}
+    return {"id": new_id("call_"), "type": "function", "function": function}
+
+
+def _completion(
+    model: str, message: dict[str, Any], *, prompt: int, completion: int, finish: str
+) -> dict[str, Any]:
     return {
         "id": new_id("chatcmpl-"),
         "object": "chat.completion",
@@ -107,7 +142,7 @@ def openai_completion(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": finish,
             }
@@ -127,17 +162,32 @@ def anthropic_message(
     model: str, text: str, *, prompt: int, stop_reason: str = "end_turn"
 ) -> dict[str, Any]:
     """A Messages API `message` object."""
+    content = [{"type": "text", "text": text}] if text else []
+    return _message(model, content, prompt=prompt, output=len(text.split()), stop=stop_reason)
+
+
+def anthropic_tool_message(model: str, call: ToolCall, *, prompt: int) -> dict[str, Any]:
+    """A Messages API `message` object whose content is one `tool_use` block."""
+    block = {"type": "tool_use", "id": new_id("toolu_"), "name": call.name, "input": call.input}
+    return _message(
+        model, [block], prompt=prompt, output=output_tokens(call.pieces()), stop="tool_use"
+    )
+
+
+def _message(
+    model: str, content: list[dict[str, Any]], *, prompt: int, output: int, stop: str
+) -> dict[str, Any]:
     return {
         "id": new_id("msg_"),
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": text}] if text else [],
-        "stop_reason": stop_reason,
+        "content": content,
+        "stop_reason": stop,
         "stop_sequence": None,
         "usage": {
             "input_tokens": prompt,
-            "output_tokens": len(text.split()),
+            "output_tokens": output,
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
         },
@@ -166,10 +216,20 @@ def _event(name: str, obj: Any) -> bytes:
 
 
 def openai_stream(
-    model: str, pieces: Sequence[str], *, prompt: int, finish: str = "stop", include_usage: bool
+    model: str,
+    pieces: Sequence[str],
+    *,
+    prompt: int,
+    finish: str = "stop",
+    include_usage: bool,
+    tool_name: str | None = None,
 ) -> StreamPlan:
     """`chat.completion.chunk` events: a role chunk, content chunks, a finish chunk, a usage
-    chunk when `include_usage`, then `data: [DONE]`."""
+    chunk when `include_usage`, then `data: [DONE]`.
+
+    With `tool_name`, the answer is one call of that tool: the role chunk also opens the call
+    (index 0, id, name, empty arguments) and each piece is an argument fragment.
+    """
     base = {
         "id": new_id("chatcmpl-"),
         "object": "chat.completion.chunk",
@@ -182,7 +242,7 @@ def openai_stream(
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         return _data({**base, "choices": [choice]})
 
-    completion = sum(1 for p in pieces if p.strip())
+    completion = output_tokens(pieces)
     tail = [chunk({}, finish)]
     if include_usage:
         usage = {
@@ -193,9 +253,24 @@ def openai_stream(
         tail.append(_data({**base, "choices": [], "usage": usage}))
     tail.append(b"data: [DONE]\n\n")
     error = {"error": {"message": _OVERLOADED, "type": "server_error", "param": None, "code": None}}
+    if tool_name is None:
+        head = chunk({"role": "assistant", "content": ""})
+        content = [chunk({"content": piece}) for piece in pieces]
+    else:
+        opening = {
+            "index": 0,
+            "id": new_id("call_"),
+            "type": "function",
+            "function": {"name": tool_name, "arguments": ""},
+        }
+        head = chunk({"role": "assistant", "content": None, "tool_calls": [opening]})
+        content = [
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            for piece in pieces
+        ]
     return StreamPlan(
-        head=[chunk({"role": "assistant", "content": ""})],
-        content=[chunk({"content": piece}) for piece in pieces],
+        head=[head],
+        content=content,
         tail=tail,
         error=_data(error),
         malformed=b'data: {"id": "chatcmpl-broken", "choices": [{"delta": \n\n',
@@ -206,10 +281,19 @@ _OVERLOADED = "The engine is currently overloaded, please try again later."
 
 
 def anthropic_stream(
-    model: str, pieces: Sequence[str], *, prompt: int, stop_reason: str = "end_turn"
+    model: str,
+    pieces: Sequence[str],
+    *,
+    prompt: int,
+    stop_reason: str = "end_turn",
+    tool_name: str | None = None,
 ) -> StreamPlan:
     """Messages API events: message_start, content_block_start, ping, content_block_delta per
-    piece, content_block_stop, message_delta (stop reason, usage), message_stop."""
+    piece, content_block_stop, message_delta (stop reason, usage), message_stop.
+
+    With `tool_name`, the block is a `tool_use` of that tool (id, name, `input: {}`) and each
+    piece an `input_json_delta` fragment.
+    """
     start = {
         "type": "message_start",
         "message": {
@@ -228,12 +312,11 @@ def anthropic_stream(
             },
         },
     }
-    block = {
-        "type": "content_block_start",
-        "index": 0,
-        "content_block": {"type": "text", "text": ""},
-    }
-    completion = sum(1 for p in pieces if p.strip())
+    opening: dict[str, Any] = {"type": "text", "text": ""}
+    if tool_name is not None:
+        opening = {"type": "tool_use", "id": new_id("toolu_"), "name": tool_name, "input": {}}
+    block = {"type": "content_block_start", "index": 0, "content_block": opening}
+    completion = output_tokens(pieces)
     delta = {
         "type": "message_delta",
         "delta": {"stop_reason": stop_reason, "stop_sequence": None},
@@ -247,11 +330,7 @@ def anthropic_stream(
             _event("ping", {"type": "ping"}),
         ],
         content=[
-            _event(
-                "content_block_delta",
-                _text_delta(p),
-            )
-            for p in pieces
+            _event("content_block_delta", _delta(p, tool=tool_name is not None)) for p in pieces
         ],
         tail=[
             _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
@@ -263,12 +342,12 @@ def anthropic_stream(
     )
 
 
-def _text_delta(text: str) -> dict[str, Any]:
-    return {
-        "type": "content_block_delta",
-        "index": 0,
-        "delta": {"type": "text_delta", "text": text},
-    }
+def _delta(piece: str, *, tool: bool) -> dict[str, Any]:
+    if tool:
+        delta = {"type": "input_json_delta", "partial_json": piece}
+    else:
+        delta = {"type": "text_delta", "text": piece}
+    return {"type": "content_block_delta", "index": 0, "delta": delta}
 
 
 def _vector(text: str, dimensions: int) -> list[float]:

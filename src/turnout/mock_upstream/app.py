@@ -19,11 +19,13 @@ import orjson
 from turnout.mock_upstream import answers
 from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
 from turnout.mock_upstream.log import LoggedRequest, RequestLog
+from turnout.mock_upstream.tools import pick_tool_call
 from turnout.mock_upstream.vendors import bad_body, error_reply
 from turnout.routing.clock import LoopClock
 
 if TYPE_CHECKING:
     from turnout.mock_upstream.exchange import Exchange, Request
+    from turnout.mock_upstream.tools import ToolCall
     from turnout.routing.clock import Clock
 
 __all__ = ["MockUpstreamApp"]
@@ -65,9 +67,20 @@ def retry_headers(fault: Fault) -> list[tuple[str, str]]:
 
 
 class _Call:
-    """What one API request is about (parsed once, passed to the playback steps)."""
+    """What one API request is about (parsed once, passed to the playback steps): `tool_call`
+    is the tool call it is answered with, or None for a text answer."""
 
-    __slots__ = ("api", "base", "body", "endpoint", "entry", "fault", "headers", "model")
+    __slots__ = (
+        "api",
+        "base",
+        "body",
+        "endpoint",
+        "entry",
+        "fault",
+        "headers",
+        "model",
+        "tool_call",
+    )
 
     def __init__(
         self,
@@ -88,6 +101,11 @@ class _Call:
         self.fault = fault
         self.entry = entry
         self.headers = headers
+        # A refusal answers no tool call; only chat and messages answers can carry one.
+        calls_tools = endpoint in {"chat", "messages"} and not fault.refuse
+        self.tool_call: ToolCall | None = (
+            pick_tool_call(body, fault.tool_call) if calls_tools else None
+        )
 
 
 class MockUpstreamApp:
@@ -235,6 +253,10 @@ class MockUpstreamApp:
         prompt = answers.prompt_tokens(call.body)
         if call.endpoint == "count_tokens":
             return {"input_tokens": prompt}
+        if call.tool_call is not None:
+            if call.endpoint == "messages":
+                return answers.anthropic_tool_message(call.model, call.tool_call, prompt=prompt)
+            return answers.openai_tool_completion(call.model, call.tool_call, prompt=prompt)
         text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
         if call.endpoint == "messages":
             stop = "refusal" if fault.refuse else "end_turn"
@@ -260,17 +282,23 @@ class MockUpstreamApp:
 
     @staticmethod
     def _plan(call: _Call) -> answers.StreamPlan:
-        fault = call.fault
+        fault, tool = call.fault, call.tool_call
         prompt = answers.prompt_tokens(call.body)
-        pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
+        if tool is not None:
+            pieces = tool.pieces(fault.chunks)
+        else:
+            pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
+        name = tool.name if tool is not None else None
         if call.endpoint == "messages":
-            stop = "refusal" if fault.refuse else "end_turn"
-            return answers.anthropic_stream(call.model, pieces, prompt=prompt, stop_reason=stop)
+            stop = "tool_use" if tool else "refusal" if fault.refuse else "end_turn"
+            return answers.anthropic_stream(
+                call.model, pieces, prompt=prompt, stop_reason=stop, tool_name=name
+            )
         options = call.body.get("stream_options")
         include = isinstance(options, dict) and options.get("include_usage") is True
-        finish = "content_filter" if fault.refuse else "stop"
+        finish = "tool_calls" if tool else "content_filter" if fault.refuse else "stop"
         return answers.openai_stream(
-            call.model, pieces, prompt=prompt, finish=finish, include_usage=include
+            call.model, pieces, prompt=prompt, finish=finish, include_usage=include, tool_name=name
         )
 
     async def _stream(self, exchange: Exchange, call: _Call) -> None:

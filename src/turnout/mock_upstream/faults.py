@@ -1,4 +1,5 @@
-"""The fault grammar of the mock upstream (see the package docstring for the full table).
+"""The fault grammar of the mock upstream: `GRAMMAR` is its reference text, the one source for
+the package docstring and `turnout mock-upstream --help`.
 
 Pure parsing and bookkeeping, no I/O: the in-process `MockProvider` reads the same grammar.
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANY_MODEL",
+    "ANY_TOOL",
+    "GRAMMAR",
     "NO_FAULT",
     "VENDORS",
     "Fault",
@@ -28,6 +31,95 @@ __all__ = [
     "parse_sequence",
     "split_model",
 ]
+
+GRAMMAR = """\
+fault specs:
+  A fault spec says what the mock does to one request. It is taken from, first match wins:
+    1. a script queued for the model (POST /_mock/scripts): each request for the model takes
+       the next step; model "*" serves any model, after the model's own script; when the
+       queue is empty, the request's own spec applies
+    2. the x-mock-fault request header
+    3. the model name: everything after "fault:" (the part before the marker, without a
+       trailing / @ + : -, is the model's base name), or a shorthand name
+       mock-<word>-<word>... (below; an unknown word makes it an ordinary model name)
+  A spec that does not parse is answered with a 400 naming the bad item.
+
+  spec = step *( "|" step )    a sequence: the n-th request carrying the same spec text
+                               gets step n; after the last step, plain answers
+  step = "ok" / item *( ";" item )
+  item = key [ "=" value ]
+
+items (S: seconds, N: a count):
+  status=N              answer HTTP N with the vendor's error body
+  message=TEXT, type=T  override the error message / the error type (or code)
+  vendor=V              error flavour: openai, anthropic, azure, deepseek, groq, kimi, zai,
+                        xai, ollama, vllm (default: by endpoint)
+  retry_after=S         Retry-After: S (alias retry=S)
+  retry_after_date=S    Retry-After as an HTTP date S seconds ahead
+  retry_after_ms=MS     retry-after-ms: MS
+  quota                 the vendor's quota or credit signal: OpenAI 429 insufficient_quota;
+                        Anthropic 400 "credit balance is too low"; DeepSeek 402; Kimi 429
+                        exceeded_current_quota_error; Z.ai 429 code 1113; xAI 429 "used all
+                        available credits"
+  reset_in=S            with quota;vendor=zai: code 1308 "Your limit will reset at <time>",
+                        S seconds ahead (China Standard Time, as Z.ai writes it)
+  context_length        400 naming a context-length reason (alias ctx)
+  content_policy        400 naming a content-policy reason
+  refuse                200 refusal: finish_reason content_filter / stop_reason refusal
+  latency=S             wait S seconds before the response headers (alias slow=S)
+  hang                  never answer (until the client leaves, or the hold limit)
+  reset                 reset the connection (TCP RST) before any response byte
+  first_token=S         streams: headers and role/start events at once, the first content
+                        chunk after S seconds
+  chunk_delay=S         streams: S seconds between content chunks
+  chunks=N              the answer in N content chunks (default: one per word)
+  cut=N                 drop the connection after N content chunks (non-streams: after the
+                        headers and half the body)
+  stall=N               go silent after N content chunks, connection open
+  end=N                 streams: end the body cleanly after N content chunks, with no
+                        finish reason and no terminator
+  malformed[=N]         a malformed event after N content chunks (default 1)
+  no_done               end without data: [DONE] / message_stop (usage is still sent)
+  error_event           streams: an in-stream error event (overloaded_error) before the
+                        first content chunk
+  body=KIND             bad bytes instead of the answer: garbage, truncated, nonutf8, html
+                        (a proxy's 502 page), empty, wrong_type (right bytes, text/html);
+                        status 200 unless status= is given (html: 502)
+  tool_call[=NAME]      answer with a call of tool NAME (default: the forced tool, else the
+                        first tool offered), whatever tool_choice says (alias tool)
+
+shorthand names, mock-<word>-<word>...:
+  a status (503), retry-S, slow-S, ttft-S (first_token), cut-N, stall-N, chunks-N, hang,
+  reset, refuse, quota, ctx, policy (content_policy), nodone, malformed, errorevent,
+  garbage, html, tool (tool_call); a vendor name after another word sets vendor=
+  (mock-quota-kimi)
+
+tool calls:
+  A chat or messages request that offers tools and forces a call (OpenAI tool_choice
+  "required", a named function, or allowed_tools in required mode; Anthropic tool_choice
+  {"type": "any"} or {"type": "tool", "name": ...}) is answered with one call of the forced
+  tool, else the first tool; so is any request with tool_call when it offers tools or names
+  one (a tool it does not offer is called with {}). Otherwise the answer is text, tools or
+  not; refuse always refuses. The call has the vendor's shape: OpenAI message.tool_calls,
+  content null, finish_reason tool_calls; Anthropic a tool_use block, stop_reason tool_use.
+  Arguments are an example of the tool's JSON schema (required properties first; enum: first
+  value; strings "mock", numbers 1, booleans true, arrays [], objects from their own
+  properties). Streamed, the call's id and name come with the role/start events and each
+  argument fragment is a content chunk (one per JSON token, or chunks=N), so first_token,
+  chunk_delay, cut, stall, end and malformed act on them.
+
+examples:
+  model gpt-4o-mini/fault:status=429;retry_after=8     a 429 with Retry-After: 8
+  model mock-429-retry-8                               the same, as a shorthand name
+  model claude-sonnet-4-5/fault:status=529|ok          overloaded once, then answers
+  header x-mock-fault: first_token=2;cut=3             a slow first token, then a drop
+  model mock-tool                                      a call of the first tool offered
+  header x-mock-fault: tool_call=get_weather;cut=2     a tool call cut after 2 fragments
+  POST /_mock/scripts {"model": "gpt-4o-mini", "faults": ["status=503", "status=503", "ok"]}
+                                                       two failures, then answers
+"""
+"""The fault grammar as reference text: where specs come from, the items, the shorthand words
+and examples (plain text, at most 92 columns)."""
 
 VENDORS = frozenset(
     {"openai", "anthropic", "azure", "deepseek", "groq", "kimi", "zai", "xai", "ollama", "vllm"}
@@ -39,6 +131,8 @@ BAD_BODIES = frozenset({"garbage", "truncated", "nonutf8", "html", "empty", "wro
 
 _MARKER = "fault:"
 ANY_MODEL = "*"
+ANY_TOOL = "*"
+"""`tool_call` without a name: the tool the request forces, else its first tool."""
 _MODEL_SEPARATORS = "/@+:-"
 
 
@@ -74,6 +168,7 @@ class Fault:
     no_done: bool = False
     error_event: bool = False
     body: str | None = None
+    tool_call: str | None = None
     spec: str = ""
 
     @property
@@ -116,8 +211,13 @@ _FLOATS = frozenset(
 )
 _INTS = frozenset({"status", "chunks", "cut", "stall", "end"})
 _TEXTS = {"message": "message", "type": "error_type"}
-_ALIASES = {"retry": "retry_after", "slow": "latency", "ctx": "context_length"}
-_KNOWN = _FLAGS | _FLOATS | _INTS | {"vendor", "body", "malformed", "ok", *_TEXTS}
+_ALIASES = {
+    "retry": "retry_after",
+    "slow": "latency",
+    "ctx": "context_length",
+    "tool": "tool_call",
+}
+_KNOWN = _FLAGS | _FLOATS | _INTS | {"vendor", "body", "malformed", "tool_call", "ok", *_TEXTS}
 
 
 def _number(key: str, value: str, kind: type[float] | type[int]) -> float:
@@ -142,6 +242,8 @@ def _apply_item(values: dict[str, Any], key: str, value: str | None) -> None:
         values[key] = True
     elif key == "malformed":
         values[key] = 1 if value in (None, "") else int(_number(key, value, int))
+    elif key == "tool_call":
+        values[key] = value or ANY_TOOL
     elif value in (None, ""):
         raise ValueError(f"fault item {key} needs a value ({key}=...)")
     else:
@@ -209,6 +311,7 @@ _SHORTHAND_WORDS = {
     "errorevent": "error_event",
     "garbage": "body=garbage",
     "html": "body=html",
+    "tool": "tool_call",
 }
 _SHORTHAND_VALUED = {
     "retry": "retry_after",

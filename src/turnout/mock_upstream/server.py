@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from turnout.mock_upstream.app import MockUpstreamApp
+from turnout.mock_upstream.command import DEFAULT_PORT, add_arguments, parser_options
 from turnout.mock_upstream.http import start_http_server
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from turnout.mock_upstream.http import _Connection
 
 __all__ = ["DEFAULT_PORT", "MockUpstream", "ThreadedMockUpstream", "main", "new_event_loop"]
-
-DEFAULT_PORT = 4010
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -223,28 +222,13 @@ class ThreadedMockUpstream:
         self.stop()
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The command-line options of `mock-upstream` (shared by the CLI and `python -m`)."""
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
-    parser.add_argument(
-        "--hold-limit",
-        type=float,
-        default=300.0,
-        help="longest a hang or stall holds a request, seconds (300)",
-    )
-    parser.add_argument(
-        "--log-limit", type=int, default=10_000, help="requests kept in the log (10000)"
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM with the parsed `args`; returns the exit status."""
     upstream = MockUpstream(
         args.host,
         args.port,
-        hold_limit=getattr(args, "hold_limit", 300.0),
-        log_limit=getattr(args, "log_limit", 10_000),
+        hold_limit=args.hold_limit,
+        log_limit=args.log_limit,
     )
 
     async def serve() -> None:
@@ -268,10 +252,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m turnout.mock_upstream [--host H] [--port P]`."""
-    parser = argparse.ArgumentParser(
-        prog="turnout mock-upstream",
-        description="An OpenAI + Anthropic compatible upstream with scriptable faults.",
-    )
+    parser = argparse.ArgumentParser(prog="turnout mock-upstream", **parser_options())
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

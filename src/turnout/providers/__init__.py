@@ -1,4 +1,4 @@
-"""Provider adapters: one module per provider kind (SPEC §4).
+"""Provider adapters: one module per provider kind.
 
 =====================  =======================  ==================================================
 kind                   class                    wire format and family
@@ -14,8 +14,9 @@ kind                   class                    wire format and family
 Each one is a `turnout.routing.client.ChatClient`: `provider` (its name), `complete`, `stream`,
 `embed` where supported, `price_for(model)`, plus `family`, `wire_format` and `aclose()`. Each
 owns one pooled keep-alive HTTP client (`Http1Transport`, `turnout.providers.http1`), never retries
-on its own, and maps transport errors and statuses to SPEC §3.2's error classes in one place
-(`turnout.providers.transport`).
+on its own, and maps transport errors and statuses to the error classes of `turnout.errors` in one
+place (`turnout.providers.transport`). `HttpOptions` holds the HTTP settings (headers, timeouts,
+connection cap) a provider is built with.
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
 from turnout.providers.openai import OpenAI
 from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
-from turnout.providers.transport import Timeouts
+from turnout.providers.transport import HttpOptions, HttpTimeouts, Timeouts
 
 __all__ = [
     "PRESETS",
     "Anthropic",
     "AzureOpenAI",
     "Http1Transport",
+    "HttpOptions",
     "HttpProvider",
+    "HttpTimeouts",
     "MockProvider",
     "OpenAI",
     "OpenAICompatible",

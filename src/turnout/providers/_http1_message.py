@@ -39,11 +39,11 @@ __all__ = [
     "HIGH_WATER",
     "STALE_WINDOW",
     "Origin",
+    "ParsedURL",
     "Response",
     "StaleConnection",
-    "Target",
+    "parse_url",
     "request_head",
-    "target_of",
 ]
 
 HIGH_WATER = 256 * 1024
@@ -66,14 +66,15 @@ class StaleConnection(UpstreamClosed):
     """Rule 7: a reused connection the server had closed as the request went out."""
 
 
-class Target(NamedTuple):
-    """Where a URL goes: its origin and the request line with the Host header, encoded once."""
+class ParsedURL(NamedTuple):
+    """A URL read once for sending: its origin (the pool it goes to) and the request line with
+    the Host header, already encoded."""
 
     origin: Origin
     prefix: bytes
 
 
-def target_of(url: str) -> Target:
+def parse_url(url: str) -> ParsedURL:
     """Parse an absolute http(s) URL (InvalidURL otherwise)."""
     try:
         parts = urlsplit(url)
@@ -97,7 +98,7 @@ def target_of(url: str) -> Target:
     if parts.query:
         path += "?" + quote(parts.query, safe=_URL_SAFE)
     prefix = f"POST {path} HTTP/1.1\r\nhost: {authority}\r\n".encode("ascii")
-    return Target((scheme, host, port), prefix)
+    return ParsedURL((scheme, host, port), prefix)
 
 
 def request_head(prefix: bytes, length: int, headers: Mapping[str, str]) -> bytes:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -12,10 +11,10 @@ from turnout.providers.base import ANTHROPIC_MESSAGES, HttpProvider
 from turnout.providers.transport import request_id_of
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from typing import Unpack
 
-    from turnout.providers.base import CredentialMode
-    from turnout.providers.transport import Timeouts, Transport
+    from turnout.providers.base import HttpProviderKeywords
+    from turnout.providers.transport import HttpOptions
     from turnout.wire.model import ChatRequest
 
 __all__ = ["ANTHROPIC_VERSION", "Anthropic"]
@@ -38,6 +37,10 @@ class Anthropic(HttpProvider):
     """
 
     kind = "anthropic"
+    api_key_env = "ANTHROPIC_API_KEY"
+    wire = ANTHROPIC_MESSAGES
+    family = "anthropic"
+    vendor = "anthropic"
     supports_embeddings = False
 
     def __init__(
@@ -47,32 +50,16 @@ class Anthropic(HttpProvider):
         base_url: str = DEFAULT_BASE_URL,
         name: str = "anthropic",
         version: str = ANTHROPIC_VERSION,
-        model: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
-        max_connections: int = 100,
-        prices: Mapping[str, Any] | None = None,
-        model_aliases: Mapping[str, str] | None = None,
-        transport: Transport | None = None,
-        credential_mode: CredentialMode = "org_key",
+        options: HttpOptions | None = None,
+        **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         super().__init__(
             name=name,
-            vendor="anthropic",
-            family="anthropic",
-            wire=ANTHROPIC_MESSAGES,
             base_url=base_url,
             auth_headers={"anthropic-version": version},
-            model=model,
-            headers=headers,
-            timeouts=timeouts,
-            max_connections=max_connections,
-            prices=prices,
-            model_aliases=model_aliases,
-            transport=transport,
-            api_key=key or None,
-            credential_mode=credential_mode,
+            api_key=api_key,
+            options=options,
+            **keywords,
         )
 
     def credential_headers(self, secret: str, *, bearer: bool = False) -> dict[str, str]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
 from turnout.errors import ConfigError
@@ -11,10 +11,10 @@ from turnout.providers.anthropic import ANTHROPIC_VERSION
 from turnout.providers.base import ANTHROPIC_MESSAGES, OPENAI_CHAT, EmbeddingsSupport
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from typing import Unpack
 
-    from turnout.providers.base import CredentialMode
-    from turnout.providers.transport import Timeouts, Transport
+    from turnout.providers.base import HttpProviderKeywords
+    from turnout.providers.transport import HttpOptions
 
 __all__ = ["DEFAULT_API_VERSION", "AzureOpenAI"]
 
@@ -52,14 +52,8 @@ class AzureOpenAI(EmbeddingsSupport):
         *,
         wire: str,
         name: str = "azure-openai",
-        model: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
-        max_connections: int = 100,
-        prices: Mapping[str, Any] | None = None,
-        model_aliases: Mapping[str, str] | None = None,
-        transport: Transport | None = None,
-        credential_mode: CredentialMode = "org_key",
+        options: HttpOptions | None = None,
+        **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
         if wire not in _WIRES:
             raise ConfigError(f"wire: must be one of {', '.join(_WIRES)} (got {wire!r})")
@@ -70,20 +64,14 @@ class AzureOpenAI(EmbeddingsSupport):
         self.supports_embeddings = not anthropic
         super().__init__(
             name=name,
-            vendor="anthropic" if anthropic else "azure-openai",
-            family=family,
-            wire=codec,
             base_url=base_url,
+            wire=codec,
+            family=family,
+            vendor="anthropic" if anthropic else "azure-openai",
             auth_headers=auth,
-            model=model,
-            headers=headers,
-            timeouts=timeouts,
-            max_connections=max_connections,
-            prices=prices,
-            model_aliases=model_aliases,
-            transport=transport,
             api_key=api_key,
-            credential_mode=credential_mode,
+            options=options,
+            **keywords,
         )
 
     def credential_headers(self, secret: str, *, bearer: bool = False) -> dict[str, str]:

@@ -12,7 +12,7 @@ after a finish reason is complete even without its terminator; one that ends wit
 reason raises `ProviderUnavailable` ("stream ended early").
 Rule 3: every error raised by a call names the provider and, when the upstream sent one, its
 request id.
-Rule 4: credentials (SPEC §4, §5.2). An `org_key` provider sends its own `api_key` on every
+Rule 4: credentials. An `org_key` provider sends its own `api_key` on every
 call. A `passthrough` provider has no key of its own: only the per-call view that
 `with_credential` returns carries the caller's credential, and the provider itself refuses a
 call (`AuthenticationFailed`, nothing sent) rather than send it upstream without one.
@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypedDict
 
 import orjson
 
@@ -36,7 +37,8 @@ from turnout.errors import (
     ProviderUnavailable,
 )
 from turnout.providers.transport import (
-    Timeouts,
+    HttpOptions,
+    HttpTimeouts,
     Transport,
     default_transport,
     error_for_status,
@@ -47,7 +49,7 @@ from turnout.wire.sse import SSEDecoder
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
-    from typing import Self
+    from typing import Self, Unpack
 
     from turnout.routing.plan import CallerCredential
     from turnout.wire.model import (
@@ -68,11 +70,64 @@ __all__ = [
     "CredentialMode",
     "EmbeddingsSupport",
     "HttpProvider",
+    "HttpProviderKeywords",
+    "ProviderKeywords",
     "Wire",
 ]
 
 CredentialMode = Literal["org_key", "passthrough"]
 CREDENTIAL_MODES: tuple[CredentialMode, ...] = ("org_key", "passthrough")
+
+
+class ProviderKeywords(TypedDict, total=False):
+    """The keyword arguments every provider kind takes besides its own (`HttpProvider` says
+    what each one means)."""
+
+    model: str | None
+    prices: Mapping[str, Any] | None
+    model_aliases: Mapping[str, str] | None
+    credential_mode: CredentialMode
+
+
+class HttpProviderKeywords(ProviderKeywords, total=False):
+    """`ProviderKeywords` plus those of the kinds that call over HTTP: `transport`, and
+    `headers`, `timeouts` and `max_connections`, each the field of `HttpOptions` of that name
+    (they were keywords before `HttpOptions` and still are; a new HTTP option goes in
+    `HttpOptions` only)."""
+
+    transport: Transport | None
+    headers: Mapping[str, str] | None
+    timeouts: HttpTimeouts | None
+    max_connections: int
+
+
+def refuse_unknown_keywords(
+    owner: object, keywords: Mapping[str, object], allowed: frozenset[str]
+) -> None:
+    """A `TypeError` for a keyword `owner`'s constructor does not take, as Python raises for
+    one that names no parameter (keywords gathered with `**` would otherwise pass unseen)."""
+    unknown = sorted(keywords.keys() - allowed)
+    if unknown:
+        where = type(owner).__init__.__qualname__
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+
+
+def _http_options(options: HttpOptions | None, keywords: HttpProviderKeywords) -> HttpOptions:
+    """`options`, or one made of the `headers`, `timeouts` and `max_connections` keywords
+    (one left out, or None, keeps the field's default); options and those keywords together
+    are a `TypeError`, since which should win is anyone's guess."""
+    loose: dict[str, Any] = {
+        "headers": keywords.get("headers"),
+        "timeouts": keywords.get("timeouts"),
+        "max_connections": keywords.get("max_connections"),
+    }
+    given = {name: value for name, value in loose.items() if value is not None}
+    if options is None:
+        return HttpOptions(**given)
+    if given:
+        names = ", ".join(given)
+        raise TypeError(f"{names}: give these in `options` or as keywords, not both")
+    return options
 
 
 class StreamDecoder(Protocol):
@@ -154,69 +209,92 @@ def _prices(prices: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
 class HttpProvider:
     """A `ChatClient` for one account of one vendor, speaking one wire format over HTTP.
 
-    Subclasses set `kind` and implement `chat_url(model)`. Keyword options shared by every kind:
-    `name` (the provider id, part of the default health key), `model` (used when neither the
-    target nor the request names one), `headers` (sent with every call), `timeouts`
-    (`Timeouts(connect=10, read=600)`, seconds), `max_connections` (pool size, 100), `prices`
-    (USD per 1M input/output tokens by model), `model_aliases` (requested -> wire model),
-    `transport` (an alternative `Transport`, e.g. for tests), `api_key` (sent in the kind's
-    credential header, `credential_headers`) and `credential_mode`: `org_key` (default: the
-    provider's own `api_key`, or none) or `passthrough` (no key of its own: each call carries
-    the caller's credential through `with_credential`; `api_key` is ignored). See Rule 4.
+    Subclasses set `kind`, implement `chat_url(model)` and say what they speak: `wire` (the
+    wire format and its codecs; required), `family` (default none) and `vendor` (the vendor
+    catalog entry that reads its errors; default none), as class attributes or, where they
+    vary per instance, as keywords of `HttpProvider.__init__`, which also takes `auth_headers`
+    (the kind's own protocol headers, e.g. `anthropic-version`) and reads the environment
+    variable `api_key_env` when no `api_key` is given. Every kind takes `name` (the
+    provider id, part of the default health key), `api_key` (sent in the kind's credential
+    header, `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool
+    size; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`: `model` (used
+    when neither the target nor the request names one; default none), `prices` (USD per 1M
+    input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`),
+    `model_aliases` (requested -> wire model), `transport` (an alternative `Transport`, e.g.
+    for tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`:
+    `org_key` (default: the provider's own `api_key`, or none) or `passthrough` (no key of its
+    own: each call carries the caller's credential through `with_credential`; `api_key` is
+    ignored; see Rule 4); and `headers`, `timeouts`, `max_connections`, each setting that field
+    of `options` (when `options` is not given).
     """
 
     kind: ClassVar[str] = "http"
+    api_key_env: ClassVar[str | None] = None
+    """The environment variable read for `api_key` when none is given (None: none is read)."""
+    wire: Wire
+    family: str = "none"
+    vendor: str | None = None
 
     def __init__(
         self,
         *,
         name: str,
-        vendor: str | None,
-        family: str,
-        wire: Wire,
         base_url: str,
-        auth_headers: Mapping[str, str],
-        model: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
-        max_connections: int = 100,
-        prices: Mapping[str, Any] | None = None,
-        model_aliases: Mapping[str, str] | None = None,
-        transport: Transport | None = None,
+        wire: Wire | None = None,
+        family: str | None = None,
+        vendor: str | None = None,
+        auth_headers: Mapping[str, str] | None = None,
         api_key: str | None = None,
-        credential_mode: CredentialMode = "org_key",
+        options: HttpOptions | None = None,
+        **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
+        refuse_unknown_keywords(self, keywords, HttpProviderKeywords.__optional_keys__)
+        credential_mode = keywords.get("credential_mode", "org_key")
         if credential_mode not in CREDENTIAL_MODES:
             rule = f"must be one of {', '.join(CREDENTIAL_MODES)} (got {credential_mode!r})"
             raise ConfigError(f"credential_mode: {rule}", [("credential_mode", rule)])
+        options = _http_options(options, keywords)
         self.name = name
-        self.vendor = vendor
-        self.family = family
-        self.wire = wire
+        self._speak(wire, family, vendor)
         self.credential_mode: CredentialMode = credential_mode
         self._needs_credential = credential_mode == "passthrough"
+        if api_key is None and self.api_key_env is not None:
+            api_key = os.environ.get(self.api_key_env)
         own_key = self.credential_headers(api_key) if api_key and not self._needs_credential else {}
         self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.timeouts = timeouts if timeouts is not None else Timeouts()
+        self.model = keywords.get("model")
+        self.options = options
+        self.timeouts = options.timeouts
         self.malformed_events = 0
         self._headers = {
             "content-type": "application/json",
             "accept": "application/json",
             "user-agent": _USER_AGENT,
-            **{k.lower(): v for k, v in (headers or {}).items()},
-            **auth_headers,
+            **{k.lower(): v for k, v in options.headers.items()},
+            **(auth_headers or {}),
             **own_key,
         }
-        self._prices = _prices(prices)
-        self._aliases = dict(model_aliases or {})
+        self._prices = _prices(keywords.get("prices"))
+        self._aliases = dict(keywords.get("model_aliases") or {})
+        transport = keywords.get("transport")
         self._transport: Transport = (
             transport
             if transport is not None
             else default_transport(
-                provider=name, timeouts=self.timeouts, max_connections=max_connections
+                provider=name, timeouts=options.timeouts, max_connections=options.max_connections
             )
         )
+
+    def _speak(self, wire: Wire | None, family: str | None, vendor: str | None) -> None:
+        """The instance's own wire, family and vendor where given, else its class's."""
+        if wire is not None:
+            self.wire = wire
+        elif not hasattr(self, "wire"):
+            raise TypeError(f"{type(self).__name__} names no wire format (`wire`)")
+        if family is not None:
+            self.family = family
+        if vendor is not None:
+            self.vendor = vendor
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
@@ -297,7 +375,7 @@ class HttpProvider:
 
     def call_headers(self, request: ChatRequest) -> Mapping[str, str]:
         """The headers of one chat call: the provider's own; for a caller's own Anthropic
-        Messages request, with its `anthropic-version` and `anthropic-beta` (SPEC §4)."""
+        Messages request, with its `anthropic-version` and `anthropic-beta`."""
         headers = self.sent_headers()
         source = request.source
         if source is None or not source.headers or source.format != "anthropic-messages":
@@ -317,7 +395,7 @@ class HttpProvider:
         return orjson.dumps(self.wire.encode(request, model))
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """One whole answer. Failures raise `ProviderError` subclasses (SPEC §3.2)."""
+        """One whole answer. Failures raise `ProviderError` subclasses."""
         model = self.wire_model(request.model)
         body = self.body_for(request, model, stream=False)
         reply = await self._transport.post(self.chat_url(model), body, self.call_headers(request))

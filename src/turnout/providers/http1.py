@@ -12,7 +12,7 @@ response was read to the end, the server allowed keep-alive, and no byte arrived
 anything else closes it. A pooled connection the server closed, or idle for `keepalive` seconds,
 is never reused. At most `max_connections` connections per origin: callers wait for a free one.
 Rule 3: every wait is bounded: waiting for a connection and opening it (TLS included) by
-`Timeouts.connect`, each silence while waiting for response bytes by `Timeouts.read`.
+`HttpTimeouts.connect`, each silence while waiting for response bytes by `HttpTimeouts.read`.
 Rule 4: failures are raised as the `transport` module's `TransportFailure`s and mapped to
 `ProviderError` by `transport.error_for_exception`; a cancellation propagates untouched and closes
 the connection of the response it interrupted.
@@ -42,17 +42,17 @@ from turnout.providers._http1_message import (
     HIGH_WATER,
     STALE_WINDOW,
     Origin,
+    ParsedURL,
     Response,
     StaleConnection,
-    Target,
+    parse_url,
     request_head,
-    target_of,
 )
 from turnout.providers.transport import (
     ConnectFailed,
     ConnectTimeout,
     HttpReply,
-    Timeouts,
+    HttpTimeouts,
     TransportFailure,
     UpstreamClosed,
     error_for_exception,
@@ -320,8 +320,9 @@ class _Pool:
                 conn.close()
 
 
-class _Exchange(contextlib.AbstractAsyncContextManager["Response"]):
-    """`Http1Transport.stream`'s context: sends on entry, releases or closes on exit."""
+class _StreamedPost(contextlib.AbstractAsyncContextManager["Response"]):
+    """One streamed POST (`Http1Transport.stream`): sent on entry; its connection released or
+    closed on exit."""
 
     __slots__ = ("_body", "_conn", "_headers", "_response", "_transport", "_url")
 
@@ -370,7 +371,7 @@ class _Exchange(contextlib.AbstractAsyncContextManager["Response"]):
 class Http1Transport:
     """A `Transport` speaking HTTP/1.1 over pooled keep-alive connections, for one provider.
 
-    `provider` names it in errors; `timeouts` (default `Timeouts()`: 10 s connect, 600 s read)
+    `provider` names it in errors; `timeouts` (default `HttpTimeouts()`: 10 s connect, 600 s read)
     bound opening a connection and each silence while reading; `max_connections` (default 100)
     caps the connections to each origin (scheme, host, port); idle connections are closed after
     `keepalive` seconds (default 30). https uses `ssl_context` (default: the system's trusted
@@ -381,7 +382,7 @@ class Http1Transport:
         self,
         *,
         provider: str,
-        timeouts: Timeouts | None = None,
+        timeouts: HttpTimeouts | None = None,
         max_connections: int = 100,
         keepalive: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
@@ -391,13 +392,13 @@ class Http1Transport:
         if not keepalive > 0:
             raise ValueError("keepalive must be a positive number of seconds")
         self.provider = provider
-        self.timeouts = timeouts if timeouts is not None else Timeouts()
+        self.timeouts = timeouts if timeouts is not None else HttpTimeouts()
         self._max_connections = max_connections
         self._keepalive = keepalive
         self._ssl = ssl_context
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pools: dict[Origin, _Pool] = {}
-        self._targets: dict[str, Target] = {}
+        self._parsed_urls: dict[str, ParsedURL] = {}
 
     def _pool_for(self, origin: Origin) -> _Pool:
         loop = asyncio.get_running_loop()
@@ -419,14 +420,14 @@ class Http1Transport:
             )
         return pool
 
-    def _target(self, url: str) -> Target:
-        target = self._targets.get(url)
-        if target is None:
-            target = target_of(url)
-            if len(self._targets) >= 1024:
-                self._targets.clear()
-            self._targets[url] = target
-        return target
+    def _parsed(self, url: str) -> ParsedURL:
+        parsed = self._parsed_urls.get(url)
+        if parsed is None:
+            parsed = parse_url(url)
+            if len(self._parsed_urls) >= 1024:
+                self._parsed_urls.clear()
+            self._parsed_urls[url] = parsed
+        return parsed
 
     async def send(
         self, url: str, body: bytes, headers: Mapping[str, str]
@@ -434,9 +435,9 @@ class Http1Transport:
         """Write the request on a pooled connection and wait for the response's head
         (TransportFailure on a failure); once more on a new connection after a stale one
         (Rule 7). The connection is closed on any failure."""
-        target = self._target(url)
-        head = request_head(target.prefix, len(body), headers)
-        pool = self._pool_for(target.origin)
+        parsed = self._parsed(url)
+        head = request_head(parsed.prefix, len(body), headers)
+        pool = self._pool_for(parsed.origin)
         conn = await pool.acquire()
         for fresh in (False, True):
             response = conn.send(head, body, self.timeouts.read, self.provider)
@@ -478,7 +479,7 @@ class Http1Transport:
         self, url: str, body: bytes, headers: Mapping[str, str]
     ) -> contextlib.AbstractAsyncContextManager[Response]:
         """POST `body` and yield the response as it arrives (released on exit)."""
-        return _Exchange(self, url, body, headers)
+        return _StreamedPost(self, url, body, headers)
 
     async def aclose(self) -> None:
         """Close every connection (the transport opens new ones if used again)."""

@@ -15,20 +15,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from turnout.errors import ConfigError, ProviderError
-from turnout.providers.base import ANTHROPIC_MESSAGES, OPENAI_CHAT, EmbeddingsSupport
+from turnout.providers.base import (
+    ANTHROPIC_MESSAGES,
+    OPENAI_CHAT,
+    EmbeddingsSupport,
+    ProviderKeywords,
+    refuse_unknown_keywords,
+)
 from turnout.providers.transport import HttpReply
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+    from typing import Unpack
 
     from turnout.mock_upstream.app import MockUpstreamApp
     from turnout.mock_upstream.exchange import Request
     from turnout.mock_upstream.log import LoggedRequest
-    from turnout.providers.base import CredentialMode
     from turnout.providers.transport import StreamReply
     from turnout.routing.clock import Clock
 
@@ -45,7 +51,9 @@ def _connection_error(provider: str, message: str) -> ProviderError:
 
 
 class _MemoryExchange:
-    """An `Exchange` whose answer is read by `MemoryTransport` instead of a socket."""
+    """The mock upstream's `Exchange` (`turnout.mock_upstream.exchange`), in memory: its
+    handler answers into it and `MemoryTransport` reads the answer, where the socket server's
+    `HttpExchange` writes it to a connection."""
 
     def __init__(self, request: Request, provider: str) -> None:
         self.request = request
@@ -242,19 +250,19 @@ class MockProvider(EmbeddingsSupport):
     """
 
     kind = "mock"
+    vendor = "mock"
+    family = "none"
 
     def __init__(
         self,
         name: str = "mock",
         *,
-        model: str | None = None,
         script: Sequence[str] = (),
         wire: str = "openai-chat",
         clock: Clock | None = None,
-        prices: Mapping[str, Any] | None = None,
-        model_aliases: Mapping[str, str] | None = None,
-        credential_mode: CredentialMode = "org_key",
+        **keywords: Unpack[ProviderKeywords],
     ) -> None:
+        refuse_unknown_keywords(self, keywords, ProviderKeywords.__optional_keys__)
         codecs = {"openai-chat": OPENAI_CHAT, "anthropic-messages": ANTHROPIC_MESSAGES}
         if wire not in codecs:
             raise ConfigError(f"wire: must be one of {', '.join(codecs)} (got {wire!r})")
@@ -268,16 +276,10 @@ class MockProvider(EmbeddingsSupport):
             self.app.faults.script(ANY_MODEL, script)
         super().__init__(
             name=name,
-            vendor="mock",
-            family="none",
-            wire=codecs[wire],
             base_url=f"http://mock.invalid/{name}",
-            auth_headers={},
-            model=model,
-            prices=prices,
-            model_aliases=model_aliases,
+            wire=codecs[wire],
             transport=MemoryTransport(self.app, provider=name),
-            credential_mode=credential_mode,
+            **keywords,
         )
         self.supports_embeddings = wire == "openai-chat"
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from turnout.providers.base import OPENAI_CHAT, EmbeddingsSupport
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from typing import Unpack
 
-    from turnout.providers.base import CredentialMode
-    from turnout.providers.transport import Timeouts, Transport
+    from turnout.providers.base import HttpProviderKeywords
+    from turnout.providers.transport import HttpOptions
 
 __all__ = ["OpenAI"]
 
@@ -29,6 +28,10 @@ class OpenAI(EmbeddingsSupport):
     """
 
     kind = "openai"
+    api_key_env = "OPENAI_API_KEY"
+    wire = OPENAI_CHAT
+    family = "openai"
+    vendor = "openai"
 
     def __init__(
         self,
@@ -36,33 +39,10 @@ class OpenAI(EmbeddingsSupport):
         *,
         base_url: str = DEFAULT_BASE_URL,
         name: str = "openai",
-        model: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
-        max_connections: int = 100,
-        prices: Mapping[str, Any] | None = None,
-        model_aliases: Mapping[str, str] | None = None,
-        transport: Transport | None = None,
-        credential_mode: CredentialMode = "org_key",
+        options: HttpOptions | None = None,
+        **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        super().__init__(
-            name=name,
-            vendor="openai",
-            family="openai",
-            wire=OPENAI_CHAT,
-            base_url=base_url,
-            auth_headers={},
-            model=model,
-            headers=headers,
-            timeouts=timeouts,
-            max_connections=max_connections,
-            prices=prices,
-            model_aliases=model_aliases,
-            transport=transport,
-            api_key=key or None,
-            credential_mode=credential_mode,
-        )
+        super().__init__(name=name, base_url=base_url, api_key=api_key, options=options, **keywords)
 
     def chat_url(self, model: str) -> str:
         """`{base_url}/chat/completions`."""

@@ -2,43 +2,25 @@
 none), with presets for known vendors.
 
 A preset gives a base URL and the vendor's catalog entry (its quota signals, credit-429 flag,
-reset-time parser and embeddings support; `turnout.routing.catalog`).
+reset-time parser and embeddings support; `turnout.vendors.catalog`).
 """
 
 from __future__ import annotations
 
-import ipaddress
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING
 
 from turnout.errors import ConfigError
 from turnout.providers.base import OPENAI_CHAT_COMPATIBLE, EmbeddingsSupport
-from turnout.routing.catalog import vendor_entry
+from turnout.vendors.catalog import vendor_entry
+from turnout.vendors.presets import KEYLESS_PRESETS, PRESETS, is_loopback
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from typing import Unpack
 
-    from turnout.providers.base import CredentialMode
-    from turnout.providers.transport import Timeouts, Transport
+    from turnout.providers.base import HttpProviderKeywords
+    from turnout.providers.transport import HttpOptions
 
 __all__ = ["KEYLESS_PRESETS", "PRESETS", "OpenAICompatible", "is_loopback"]
-
-PRESETS = ("deepseek", "groq", "kimi", "zai", "xai", "ollama", "vllm")
-"""The presets of `OpenAICompatible` (each names a vendor catalog entry)."""
-
-KEYLESS_PRESETS = frozenset({"ollama", "vllm"})
-"""Presets whose servers need no key by nature (local model servers)."""
-
-
-def is_loopback(base_url: str) -> bool:
-    """True when `base_url` points at this machine (127.0.0.0/8, ::1 or `localhost`)."""
-    host = urlsplit(base_url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class OpenAICompatible(EmbeddingsSupport):
@@ -54,6 +36,8 @@ class OpenAICompatible(EmbeddingsSupport):
     """
 
     kind = "openai-compatible"
+    wire = OPENAI_CHAT_COMPATIBLE
+    family = "none"
 
     def __init__(
         self,
@@ -62,14 +46,8 @@ class OpenAICompatible(EmbeddingsSupport):
         *,
         preset: str | None = None,
         name: str | None = None,
-        model: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
-        max_connections: int = 100,
-        prices: Mapping[str, Any] | None = None,
-        model_aliases: Mapping[str, str] | None = None,
-        transport: Transport | None = None,
-        credential_mode: CredentialMode = "org_key",
+        options: HttpOptions | None = None,
+        **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
         if preset is not None and preset not in PRESETS:
             raise ConfigError(f"preset: unknown preset {preset!r}; one of {', '.join(PRESETS)}")
@@ -81,20 +59,11 @@ class OpenAICompatible(EmbeddingsSupport):
         self.supports_embeddings = entry.embeddings if entry is not None else True
         super().__init__(
             name=name or preset or "openai-compatible",
-            vendor=preset,
-            family="none",
-            wire=OPENAI_CHAT_COMPATIBLE,
             base_url=url,
-            auth_headers={},
-            model=model,
-            headers=headers,
-            timeouts=timeouts,
-            max_connections=max_connections,
-            prices=prices,
-            model_aliases=model_aliases,
-            transport=transport,
+            vendor=preset,
             api_key=api_key,
-            credential_mode=credential_mode,
+            options=options,
+            **keywords,
         )
         self.keyless = api_key is None and (preset in KEYLESS_PRESETS or is_loopback(url))
 

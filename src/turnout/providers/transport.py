@@ -11,11 +11,11 @@ passed instead (tests do). A client reports its failures with the exceptions bel
 
 Rule 1: a transport's connections belong to the event loop that first used it; used from
 another loop, it starts new ones there (close each with `aclose()` before its loop ends).
-Rule 2: no retries here: the route is the only retry authority (SPEC §3.2). The one resend a
+Rule 2: no retries here: the route is the only retry authority. The one resend a
 client may make is of a request that never reached the server: one written on a reused
 connection the server had just closed as idle (`http1` Rule 7).
-Rule 3: every wait on the network is bounded: `Timeouts.connect` for the connection,
-`Timeouts.read` for each silence while reading, so a hung upstream never holds a socket for
+Rule 3: every wait on the network is bounded: `HttpTimeouts.connect` for the connection,
+`HttpTimeouts.read` for each silence while reading, so a hung upstream never holds a socket for
 ever even when no route deadline is running.
 Rule 4: cancellation is never mapped: it propagates, and the response is released (a partly
 read response closes its connection instead of returning it to the pool).
@@ -24,11 +24,12 @@ read response closes its connection instead of returning it to the pool).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from turnout.errors import ProviderError
-from turnout.routing.classify import classify_http
+from turnout.vendors.classify import classify_http
 
 if TYPE_CHECKING:
     import contextlib
@@ -38,7 +39,9 @@ __all__ = [
     "BodyCutShort",
     "ConnectFailed",
     "ConnectTimeout",
+    "HttpOptions",
     "HttpReply",
+    "HttpTimeouts",
     "InvalidHeader",
     "InvalidURL",
     "ReadTimeout",
@@ -58,7 +61,7 @@ _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id", "x-ms-re
 
 
 @dataclass(frozen=True, slots=True)
-class Timeouts:
+class HttpTimeouts:
     """A provider's own network deadlines, in seconds.
 
     `connect` (default 10): to open a connection; `read` (default 600, the OpenAI SDK's own
@@ -72,7 +75,33 @@ class Timeouts:
     def __post_init__(self) -> None:
         for name in ("connect", "read"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"Timeouts.{name} must be a positive number of seconds")
+                raise ValueError(f"HttpTimeouts.{name} must be a positive number of seconds")
+
+
+Timeouts = HttpTimeouts
+"""The earlier name of `HttpTimeouts`, kept importable (the engine's deadlines are
+`turnout.routing.options.Timeouts`, a different thing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    """How a provider makes its HTTP calls; one object may serve any number of providers.
+
+    `headers` (default none): sent with every call, after the provider's own defaults and
+    before its credential headers (names are case-insensitive); `timeouts` (default
+    `HttpTimeouts()`: 10 s to connect, 600 s of read silence); `max_connections` (default
+    100): open connections to each origin. `timeouts` and `max_connections` configure the
+    provider's own client: a provider given its own `transport` sends `headers` but uses
+    neither.
+    """
+
+    headers: Mapping[str, str] = field(default_factory=dict, hash=False)
+    timeouts: HttpTimeouts = HttpTimeouts()
+    max_connections: int = 100
+
+    def __post_init__(self) -> None:
+        # A frozen value: a copy, read-only, so a caller's later change to its dict is not seen.
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
 
 
 class HttpReply(NamedTuple):
@@ -122,11 +151,11 @@ class TransportFailure(Exception):
 
 
 class ConnectTimeout(TransportFailure, TimeoutError):
-    """No connection (TLS included, or a free pooled one) within `Timeouts.connect`."""
+    """No connection (TLS included, or a free pooled one) within `HttpTimeouts.connect`."""
 
 
 class ReadTimeout(TransportFailure, TimeoutError):
-    """No response bytes within `Timeouts.read` of silence."""
+    """No response bytes within `HttpTimeouts.read` of silence."""
 
 
 class ConnectFailed(TransportFailure):
@@ -171,9 +200,9 @@ def error_for_status(
     vendor: str | None,
     now_wall: float | None = None,
 ) -> ProviderError:
-    """The `ProviderError` for an error response: classified by SPEC §3.2 with the vendor's
-    catalog signals, with `Retry-After` (seconds, HTTP date or `retry-after-ms`), the vendor's
-    quota reset time and the request id. Bad or non-JSON bodies never raise here."""
+    """The `ProviderError` for an error response: its error class (from the status, the body and
+    the vendor's catalog signals), with `Retry-After` (seconds, HTTP date or `retry-after-ms`),
+    the vendor's quota reset time and the request id. Bad or non-JSON bodies never raise here."""
     failure = classify_http(
         status,
         headers,
@@ -225,10 +254,10 @@ def _connection_message(exc: BaseException) -> str:
 
 
 def default_transport(
-    *, provider: str, timeouts: Timeouts | None = None, max_connections: int = 100
+    *, provider: str, timeouts: HttpTimeouts | None = None, max_connections: int = 100
 ) -> Transport:
     """The providers' transport: an `Http1Transport` named `provider` (in its errors), with
-    `timeouts` (default `Timeouts()`) and at most `max_connections` (default 100) connections
+    `timeouts` (default `HttpTimeouts()`) and at most `max_connections` (default 100) connections
     to each origin; idle connections are kept 30 s."""
     from turnout.providers.http1 import Http1Transport  # noqa: PLC0415 - http1 imports this module
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from turnout.record import AttemptEntry, RoutingRecord
 from turnout.routing.client import ChatClient
 from turnout.routing.clock import Clock, FakeClock, LoopClock
 from turnout.routing.health import Breaker, Health
-from turnout.routing.plan import CallerCredential, CallPlan, TargetPlan, TargetRule
-from turnout.routing.record import AttemptEntry, RoutingRecord
+from turnout.routing.options import RouteOptions
+from turnout.routing.plan import CallerCredential, CallPlan, RequestPlan, TargetPlan, TargetRule
 from turnout.routing.route import Route
 from turnout.routing.target import Target
 
@@ -20,7 +21,9 @@ __all__ = [
     "FakeClock",
     "Health",
     "LoopClock",
+    "RequestPlan",
     "Route",
+    "RouteOptions",
     "RoutingRecord",
     "Target",
     "TargetPlan",

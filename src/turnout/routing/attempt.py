@@ -14,17 +14,17 @@ import asyncio
 from typing import TYPE_CHECKING, Any, cast
 
 from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
-from turnout.routing.classify import classify_exception
 from turnout.routing.deadline import Deadline
+from turnout.vendors.classify import classify_exception
 from turnout.wire.model import EmbeddingRequest
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Hashable
     from typing import TypeAlias
 
+    from turnout.record import AttemptEntry
     from turnout.routing.client import EmbeddingClient
     from turnout.routing.health import Admission
-    from turnout.routing.record import AttemptEntry
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
     from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, EmbeddingResponse
@@ -135,9 +135,10 @@ class Call:
         self.key = key
         self.admission = admission
         self.forced = forced
-        self.provider: str = route.providers[index]
-        self.model: str | None = request.model or route.client_models[index]
-        self.stats_key: Hashable = route.stats_keys[index]
+        facts = route.facts[index]
+        self.provider: str = facts.provider
+        self.model: str | None = request.model or facts.client_model
+        self.stats_key: Hashable = facts.stats_key
         self.hop = 0
         self.hedge = False
         self.lost = False

@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
-from turnout.routing.record import SKIP_OUTCOMES
+from turnout.errors import EmbeddingsNotSupported, ProviderError, RouteExhausted, RouteIneligible
+from turnout.record import SKIP_OUTCOMES
 from turnout.routing.target import NO_EMBEDDINGS
 
 if TYPE_CHECKING:
+    from turnout.record import AttemptEntry
     from turnout.routing.health import HealthSnapshot
-    from turnout.routing.record import AttemptEntry
     from turnout.routing.request_state import RequestState
 
 __all__ = ["Ending", "ending_error", "retry_hint"]
@@ -66,11 +66,8 @@ def ending_error(state: RequestState, ending: Ending) -> BaseException:
         return ending.error
     if ending.kind == "ineligible":
         if state.embedding and all(reason == NO_EMBEDDINGS for _, reason in ending.reasons):
-            return RoutingError(
-                f'no target of route "{route}" serves embeddings',
-                status=400,
-                code="embeddings_not_supported",
-                routing=record,
+            return EmbeddingsNotSupported(
+                f'no target of route "{route}" serves embeddings', routing=record
             )
         listed = ", ".join(f"{name} is ineligible ({reason})" for name, reason in ending.reasons)
         return RouteIneligible(

@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from turnout.errors import ConfigError
-from turnout.routing.classify import RETRYABLE
 from turnout.routing.clock import Clock, LoopClock
 from turnout.routing.health_state import (
     DEFAULT_BREAKER,
@@ -45,6 +44,7 @@ from turnout.routing.health_state import (
     succeeded,
     tripped,
 )
+from turnout.vendors.classify import RETRYABLE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator
@@ -146,7 +146,7 @@ class HealthEvent:
 
 
 class Health:
-    """The health registry shared by the routes that use it (SPEC §3.5).
+    """The health registry shared by the routes that use it: cooldowns, breaker and parking.
 
     `breaker` is the default policy (default `Breaker(failures=3, open_for=60)`; None = disabled),
     `key_by` how targets map to health keys (`provider`, `provider_model` (default), `target`),

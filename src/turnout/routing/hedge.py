@@ -7,8 +7,8 @@ other call is cancelled and recorded `lost_race`, and counts for nothing.
 Rule 3: a call that fails terminally cancels the others (recorded `cancelled`) and ends the pass.
 Rule 4: when no call is running, the next target starts at once (plain failover).
 Rule 5: when the delay passed but no target could start (the next one is held back behind a
-gate, driver Rule 8), the next one starts as soon as a call settles and lets it: the delay is
-not waited again.
+closed way, `turnout.routing.gate`), the next one starts as soon as a call settles and lets it:
+the delay is not waited again.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Literal
 
+from turnout.routing.route_pass import run_call
+
 if TYPE_CHECKING:
     from turnout.routing.attempt import Call
-    from turnout.routing.driver import RoutePass
+    from turnout.routing.route_pass import RoutePass
 
 __all__ = ["race"]
 
@@ -63,7 +65,7 @@ def _start_next(walk: RoutePass, running: dict[asyncio.Task[None], Call]) -> boo
     if call is None:
         return False
     call.hedge = bool(running)
-    running[asyncio.ensure_future(walk.make(call))] = call
+    running[asyncio.ensure_future(run_call(walk, call))] = call
     return True
 
 

@@ -6,17 +6,24 @@ Every check raises `turnout.errors.ConfigError` naming the option and the rule.
 from __future__ import annotations
 
 import math
+import random
 import warnings
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from turnout.errors import ConfigError
-from turnout.routing.classify import DEFAULT_RETRY_ON, RETRY_ON_ALLOWED
+from turnout.routing.health import Breaker
+from turnout.routing.strategies import Failover, strategy_from_config
+from turnout.vendors.classify import DEFAULT_RETRY_ON, RETRY_ON_ALLOWED
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
+    from turnout.record import RoutingRecord
+    from turnout.routing.strategies import Strategy
     from turnout.routing.target import Target
+    from turnout.wire.model import ChatResponse
 
 __all__ = [
     "FALLBACK_KINDS",
@@ -26,6 +33,7 @@ __all__ = [
     "WHEN_ALL_UNHEALTHY",
     "Fallbacks",
     "RetryPolicy",
+    "RouteOptions",
     "Timeouts",
     "check_static_budget",
     "check_target_names",
@@ -151,6 +159,102 @@ class Timeouts:
 
 
 @dataclass(frozen=True, slots=True)
+class RouteOptions:
+    """A route's policy, apart from its targets, fallback routes and collaborators (clock,
+    health, randomness): validated once by `build`, then given to `Route.from_options`. Every
+    route built from one `RouteOptions` shares its `strategy` object, so latency windows,
+    round-robin turns and session pins are kept once for all of them.
+
+    - `strategy`: where a request starts (default: failover).
+    - `retry`: a `RetryPolicy`; `timeouts`: a `Timeouts` (seconds).
+    - `cost_budget` (USD, None = off): skip a target whose estimated cost would pass it.
+    - `when_all_unhealthy`: `probe_first` (default), `probe_soonest`, `try_all` or `fail`.
+    - `breaker`: the route's own `Breaker` thresholds (None = the health's).
+    - `accept`, `on_routed`, `fault_classifier`: the callbacks `Route` documents (None = none).
+    """
+
+    strategy: Strategy = field(default_factory=Failover)
+    retry: RetryPolicy = RetryPolicy()
+    timeouts: Timeouts = Timeouts()
+    cost_budget: float | None = None
+    when_all_unhealthy: str = "probe_first"
+    breaker: Breaker | None = None
+    accept: Callable[[ChatResponse], str | None] | None = None
+    on_routed: Callable[[RoutingRecord], Any] | None = None
+    fault_classifier: Callable[[Target, Exception], str | None] | None = None
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        strategy: Mapping[str, Any] | str | Strategy | None = None,
+        retry_on: Iterable[str] | None = None,
+        retryable_statuses: Iterable[int] | None = None,
+        fail_over_on_refusal: bool = True,
+        max_attempts: int = MAX_STATIC_ATTEMPTS,
+        request_timeout: float | None = None,
+        stream_idle_timeout: float = 60,
+        cost_budget: float | None = None,
+        hedge_after: float | None = None,
+        when_all_unhealthy: str = "probe_first",
+        circuit_breaker: Breaker | Mapping[str, Any] | None = None,
+        session_pin_ttl_seconds: float = 86400,
+        accept: Callable[[ChatResponse], str | None] | None = None,
+        on_routed: Callable[[RoutingRecord], Any] | None = None,
+        fault_classifier: Callable[[Target, Exception], str | None] | None = None,
+        rng: random.Random | None = None,
+    ) -> RouteOptions:
+        """Validate `Route`'s options (the same keywords, defaults and messages) and build
+        them; `strategy` may be a spec or a strategy object, and `rng` is the randomness a
+        strategy built here draws on (default: a fresh `random.Random`)."""
+        retry = RetryPolicy.build(
+            retry_on=retry_on,
+            retryable_statuses=retryable_statuses,
+            fail_over_on_refusal=fail_over_on_refusal,
+            max_attempts=max_attempts,
+        )
+        timeouts = Timeouts.build(
+            request=request_timeout, stream_idle=stream_idle_timeout, hedge_after=hedge_after
+        )
+        if when_all_unhealthy not in WHEN_ALL_UNHEALTHY:
+            allowed = ", ".join(WHEN_ALL_UNHEALTHY)
+            raise ConfigError(
+                f"when_all_unhealthy must be one of {allowed} (got {when_all_unhealthy!r})",
+                [("when_all_unhealthy", f"must be one of {allowed}")],
+            )
+        budget = check_number("cost_budget", cost_budget, minimum=0, optional=True)
+        pin_ttl = check_seconds("session_pin_ttl_seconds", session_pin_ttl_seconds, optional=False)
+        return cls(
+            _strategy(strategy, rng if rng is not None else random.Random(), pin_ttl),
+            retry,
+            timeouts,
+            budget,
+            when_all_unhealthy,
+            _breaker(circuit_breaker),
+            check_callable("accept", accept),
+            check_callable("on_routed", on_routed),
+            check_callable("fault_classifier", fault_classifier),
+        )
+
+
+def _strategy(spec: Any, rng: random.Random, pin_ttl: float | None) -> Strategy:
+    if spec is not None and hasattr(spec, "pick_start"):
+        return spec  # type: ignore[no-any-return]
+    return strategy_from_config(spec, rng=rng, session_pin_ttl=pin_ttl or 86400.0, path="strategy")
+
+
+def _breaker(spec: Breaker | Mapping[str, Any] | None) -> Breaker | None:
+    if spec is None or isinstance(spec, Breaker):
+        return spec
+    if isinstance(spec, Mapping):
+        return Breaker.from_config(spec)
+    raise ConfigError(
+        f"circuit_breaker must be a Breaker or a mapping (got {spec!r})",
+        [("circuit_breaker", "must be a Breaker or a mapping")],
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Fallbacks(Generic[R]):
     """Routes to escalate to after this route fails (SPEC §3.8): `general` after retryable
     failures left no target, `context` after `context_length`, `content` after
@@ -244,9 +348,12 @@ def check_target_names(targets: Sequence[Target]) -> None:
         seen.add(target.name)
 
 
-def check_static_budget(route: str, targets: Sequence[Target], max_attempts: int) -> int:
+def check_static_budget(
+    route: str, targets: Sequence[Target], max_attempts: int, *, stacklevel: int = 3
+) -> int:
     """Σ(1 + max_retries) must be ≤ 10; above the route's own `max_attempts` it is accepted
-    with a warning naming both numbers (the cap is then deliberate). Returns the total."""
+    with a warning naming both numbers (the cap is then deliberate), attributed `stacklevel`
+    frames up. Returns the total."""
     total = sum(1 + target.max_retries for target in targets)
     if total > MAX_STATIC_ATTEMPTS:
         raise _fail(
@@ -257,7 +364,7 @@ def check_static_budget(route: str, targets: Sequence[Target], max_attempts: int
             f"route {route!r}: its targets allow {total} attempts in total but max_attempts is "
             f"{max_attempts}; requests stop after {max_attempts} calls",
             UserWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     return total
 

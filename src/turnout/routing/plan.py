@@ -1,7 +1,7 @@
-"""The per-call plan: which targets one request may use, in which order, with whose credential,
+"""The per-request plan: which targets one request may use, in which order, with whose credential,
 and what the policies say of each (SPEC §3.4, §3.5, §3.9, §5.2, §6.3).
 
-`Route.complete/stream/embed(..., plan=CallPlan(...))` walks the route under the plan; without
+`Route.complete/stream/embed(..., plan=RequestPlan(...))` walks the route under the plan; without
 one (the default) every target is walked as before, at no extra cost. A plan holds one
 `TargetPlan` per route it covers (the route asked and its fallback routes, SPEC §3.8: the
 credential filter is re-applied after a hop) and, apart from them, the caller's own credential.
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from turnout.routing.route import Route
     from turnout.routing.strategies import Candidate
 
-__all__ = ["CallPlan", "CallerCredential", "TargetPlan", "TargetRule"]
+__all__ = ["CallPlan", "CallerCredential", "RequestPlan", "TargetPlan", "TargetRule"]
 
 _HIDDEN: Final = "CallerCredential(<hidden>)"
 
@@ -129,9 +129,9 @@ class TargetPlan:
         "fallback",
         "families",
         "home_family",
+        "no_start_reason",
         "rules",
         "switch_family_on_quota",
-        "undeployable",
     )
 
     def __init__(
@@ -161,10 +161,12 @@ class TargetPlan:
             (i for i, rule in checked.items() if rule.fallback), route
         )
         self.candidates: tuple[Candidate, ...] = tuple(
-            c for c in route.candidates if c.index in checked and not checked[c.index].fallback
+            c
+            for c in route.table.candidates
+            if c.index in checked and not checked[c.index].fallback
         )
         self._orders: dict[tuple[str | None, int], list[int]] = {}
-        self.undeployable = _undeployable(route, self.candidates, bool(checked))
+        self.no_start_reason = _no_start_reason(route, self.candidates, bool(checked))
         self.switch_family_on_quota = switch_family_on_quota
         self.families, self.home_family = _families(route, checked)
         self._by_family: dict[str, tuple[Candidate, ...]] = {}
@@ -255,7 +257,7 @@ def _families(route: Route, rules: Mapping[int, TargetRule]) -> tuple[frozenset[
     return families, rules[first].family
 
 
-def _undeployable(route: Route, candidates: tuple[Candidate, ...], any_left: bool) -> str | None:
+def _no_start_reason(route: Route, candidates: tuple[Candidate, ...], any_left: bool) -> str | None:
     """Why no request can start (SPEC §3.4 `no_deployment_available`), or None."""
     if not any_left:
         return f'the credential filter leaves route "{route.name}" no target'
@@ -269,8 +271,8 @@ def _undeployable(route: Route, candidates: tuple[Candidate, ...], any_left: boo
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class CallPlan:
-    """A per-call plan (see the module rules): a `TargetPlan` per route it covers, by route
+class RequestPlan:
+    """A per-request plan (see the module rules): a `TargetPlan` per route it covers, by route
     object, the caller's own credential (None: the caller sent none), and `pins`: route id ->
     the family a session is pinned to on that route (Rule 7).
 
@@ -287,11 +289,11 @@ class CallPlan:
         """The plan of `route`, or None when the plan does not cover it."""
         return self.routes.get(route)
 
-    def with_credential(self, credential: CallerCredential | None) -> CallPlan:
+    def with_credential(self, credential: CallerCredential | None) -> RequestPlan:
         """This plan carrying `credential` (for this one request)."""
         return replace(self, credential=credential)
 
-    def with_pins(self, pins: Mapping[str, str]) -> CallPlan:
+    def with_pins(self, pins: Mapping[str, str]) -> RequestPlan:
         """This plan with the session's family pins (route id -> family), for one request."""
         return replace(self, pins=MappingProxyType(dict(pins)))
 
@@ -310,6 +312,10 @@ class CallPlan:
         return any(
             rule.caller_credential for plan in self.routes.values() for rule in plan.rules.values()
         )
+
+
+CallPlan = RequestPlan
+"""The former name of `RequestPlan`, kept for code that imports it."""
 
 
 def caller_client(client: Any, credential: CallerCredential | None) -> Any:

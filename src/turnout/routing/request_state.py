@@ -21,20 +21,21 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from turnout.errors import ProviderError
-from turnout.routing.record import AttemptEntry, RoutingRecord
-from turnout.wire.model import EmbeddingRequest
+from turnout.record import AttemptEntry, RoutingRecord
+from turnout.wire.model import ChatRequest, EmbeddingRequest
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterable
 
     from turnout.routing.attempt import Call, RoutedRequest
     from turnout.routing.health import Health
-    from turnout.routing.plan import CallPlan
+    from turnout.routing.plan import RequestPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target
+    from turnout.routing.target_facts import TargetFacts
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Usage
 
-__all__ = ["RequestState", "describe", "new_request_id", "price"]
+__all__ = ["RequestState", "describe", "new_request_id"]
 
 logger = logging.getLogger("turnout.routing")
 
@@ -100,7 +101,7 @@ class RequestState:
         context: Any,
         session_id: str | None,
         streaming: bool,
-        plan: CallPlan | None = None,
+        plan: RequestPlan | None = None,
     ) -> None:
         self.route = route
         self.request = request
@@ -139,6 +140,25 @@ class RequestState:
             return "request_timeout"
         return None
 
+    def is_over_budget(self, facts: TargetFacts, model: str | None) -> bool:
+        """Would a call to the target of `facts` pass the cost budget? Spent so far + estimated
+        input (characters / 4 * input price) + `max_tokens` * output price (prices per 1M
+        tokens). Without a price or `max_tokens` (an embeddings request has none) the target is
+        not checked."""
+        request = self.request
+        if (
+            not isinstance(request, ChatRequest)
+            or request.max_tokens is None
+            or facts.price_for is None
+            or self.cost_budget is None
+        ):
+            return False
+        prices = facts.price(model or facts.client_model)
+        if prices is None:
+            return False
+        estimate = (request.prompt_chars / 4 * prices[0] + request.max_tokens * prices[1]) / 1e6
+        return bool(self.spent + estimate > self.cost_budget)
+
     def time_left(self) -> float | None:
         """Seconds until the request's deadline (None without one)."""
         return None if self.deadline is None else self.deadline - self.clock.now()
@@ -163,7 +183,7 @@ class RequestState:
             call.provider,
             model,
             f"{record.request_id}.{number}",
-            call.route.endpoints[index],
+            call.route.facts[index].endpoint,
             clock.wall(),
             call.hedge,
         )
@@ -204,15 +224,16 @@ class RequestState:
         if call.fallback:
             record.credential_fallback = True
         record.served_provider = call.provider
-        record.served_provider_id = route.provider_ids[index]
+        facts = route.facts[index]
+        record.served_provider_id = facts.provider_id
         served_model = (response.model if response is not None else None) or call.model
         record.served_model = served_model
         passed = self.passed
         record.fallbacks = len(passed) - ((call.hop, index) in passed)
         usage = entry.usage
         record.usage = usage
-        if usage is not None and route.price_fors[index] is not None:
-            record.cost = price(call.target, served_model, usage)
+        if usage is not None and facts.price_for is not None:
+            record.cost = facts.cost(served_model, usage)
         if self.calls > 1:
             record.discarded_usage = _total(
                 e.usage for e in record.attempts if e.usage is not None and e is not entry
@@ -241,17 +262,6 @@ def _total(usages: Iterable[Usage]) -> Usage | None:
     for usage in usages:
         total = usage if total is None else total + usage
     return total
-
-
-def price(target: Target, model: str | None, usage: Usage) -> float | None:
-    """USD for `usage` on `model` at the client's `price_for` (None without a price)."""
-    price_for = getattr(target.client, "price_for", None)
-    if price_for is None:
-        return None
-    prices = price_for(model)
-    if prices is None:
-        return None
-    return float(usage.input_tokens * prices[0] + usage.output_tokens * prices[1]) / 1_000_000
 
 
 def describe(error: BaseException) -> dict[str, Any]:

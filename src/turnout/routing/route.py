@@ -9,38 +9,34 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from turnout.errors import ConfigError
 from turnout.routing.clock import LoopClock
 from turnout.routing.driver import serve
-from turnout.routing.health import Breaker, Health
+from turnout.routing.health import Health
 from turnout.routing.options import (
-    WHEN_ALL_UNHEALTHY,
     Fallbacks,
-    RetryPolicy,
-    Timeouts,
-    check_callable,
-    check_number,
-    check_seconds,
+    RouteOptions,
     check_static_budget,
     check_target_names,
 )
 from turnout.routing.request_state import RequestState
-from turnout.routing.strategies import Candidate, strategy_from_config, try_order, validate_weights
+from turnout.routing.strategies import validate_weights
 from turnout.routing.stream import RoutedStream, routed_stream
 from turnout.routing.target import Target, serves_embeddings
+from turnout.routing.target_facts import TargetFacts, TargetTable
 from turnout.wire.model import ChatRequest, EmbeddingRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterable, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
+    from turnout.record import RoutingRecord
     from turnout.routing.attempt import Call
     from turnout.routing.clock import Clock
-    from turnout.routing.plan import CallPlan
-    from turnout.routing.record import RoutingRecord
+    from turnout.routing.health import Breaker
+    from turnout.routing.plan import RequestPlan
     from turnout.routing.strategies import Strategy
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Message
 
@@ -64,7 +60,7 @@ class Route:
     """A named, ordered list of targets plus a policy; an async chat client (`complete`,
     `stream`) that also routes embeddings (`embed`).
 
-    Options (SPEC §7.3; times in seconds):
+    Options (the route options of the configuration file; times in seconds):
 
     - `clock`: the time source (default: the health's clock). `health`: a `Health` shared with
       other routes (default: the process-wide registry; a route given a fake clock gets a
@@ -91,34 +87,24 @@ class Route:
     """
 
     __slots__ = (
-        "_candidates",
-        "_fallback_only",
-        "_health_keys",
-        "_keys",
-        "_orders",
         "accept",
         "breaker",
-        "client_models",
         "clock",
         "cost_budget",
-        "endpoints",
+        "facts",
         "fallbacks",
         "fault_classifier",
         "health",
         "name",
         "on_routed",
-        "price_fors",
-        "provider_ids",
         "providers",
         "retry",
         "rng",
         "route_id",
-        "screens",
-        "stats_keys",
         "strategy",
+        "table",
         "targets",
         "timeouts",
-        "undeployable",
         "when_all_unhealthy",
     )
 
@@ -148,45 +134,102 @@ class Route:
         route_id: str | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name:
-            raise ConfigError("name must be a non-empty string", [("name", "must be non-empty")])
-        self.name = name
-        self.route_id = route_id or name
-        self.targets: tuple[Target, ...] = tuple(targets)
-        check_target_names(self.targets)
-        self.retry = RetryPolicy.build(
+        checked = _checked(name, targets)
+        rng = rng if rng is not None else random.Random()
+        options = RouteOptions.build(
+            strategy=strategy,
             retry_on=retry_on,
             retryable_statuses=retryable_statuses,
             fail_over_on_refusal=fail_over_on_refusal,
             max_attempts=max_attempts,
+            request_timeout=request_timeout,
+            stream_idle_timeout=stream_idle_timeout,
+            cost_budget=cost_budget,
+            hedge_after=hedge_after,
+            when_all_unhealthy=when_all_unhealthy,
+            circuit_breaker=circuit_breaker,
+            session_pin_ttl_seconds=session_pin_ttl_seconds,
+            accept=accept,
+            on_routed=on_routed,
+            fault_classifier=fault_classifier,
+            rng=rng,
         )
-        check_static_budget(name, self.targets, max_attempts)
-        self.timeouts = Timeouts.build(
-            request=request_timeout, stream_idle=stream_idle_timeout, hedge_after=hedge_after
+        self._setup(
+            name,
+            checked,
+            options,
+            clock=clock,
+            health=health,
+            fallbacks=fallbacks,
+            route_id=route_id,
+            rng=rng,
         )
-        if when_all_unhealthy not in WHEN_ALL_UNHEALTHY:
-            allowed = ", ".join(WHEN_ALL_UNHEALTHY)
-            raise ConfigError(
-                f"when_all_unhealthy must be one of {allowed} (got {when_all_unhealthy!r})",
-                [("when_all_unhealthy", f"must be one of {allowed}")],
-            )
-        self.when_all_unhealthy = when_all_unhealthy
-        self.cost_budget = check_number("cost_budget", cost_budget, minimum=0, optional=True)
-        pin_ttl = check_seconds("session_pin_ttl_seconds", session_pin_ttl_seconds, optional=False)
-        self.rng = rng if rng is not None else random.Random()
-        self.strategy: Strategy = _strategy(strategy, self.rng, pin_ttl)
+
+    @classmethod
+    def from_options(
+        cls,
+        name: str,
+        targets: Iterable[Target],
+        options: RouteOptions,
+        *,
+        clock: Clock | None = None,
+        health: Health | None = None,
+        fallbacks: Mapping[str, Sequence[Route]] | None = None,
+        route_id: str | None = None,
+        rng: random.Random | None = None,
+    ) -> Route:
+        """A route over `targets` under `options` (built once, validated, and shared by as
+        many routes as need the same policy and strategy). `clock`, `health`, `fallbacks`,
+        `route_id` and `rng` (here: the retry jitter's randomness) are as for `Route`; the
+        targets are checked as `Route` checks them."""
+        route = cls.__new__(cls)
+        route._setup(
+            name,
+            _checked(name, targets),
+            options,
+            clock=clock,
+            health=health,
+            fallbacks=fallbacks,
+            route_id=route_id,
+            rng=rng,
+        )
+        return route
+
+    def _setup(
+        self,
+        name: str,
+        targets: tuple[Target, ...],
+        options: RouteOptions,
+        *,
+        clock: Clock | None,
+        health: Health | None,
+        fallbacks: Mapping[str, Sequence[Route]] | None,
+        route_id: str | None,
+        rng: random.Random | None,
+    ) -> None:
+        self.name = name
+        self.route_id = route_id or name
+        self.targets = targets
+        # Four frames up is the caller of `Route(...)` or `Route.from_options(...)`.
+        check_static_budget(name, targets, options.retry.max_attempts, stacklevel=4)
+        strategy = self.strategy = options.strategy
         validate_weights(
-            [t.weight for t in self.targets],
-            [t.fallback_only for t in self.targets],
-            self.strategy.type,
+            [t.weight for t in targets],
+            [t.fallback_only for t in targets],
+            strategy.type,
             "targets",
         )
-        self.breaker = _breaker(circuit_breaker)
+        self.retry = options.retry
+        self.timeouts = options.timeouts
+        self.when_all_unhealthy = options.when_all_unhealthy
+        self.cost_budget = options.cost_budget
+        self.breaker = options.breaker
+        self.accept = options.accept
+        self.on_routed = options.on_routed
+        self.fault_classifier = options.fault_classifier
+        self.rng = rng if rng is not None else random.Random()
         self.health = _health(health, clock)
         self.clock: Clock = clock if clock is not None else self.health.clock
-        self.accept = check_callable("accept", accept)
-        self.on_routed = check_callable("on_routed", on_routed)
-        self.fault_classifier = check_callable("fault_classifier", fault_classifier)
         self.fallbacks: Fallbacks[Route] = Fallbacks.build(
             fallbacks,
             route=name,
@@ -194,40 +237,11 @@ class Route:
             fallbacks_of=lambda route, kind: route.fallbacks.of(kind),
             is_route=lambda value: isinstance(value, Route),
         )
-        self._prepare()
-
-    def _prepare(self) -> None:
-        targets = self.targets
-        self._fallback_only = [t.fallback_only for t in targets]
-        self._health_keys = [
-            t.health_key or (t.client.name if isinstance(t.client, Route) else None)
-            for t in targets
-        ]
-        self.client_models: tuple[str | None, ...] = tuple(_client_model(t) for t in targets)
-        self.providers: tuple[str, ...] = tuple(t.client.provider for t in targets)
-        self.screens: tuple[bool, ...] = tuple(t.screens for t in targets)
-        self.endpoints: tuple[str | None, ...] = tuple(_endpoint(t) for t in targets)
-        self.provider_ids: tuple[str | None, ...] = tuple(
-            getattr(t.client, "provider_id", None) for t in targets
-        )
-        self.price_fors: tuple[Any, ...] = tuple(
-            getattr(t.client, "price_for", None) for t in targets
-        )
-        self._keys: dict[tuple[int, str | None], Hashable] = {}
-        self.stats_keys: tuple[Hashable, ...] = tuple((self.name, t.name) for t in targets)
-        self._candidates = tuple(
-            Candidate(i, t.name, t.weight, _price(t), self.stats_keys[i])
-            for i, t in enumerate(targets)
-            if not t.paused
-        )
-        self._orders: dict[int, list[int]] = {}
-        self.undeployable: str | None = None
-        if not self._candidates:
-            self.undeployable = f'every target of route "{self.name}" is paused'
-        elif self.strategy.type == "weighted" and not any(
-            t.weight > 0 and not t.fallback_only for t in targets if not t.paused
-        ):
-            self.undeployable = f'no target of route "{self.name}" has a positive weight'
+        facts = tuple(TargetFacts.of(name, t, health_key=_health_key(t)) for t in targets)
+        self.facts: tuple[TargetFacts, ...] = facts
+        self.providers: tuple[str, ...] = tuple(each.provider for each in facts)
+        weighted = strategy.type == "weighted"
+        self.table = TargetTable(name, targets, facts, health=self.health, weighted=weighted)
 
     def __repr__(self) -> str:
         return f"Route({self.name!r}, targets={[t.name for t in self.targets]})"
@@ -251,7 +265,7 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
-        plan: CallPlan | None = None,
+        plan: RequestPlan | None = None,
         **params: Any,
     ) -> ChatResponse:
         """Route one request and return the accepted answer (`response.routing` is the record).
@@ -259,20 +273,16 @@ class Route:
         A list of messages is wrapped into `ChatRequest(messages=…, **params)`; `context` is
         what each target's `eligible` receives; `plan` (default None: every target, as
         configured) limits and orders the targets of this one call, carries the caller's own
-        credential and the policy verdicts (`turnout.routing.plan`). Raises the §3.4 ending
-        error: the terminal call's own `ProviderError`, `RouteExhausted`, `RouteIneligible`,
-        `NoDeploymentAvailable` or `PolicyDenied`, each with `.routing` set.
+        credential and the policy verdicts (`turnout.routing.plan`). Raises the error the
+        request ended with: the terminal call's own `ProviderError`, `RouteExhausted`,
+        `RouteIneligible`, `NoDeploymentAvailable` or `PolicyDenied`, each with `.routing` set.
         """
         if params or not isinstance(request, ChatRequest):
             request = as_request(request, params)
         state = RequestState(
             self, request, context=context, session_id=session_id, streaming=False, plan=plan
         )
-        try:
-            call = await serve(self, state)
-        except BaseException as exc:
-            state.close(exc)
-            raise
+        call = await _serve_whole(self, state)
         assert call.response is not None
         return _answered(state, call, call.response)
 
@@ -282,7 +292,7 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
-        plan: CallPlan | None = None,
+        plan: RequestPlan | None = None,
         **params: Any,
     ) -> RoutedStream:
         """Route one streamed request: chunks as they come; the last carries usage and the
@@ -303,7 +313,7 @@ class Route:
         *,
         context: Any = None,
         session_id: str | None = None,
-        plan: CallPlan | None = None,
+        plan: RequestPlan | None = None,
     ) -> EmbeddingResponse:
         """Route one embeddings request and return the vectors (`response.routing` is the
         record); a string or a list of strings is wrapped into `EmbeddingRequest(input=…)`.
@@ -316,59 +326,44 @@ class Route:
         raises `RoutingError` 400 `embeddings_not_supported`. `context_window` and `cost_budget`
         are not checked (an embeddings request has no `max_tokens`); `eligible` receives the
         `EmbeddingRequest`. The record's `usage` is the serving call's and its `cost` is priced
-        at the model's input price. Other failures raise as `complete` does (§3.4); `plan` as
-        for `complete`.
+        at the model's input price. Other failures raise as `complete` does; `plan` as for
+        `complete`.
         """
         if not isinstance(request, EmbeddingRequest):
             request = EmbeddingRequest(input=request)
         state = RequestState(
             self, request, context=context, session_id=session_id, streaming=False, plan=plan
         )
-        try:
-            call = await serve(self, state)
-        except BaseException as exc:
-            state.close(exc)
-            raise
+        call = await _serve_whole(self, state)
         assert call.embedding is not None
         return _answered(state, call, call.embedding)
 
     # -- used by the driver
 
-    @property
-    def candidates(self) -> tuple[Candidate, ...]:
-        """What the strategy sees of the targets that may start a request (not paused)."""
-        return self._candidates
-
     def start_order(self, session_id: str | None) -> tuple[list[int], str]:
         """The try order of one request (target indices) and the strategy's reason."""
+        table = self.table
         start, reason = self.strategy.pick_start(
-            self._candidates, route_id=self.route_id, session_id=session_id, now=self.clock.now()
+            table.candidates, route_id=self.route_id, session_id=session_id, now=self.clock.now()
         )
-        order = self._orders.get(start)
-        if order is None:
-            order = self._orders[start] = try_order(len(self.targets), self._fallback_only, start)
-        return order, reason
+        return table.order_from(start), reason
 
     def key_for(self, index: int, model: str | None) -> Hashable:
-        """The health key of target `index` asked for `model` (cached per target and model)."""
-        cached = self._keys.get((index, model))
-        if cached is not None:
-            return cached
-        key = self.health.key_for(
-            provider=self.providers[index],
-            model=model or self.client_models[index],
-            route=self.name,
-            target=self.targets[index].name,
-            health_key=self._health_keys[index],
-        )
-        if len(self._keys) < _KEY_CACHE_SIZE:
-            self._keys[(index, model)] = key
-        return key
+        """The health key of target `index` asked for `model`."""
+        return self.table.key_for(index, model)
 
-
-_KEY_CACHE_SIZE = 4096
 
 _Answer = TypeVar("_Answer", "ChatResponse", "EmbeddingResponse")
+
+
+async def _serve_whole(route: Route, state: RequestState) -> Call:
+    """The winning call of a request answered whole; the request's record is closed when it
+    ends otherwise."""
+    try:
+        return await serve(route, state)
+    except BaseException as exc:
+        state.close(exc)
+        raise
 
 
 def _answered(state: RequestState, call: Call, answer: _Answer) -> _Answer:
@@ -379,21 +374,13 @@ def _answered(state: RequestState, call: Call, answer: _Answer) -> _Answer:
     return answer
 
 
-def _strategy(spec: Any, rng: random.Random, pin_ttl: float | None) -> Strategy:
-    if spec is not None and hasattr(spec, "pick_start"):
-        return spec  # type: ignore[no-any-return]
-    return strategy_from_config(spec, rng=rng, session_pin_ttl=pin_ttl or 86400.0, path="strategy")
-
-
-def _breaker(spec: Breaker | Mapping[str, Any] | None) -> Breaker | None:
-    if spec is None or isinstance(spec, Breaker):
-        return spec
-    if isinstance(spec, Mapping):
-        return Breaker.from_config(spec)
-    raise ConfigError(
-        f"circuit_breaker must be a Breaker or a mapping (got {spec!r})",
-        [("circuit_breaker", "must be a Breaker or a mapping")],
-    )
+def _checked(name: str, targets: Iterable[Target]) -> tuple[Target, ...]:
+    """A route's name and targets, checked before anything else."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError("name must be a non-empty string", [("name", "must be non-empty")])
+    checked = tuple(targets)
+    check_target_names(checked)
+    return checked
 
 
 def _health(health: Health | None, clock: Clock | None) -> Health:
@@ -406,19 +393,6 @@ def _health(health: Health | None, clock: Clock | None) -> Health:
     return Health(clock=clock)
 
 
-def _endpoint(target: Target) -> str | None:
-    endpoint = getattr(target.client, "base_url", None)
-    return None if endpoint is None else str(endpoint)
-
-
-def _client_model(target: Target) -> str | None:
-    model = getattr(target.client, "model", None)
-    return model if isinstance(model, str) else None
-
-
-def _price(target: Target) -> float | None:
-    price_for = getattr(target.client, "price_for", None)
-    if price_for is None:
-        return None
-    prices = price_for(target.model or _client_model(target))
-    return None if prices is None else float(prices[0] + prices[1])
+def _health_key(target: Target) -> str | None:
+    """The target's own health key; a route used as a target keeps its health under its name."""
+    return target.health_key or (target.client.name if isinstance(target.client, Route) else None)

@@ -106,7 +106,7 @@ def _by_weight_then_order(candidate: Candidate) -> tuple[int, int]:
     return (-candidate.weight, candidate.index)
 
 
-class _Quiet:
+class _WithoutCallStats:
     """Strategies that keep no call statistics."""
 
     def call_started(self, key: Hashable) -> None:
@@ -119,7 +119,7 @@ class _Quiet:
         """Nothing to record."""
 
 
-class Failover(_Quiet):
+class Failover(_WithoutCallStats):
     """Start on the first target."""
 
     type: str = "failover"
@@ -136,7 +136,7 @@ class Failover(_Quiet):
         return _first(candidates).index, "failover: first target"
 
 
-class RoundRobin(_Quiet):
+class RoundRobin(_WithoutCallStats):
     """Start on the next target in turn (a per-process counter per route); with a session id,
     on the target the session hash names."""
 
@@ -162,7 +162,7 @@ class RoundRobin(_Quiet):
         return candidates[turn % len(candidates)].index, f"round-robin: turn {turn + 1}"
 
 
-class Weighted(_Quiet):
+class Weighted(_WithoutCallStats):
     """Start at random in proportion to `weight` (weight 0 never starts); with a session id, the
     session hash mapped onto the cumulative weights."""
 
@@ -196,7 +196,7 @@ class Weighted(_Quiet):
         raise AssertionError("a weighted draw fell outside the total weight")  # pragma: no cover
 
 
-class LowestCost(_Quiet):
+class LowestCost(_WithoutCallStats):
     """Start on the lowest input + output price; unknown prices go last."""
 
     type: str = "lowest-cost"
@@ -220,7 +220,7 @@ class LowestCost(_Quiet):
         return chosen.index, f"lowest-cost: {chosen.price:g} USD per 1M tokens"
 
 
-class _Exploring(_Quiet):
+class _Exploring(_WithoutCallStats):
     """The sampling rule shared by lowest-latency and least-busy: targets with fewer than
     `min_requests` answered calls in the window are under-sampled; an `exploration_share` of
     requests (an exact running share, not a coin flip) starts on one of them in turn."""

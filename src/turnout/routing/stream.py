@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, cast
 
 from turnout.errors import ProviderError, StreamBroken, StreamRejected
 from turnout.routing.attempt import as_provider_error, cancelled
-from turnout.routing.classify import RETRYABLE
 from turnout.routing.deadline import call_deadline
 from turnout.routing.health import Admission
+from turnout.vendors.classify import RETRYABLE
 from turnout.wire.model import ChatChunk, ChatResponse, TextPart
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
+    from turnout.record import RoutingRecord
     from turnout.routing.attempt import Call
-    from turnout.routing.record import RoutingRecord
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
     from turnout.wire.model import ChatRequest, Usage

@@ -86,13 +86,17 @@ class Target:
         return f"Target({self.name!r}, {self.client!r}{model})"
 
     @property
-    def screens(self) -> bool:
-        """True when requests must be checked against this target before calling it."""
+    def has_eligibility_rules(self) -> bool:
+        """True when requests must be checked against this target before calling it (it has
+        `eligible`, `capabilities` or a `context_window`)."""
         return (
             self.eligible is not None
             or self.capabilities is not None
             or self.context_window is not None
         )
+
+    screens = has_eligibility_rules
+    """The former name of `has_eligibility_rules`, kept for code that reads it."""
 
 
 def _check_target(target: Target) -> None:

@@ -3,10 +3,11 @@
 - `StateStore` (protocol), `MemoryState` (per process, the default), `RedisState` (shared by
   replicas; a failing Redis degrades to local state and never fails a call);
 - `HealthPublisher`: cooldowns, parks and breaker trips shared between replicas;
-- `SessionPins` and `session_id_from`: session ids and family pins (SPEC §7.4);
-- `ResponseCache`, `CachedAnswer`, `cache_key`: the response cache (SPEC §5.5).
+- `SessionPins` and `session_id_from`: session ids and the family pins of cross-provider routes;
+- `ResponseCache`, `CachedAnswer`, `cache_key`: the response cache.
 
-`RedisState` is imported lazily, so the package works without the `redis` client installed.
+`RedisState` is imported on first use, so importing this package does not load the `redis`
+client, and `MemoryState` needs no Redis server.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "RedisState":
-        from turnout.state.redis import RedisState  # noqa: PLC0415  (redis is optional)
+        from turnout.state.redis import RedisState  # noqa: PLC0415  (redis loads on first use)
 
         return RedisState
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,12 +1,12 @@
 """The shared-state protocol: what sessions, the response cache and health publication need.
 
 One protocol, two backends: `MemoryState` (per process, the default) and `RedisState` (shared by
-every replica, SPEC §10). Keys and channels are plain strings chosen by the layer on top
+every gateway replica). Keys and channels are plain strings chosen by the layer on top
 (`pin:…`, `cache:…`, `health:…`); a backend adds its own namespace prefix. Values and messages
 are bytes.
 
 A backend never raises because its storage is unreachable: a failing shared store degrades to
-local state and says so through `healthy` and `describe()` (SPEC §10). Invalid arguments (a TTL
+local state and says so through `healthy` and `describe()`. Invalid arguments (a TTL
 that is not a positive number of seconds) are programming errors and raise `ValueError` (or
 `TypeError` for a TTL that is not a number).
 """

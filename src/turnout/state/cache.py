@@ -1,4 +1,4 @@
-"""The response cache (SPEC §5.5): finished answers stored by request key in the state store.
+"""The response cache: finished answers stored by request key in the state store.
 
 An entry holds the neutral answer (content parts, tool calls, finish reason, usage, the provider
 and model that served), not a wire body, so a hit can be re-encoded in whichever format the

@@ -1,4 +1,4 @@
-"""The response cache key (SPEC §5.5): what makes two requests the same question.
+"""The response cache key: what makes two requests the same question.
 
 The key is the sha256 of a canonical orjson encoding of exactly: a format version, the project,
 the route, the requested model, the wire model each target would receive, the messages, the

@@ -1,5 +1,5 @@
 """Health learned across replicas: cooldowns, parks and breaker trips published through the state
-store and merged into every other replica's `Health` (SPEC §3.5 last bullet, §10).
+store and merged into every other replica's `Health`.
 
 Rule 1: a notice carries its deadline as wall-clock epoch seconds, because monotonic clocks mean
 nothing across processes; the receiver converts it to its own monotonic clock. A stored

@@ -82,7 +82,7 @@ class QueuedSubscription:
 
 
 class MemoryState:
-    """State kept in this process (SPEC §10: the single-process default).
+    """State kept in this process: the default, enough for a single gateway process.
 
     `clock` reads time for TTLs (default: the monotonic loop clock); `max_entries` (default
     10,000) and `max_bytes` (default 64 MiB of keys plus values) bound the store, evicting the

@@ -1,4 +1,4 @@
-"""Shared state in Redis for N gateway replicas (SPEC §10), degrading to local state.
+"""Shared state in Redis for N gateway replicas, degrading to local state.
 
 Rule 1: a failing Redis never fails a call. Every operation catches connection errors, timeouts
 and Redis errors (short socket timeouts, 0.25 s by default; a broken pooled connection is retried

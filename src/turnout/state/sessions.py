@@ -1,4 +1,4 @@
-"""Session ids and the family pins of cross-provider routes (SPEC §7.4).
+"""Session ids and the family pins of cross-provider routes.
 
 Where a session id comes from, first found wins: the `x-turnout-session-id`, `x-session-id` and
 `x-claude-code-session-id` headers; the session inside Anthropic `metadata.user_id`; then the
@@ -15,7 +15,7 @@ Some clients forward the first shape as OpenAI `user`: then its session part is 
 Pins: a session of a route with `allow_cross_provider` is pinned to the family that served its
 first success. A pin lives `session_pin_ttl_seconds` (default 24 h) after the session's last
 request: `pin` and `refresh` restart that TTL. Pins are kept in the state store, so every
-replica sees them (SPEC §10).
+replica sees them.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def session_id_from(
     body: Mapping[str, Any] | ChatRequest | None,
     wire_format: WireFormat | None = None,
 ) -> str | None:
-    """The request's session id, or None (SPEC §7.4 order).
+    """The request's session id, or None: the first found of the sources the module lists, in
+    that order (session headers, Anthropic `metadata.user_id`, OpenAI `user`).
 
     `headers` maps header names to values; lower-case names are looked up first, then any
     spelling. `body` is the caller's decoded JSON body or the neutral request decoded from it;

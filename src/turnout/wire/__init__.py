@@ -1,4 +1,4 @@
-"""Neutral request/response model and the wire-format codecs (SPEC §4)."""
+"""Neutral request/response model and the wire-format codecs."""
 
 from __future__ import annotations
 

@@ -243,9 +243,9 @@ def encode_response(
 
 
 def error_type_for(status: int, fallback: str | None = None) -> str:
-    """The Anthropic error `type` for an HTTP status (SPEC §5.4's table, plus Anthropic's own
-    402 `billing_error` and 529 `overloaded_error`); other statuses take `fallback`, else
-    `invalid_request_error` (4xx) or `api_error` (5xx)."""
+    """The Anthropic error `type` for an HTTP status (the table in `docs/gateway-api.md`,
+    plus Anthropic's own 402 `billing_error` and 529 `overloaded_error`); other statuses take
+    `fallback`, else `invalid_request_error` (4xx) or `api_error` (5xx)."""
     known = _ERROR_TYPES.get(status)
     if known is not None:
         return known
@@ -263,9 +263,9 @@ def error_body(
     param: str | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The Anthropic error envelope of SPEC §5.4: `{"type": "error", "error": {type, message,
-    code, meta}}`, `type` derived from `status` (see `error_type_for`; the `type` argument only
-    names statuses outside the table). `code`, `param` and `meta` are included when given."""
+    """The Anthropic error envelope: `{"type": "error", "error": {type, message, code, meta}}`,
+    `type` derived from `status` (see `error_type_for`; the `type` argument only names
+    statuses outside the table). `code`, `param` and `meta` are included when given."""
     error: dict[str, Any] = {"type": error_type_for(status, type), "message": message}
     if code is not None:
         error["code"] = code

@@ -6,8 +6,8 @@ Invariants of `StreamDecoder`:
           `message_start`, `content_block_start`/`_stop` and unknown events carry no content.
   Rule 2: a tool call's `id` and `name` go out with its first `input_json_delta` (or, for a
           call without input deltas, at its `content_block_stop`), so `content_block_start`
-          never commits a stream (SPEC §3.7); tool calls are numbered 0, 1, … in the order
-          their blocks start, whatever the block indexes.
+          never commits a stream (only content does); tool calls are numbered 0, 1, … in the
+          order their blocks start, whatever the block indexes.
   Rule 3: a malformed event yields nothing, bumps `malformed` and never raises; an `error`
           event raises `ProviderUnavailable` (error class `provider_error`).
   Rule 4: `usage` is `message_start`'s usage updated by each `message_delta.usage` (both
@@ -364,5 +364,5 @@ def error_event(
     type: str | None = None,  # noqa: A002 - the envelope's own field name
 ) -> bytes:
     """An in-stream error in Anthropic's shape: `event: error` with the error envelope
-    (SPEC §5.4, e.g. code `stream_broken`). It replaces `message_stop`."""
+    (e.g. code `stream_broken`). It replaces `message_stop`."""
     return _event("error", error_body(status, message, code=code, type=type))

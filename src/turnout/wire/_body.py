@@ -1,9 +1,10 @@
 """Reading and rewriting JSON bodies for the codecs.
 
 Two kinds of failure, kept apart on purpose: a caller's body that does not fit the format is the
-caller's fault (`InvalidRequest`, status 400, the message naming the field, e.g.
-`messages[2].content: expected a string or a list of parts`); an upstream body we cannot read is
-the provider's (`ProviderUnavailable`, error class `provider_error`, SPEC §3.2 row 5).
+caller's fault (`MalformedRequest`, an `InvalidRequest` with status 400, the message naming the
+field, e.g. `messages[2].content: expected a string or a list of parts`); an upstream body we
+cannot read is the provider's (`ProviderUnavailable`, error class `provider_error`, so the route
+may fail over).
 
 Plain dict walking with orjson: no schema library on the hot path.
 """
@@ -15,7 +16,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from turnout.errors import InvalidRequest, ProviderUnavailable
+from turnout.errors import MalformedRequest, ProviderUnavailable
 
 __all__ = [
     "OBJECT",
@@ -42,9 +43,9 @@ OBJECT = (dict, Mapping)
 """What a JSON object may be: a dict (checked first, as orjson makes) or any mapping."""
 
 
-def invalid(path: str, expected: str) -> InvalidRequest:
-    """The 400 error for a caller's field that does not have the expected shape."""
-    return InvalidRequest(f"{path}: expected {expected}", status=400)
+def invalid(path: str, expected: str) -> MalformedRequest:
+    """The error for a caller's field that does not have the expected shape."""
+    return MalformedRequest(f"{path}: expected {expected}")
 
 
 def upstream_invalid(what: str) -> ProviderUnavailable:
@@ -59,7 +60,7 @@ def load_request(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"request body: invalid JSON ({exc})", status=400) from exc
+        raise MalformedRequest(f"request body: invalid JSON ({exc})") from exc
     if not isinstance(value, dict):
         raise invalid("request body", "a JSON object")
     return value
@@ -185,7 +186,7 @@ def rewrite(source: bytes, edit: Callable[[dict[str, Any]], bool]) -> bytes:
     try:
         body = orjson.loads(source)
     except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"request body: invalid JSON ({exc})", status=400) from exc
+        raise MalformedRequest(f"request body: invalid JSON ({exc})") from exc
     if not isinstance(body, dict):
         raise invalid("request body", "a JSON object")
     if not edit(body):

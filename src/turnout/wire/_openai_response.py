@@ -228,7 +228,7 @@ def error_body(
     param: str | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The OpenAI error envelope of SPEC §5.4: `{"error": {message, type, code, param, meta}}`.
+    """The OpenAI error envelope: `{"error": {message, type, code, param, meta}}`.
 
     `type` defaults from `status`: 429 `rate_limit_error`, 5xx `server_error`, otherwise
     `invalid_request_error`. `meta` is included only when given.

@@ -287,5 +287,5 @@ def error_event(
     type: str | None = None,  # noqa: A002 - the envelope's own field name
 ) -> bytes:
     """An in-stream error in OpenAI's shape: a `data:` event holding the error envelope
-    (SPEC §5.4, e.g. code `stream_broken`). It replaces `[DONE]`: write nothing after it."""
+    (e.g. code `stream_broken`). It replaces `[DONE]`: write nothing after it."""
     return encode_event(orjson.dumps(error_body(status, message, code=code, type=type)))

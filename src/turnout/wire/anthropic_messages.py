@@ -7,7 +7,7 @@ Neutral mapping of a request: `system` (a string or text blocks, `cache_control`
 `{"name": …}`; a user message's `tool_result` blocks become `tool` messages (before the rest of
 that message); tools that are not plain functions (server tools) and blocks no codec models
 stay verbatim as `NativeBlock`s. Every other top-level field (`top_k`, `service_tier` …) goes to
-`extra`; a top-level `routing` is dropped (SPEC §5.4).
+`extra`; a top-level `routing` is dropped (reserved for turnout's own routing object).
 
 Encoding into this format: `max_tokens` is required by Anthropic, so a request without one asks
 for `DEFAULT_MAX_TOKENS` (4096); consecutive tool results merge into one user message; a
@@ -487,7 +487,7 @@ def _encode_tool_choice(choice: str | dict[str, Any] | None) -> dict[str, Any] |
 def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
     """The caller's own body for an upstream of the same format: only `model` replaced.
 
-    A top-level `routing` key and `metadata.routing` are dropped (reserved, SPEC §5.4);
+    A top-level `routing` key and `metadata.routing` are dropped (reserved for turnout);
     `stream` is set to the mode asked for. Every other field (`cache_control`, beta fields,
     unknown fields) is kept; when nothing needs changing the original bytes are returned as
     they are. Invalid JSON raises `InvalidRequest`.

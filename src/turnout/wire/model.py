@@ -4,8 +4,8 @@ Every wire format (OpenAI Chat Completions, Anthropic Messages, OpenAI Embedding
 these types and encodes from them. There is no second request model anywhere in turnout.
 
 `ChatRequest.source` carries the caller's original body and format, so that a provider speaking
-the same format forwards those bytes with only `model` replaced (SPEC §4, "same format, same
-bytes"); `ChatResponse.raw` / `ChatChunk.raw` do the same on the way back.
+the same format forwards those bytes with only `model` replaced; `ChatResponse.raw` /
+`ChatChunk.raw` do the same on the way back.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from turnout.record import Usage
+
 if TYPE_CHECKING:
-    from turnout.routing.record import RoutingRecord
+    from turnout.record import RoutingRecord
 
 __all__ = [
     "ChatChunk",
@@ -81,7 +83,7 @@ class ThinkingPart:
     """A reasoning block. `signature` is the vendor's; `redacted` blocks carry opaque `data`.
 
     Signed thinking is only meaningful to the family that signed it: cross-family translation
-    drops it on purpose (SPEC §7.4).
+    drops it on purpose.
     """
 
     text: str = ""
@@ -232,33 +234,6 @@ class ChatRequest:
         return total
 
 
-@dataclass(slots=True, frozen=True)
-class Usage:
-    """Token usage of one call. Cache counts are part of, not added to, `input_tokens`' peers."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-        )
-
-    def as_dict(self) -> dict[str, int]:
-        """The record's `usage` shape."""
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-        }
-
-
 @dataclass(slots=True)
 class ChatResponse:
     """A whole answer.
@@ -305,10 +280,10 @@ class ToolCallDelta:
 class ChatChunk:
     """One streamed event in the neutral model.
 
-    A chunk *carries content* (and so commits a stream, SPEC §3.7) when it has a non-empty text,
-    thinking or tool-call delta. The last chunk of a stream has `finish_reason`, `usage` and, when
-    it comes out of a route, `routing`. `raw` is the upstream event's bytes for same-format
-    forwarding.
+    A chunk *carries content* when it has a non-empty text, thinking or tool-call delta; the
+    first such chunk commits a stream (no failover after it). The last chunk of a stream has
+    `finish_reason`, `usage` and, when it comes out of a route, `routing`. `raw` is the upstream
+    event's bytes for same-format forwarding.
     """
 
     delta: str = ""

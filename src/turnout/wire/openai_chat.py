@@ -6,8 +6,8 @@ single `stop` string becomes a one-item list; `tool_choice` becomes `"auto"`, `"
 `"required"` or `{"name": …}`; a base64 data URL in `image_url` becomes an image's `data` and
 `media_type`; a `file` part with `file_data` becomes a document; parts no codec models
 (`input_audio`, `file_id` files) and non-function tools stay verbatim as `NativeBlock`s. Every
-other top-level field goes to `extra`, except `routing`, which is reserved (SPEC §5.4) and
-dropped, like `metadata.routing`.
+other top-level field goes to `extra`, except `routing`, which is reserved for turnout's
+own routing object and dropped, like `metadata.routing`.
 
 Encoding into this format drops what OpenAI cannot carry (thinking, `cache_control`, documents
 by URL, non-text tool results, `is_error`): `turnout.wire.translate.untranslatable` names it.
@@ -420,7 +420,7 @@ def _encode_tool_choice(request: ChatRequest) -> str | dict[str, Any] | None:
 def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
     """The caller's own body for an upstream of the same format: only `model` replaced.
 
-    A top-level `routing` key and `metadata.routing` are dropped (reserved, SPEC §5.4); for a
+    A top-level `routing` key and `metadata.routing` are dropped (reserved for turnout); for a
     stream, `stream` is true and `stream_options.include_usage` forced true (other stream
     options kept). Every other field is kept; when nothing needs changing the original bytes
     are returned as they are. Invalid JSON raises `InvalidRequest`.

@@ -23,8 +23,7 @@ attempt's reason:
 
 A request that needs a tool which is not a plain function (Anthropic server tools such as
 `web_search_*` or `code_execution_*`, OpenAI custom tools or `web_search_options`) cannot be
-served by another family at all: `needs_server_tools()` makes cross-format targets ineligible
-(SPEC §4).
+served by another family at all: `needs_server_tools()` makes cross-format targets ineligible.
 
 Everything in this module is a pure function of the request.
 """

@@ -5,9 +5,9 @@ from __future__ import annotations
 from turnout.gateway.handlers.chat import handle_chat
 from turnout.gateway.handlers.count_tokens import handle_count_tokens
 from turnout.gateway.handlers.embeddings import handle_embeddings
-from turnout.gateway.handlers.exchange import Exchange, GatewaySettings
 from turnout.gateway.handlers.health import handle_healthz, readiness
 from turnout.gateway.handlers.models import handle_models
+from turnout.gateway.server.exchange import Exchange, GatewaySettings
 
 __all__ = [
     "Exchange",

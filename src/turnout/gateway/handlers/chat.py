@@ -4,9 +4,9 @@ The body is decoded with the caller's codec into a neutral request that keeps th
 bytes (`source`), so a target of the same format receives them with only `model` replaced;
 the answer comes back as the upstream's own bytes with the `routing` object spliced in, or is
 re-encoded when the serving target spoke another format. A route with `cache.enabled` answers
-from the response cache when it can (`turnout.gateway.cache_step`); a session on a
+from the response cache when it can (`turnout.gateway.resolution.cache`); a session on a
 cross-provider route reads its family pin before the call and is pinned after a success
-(`turnout.gateway.pin_step`).
+(`turnout.gateway.resolution.pins`).
 """
 
 from __future__ import annotations
@@ -15,38 +15,37 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from turnout.errors import InvalidRequest
-from turnout.gateway.respond import (
+from turnout.errors import InvalidRequest, MalformedBody
+from turnout.gateway.responses.respond import (
     JSON,
     Reply,
-    invalid_request,
     routing_headers,
     routing_object,
     splice_routing,
 )
-from turnout.gateway.streaming import stream_answer
+from turnout.gateway.responses.streaming import stream_answer
 from turnout.state.sessions import SESSION_HEADERS, session_id_from
 from turnout.wire.model import RawBody
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from turnout.gateway.cache_step import CacheVisit
-    from turnout.gateway.client_formats import ClientFormat
-    from turnout.gateway.handlers.exchange import Exchange
+    from turnout.gateway.resolution.cache import CacheVisit
+    from turnout.gateway.responses.client_formats import ClientFormat
+    from turnout.gateway.server.exchange import Exchange
     from turnout.wire.model import ChatRequest, ChatResponse
 
 __all__ = ["answer_reply", "decode_body", "handle_chat", "parse_json", "session_of"]
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
-    """The request body as a JSON object, or 400 `invalid_request`."""
+    """The request body as a JSON object, or `MalformedBody` (400 `invalid_request`)."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise invalid_request(f"request body: invalid JSON ({exc})") from exc
+        raise MalformedBody(f"request body: invalid JSON ({exc})") from exc
     if not isinstance(value, dict):
-        raise invalid_request("request body: expected a JSON object")
+        raise MalformedBody("request body: expected a JSON object")
     return value
 
 
@@ -58,7 +57,7 @@ def decode_body(exchange: Exchange) -> tuple[ChatRequest, dict[str, Any]]:
     try:
         request = fmt.decode(obj)
     except InvalidRequest as exc:
-        raise invalid_request(exc.message) from exc
+        raise MalformedBody(exc.message) from exc
     request.source = RawBody(fmt.name, exchange.body, _forwarded(exchange.headers, fmt))
     return request, obj
 

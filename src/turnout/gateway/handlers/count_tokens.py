@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnout.errors import RoutingError
+from turnout.errors import NotFound
 from turnout.gateway.handlers.chat import decode_body, session_of
-from turnout.gateway.handlers.exchange import request_id_header
-from turnout.gateway.respond import header_value, json_reply
+from turnout.gateway.responses.respond import header_value, json_reply
+from turnout.gateway.server.exchange import request_id_header
 from turnout.routing.plan import caller_client
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
-    from turnout.gateway.handlers.exchange import Exchange
-    from turnout.routing.plan import CallPlan
+    from turnout.gateway.server.exchange import Exchange
+    from turnout.routing.plan import RequestPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target
 
@@ -27,7 +27,7 @@ __all__ = ["counting_target", "handle_count_tokens"]
 _FORMAT = "anthropic-messages"
 
 
-def counting_target(route: Route, plan: CallPlan | None = None) -> Target | None:
+def counting_target(route: Route, plan: RequestPlan | None = None) -> Target | None:
     """The first target of `route` whose provider speaks Anthropic Messages and counts tokens
     (among the targets `plan` lets start, when given, and of the family the plan's session is
     pinned to on `route`, when it is)."""
@@ -61,11 +61,9 @@ async def handle_count_tokens(exchange: Exchange) -> None:
     if target is None:
         pinned = plan.pinned_family(route) if plan is not None else None
         among = f' of the "{pinned}" family this session is pinned to' if pinned else ""
-        raise RoutingError(
+        raise NotFound(
             f'no target{among} of route "{route.name}" speaks Anthropic Messages, so its tokens '
-            "cannot be counted",
-            status=404,
-            code="NOT_FOUND",
+            "cannot be counted"
         )
     if target.model is not None:
         request.model = target.model

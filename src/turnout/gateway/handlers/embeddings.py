@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from turnout.errors import InvalidRequest
+from turnout.errors import InvalidRequest, MalformedBody
 from turnout.gateway.handlers.chat import parse_json, session_of
-from turnout.gateway.respond import (
+from turnout.gateway.responses.respond import (
     JSON,
     Reply,
-    invalid_request,
     routing_headers,
     routing_object,
     splice_routing,
@@ -21,7 +20,7 @@ from turnout.wire import openai_embeddings
 from turnout.wire.model import RawBody
 
 if TYPE_CHECKING:
-    from turnout.gateway.handlers.exchange import Exchange
+    from turnout.gateway.server.exchange import Exchange
     from turnout.wire.model import EmbeddingResponse
 
 __all__ = ["embeddings_reply", "handle_embeddings"]
@@ -34,7 +33,7 @@ async def handle_embeddings(exchange: Exchange) -> None:
     try:
         request = openai_embeddings.decode_request(obj)
     except InvalidRequest as exc:
-        raise invalid_request(exc.message) from exc
+        raise MalformedBody(exc.message) from exc
     request.source = RawBody(openai_embeddings.FORMAT, exchange.body)
     runtime = exchange.runtime
     resolution = runtime.resolve(request.model, endpoint="embeddings", caller=caller)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from turnout.gateway.respond import json_reply
+from turnout.gateway.responses.respond import json_reply
 
 if TYPE_CHECKING:
-    from turnout.gateway.handlers.exchange import Exchange
+    from turnout.gateway.server.exchange import Exchange
 
 __all__ = ["handle_models"]
 

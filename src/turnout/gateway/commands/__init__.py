@@ -1,0 +1,1 @@
+"""Command-line entry points of the gateway: `turnout check`, `turnout routes`, `turnout serve`."""

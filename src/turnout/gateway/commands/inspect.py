@@ -1,0 +1,269 @@
+"""`turnout check FILE` and `turnout routes [--config FILE] [--model M]` (SPEC §12).
+
+`check` validates a configuration file with the one validator and builds its routes, printing
+every error (`path: message`) and every warning; exit status 1 on any error. `routes` prints
+the routes a configuration serves (or, without `--config`, the embedded defaults) as a table,
+fallback routes included, or with `--model` where that model goes; `--json` prints the same
+for scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from turnout.errors import ConfigError, RoutingError
+from turnout.routing.strategies import try_order
+
+if TYPE_CHECKING:
+    import argparse
+
+    from turnout.access.keys import Caller
+    from turnout.gateway.runtime.live import Resolution, RouteEntry, Runtime
+    from turnout.routing.route import Route
+
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+__all__ = ["add_check_parser", "add_routes_parser", "main_check", "main_routes"]
+
+_ENDPOINTS = ("chat", "messages", "embeddings", "count_tokens")
+_KINDS = ("general", "context", "content")  # fallback kinds, in the configuration's order
+
+
+def add_check_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
+    """`turnout check FILE`."""
+    parser = subparsers.add_parser(
+        "check",
+        help="validate a configuration file and print every error",
+        description="Validate a configuration file: every error with its path, then the "
+        "warnings. Exit status 1 on any error.",
+    )
+    parser.add_argument("file", help="the configuration file (YAML or JSON)")
+    return parser
+
+
+def add_routes_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
+    """`turnout routes [--config FILE] [--model M] [--endpoint E] [--key K] [--json]`."""
+    parser = subparsers.add_parser(
+        "routes",
+        help="show the routes served, or where a model goes",
+        description="Show the routes a configuration serves (the embedded defaults without "
+        "--config), or with --model where that model goes.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="the configuration file")
+    parser.add_argument("--model", metavar="M", help="show where model M goes")
+    parser.add_argument(
+        "--endpoint", choices=_ENDPOINTS, default="chat", help="the endpoint asked (chat)"
+    )
+    parser.add_argument(
+        "--key", metavar="K", help="apply the ceilings of this key (its name or the key itself)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    return parser
+
+
+# ---- check ----------------------------------------------------------------------------------
+
+
+def main_check(args: argparse.Namespace) -> int:
+    """Run `turnout check`; returns the exit status (1 on any error)."""
+    # Imported when run, not with the module: the command line builds every subcommand's
+    # parser, and `turnout serve` loads these itself (see `main_serve`).
+    from turnout.config.load import load_config  # noqa: PLC0415
+    from turnout.gateway.runtime.live import Runtime  # noqa: PLC0415
+
+    out = sys.stdout
+    try:
+        config = load_config(args.file)
+        runtime = Runtime.from_config(config)
+    except ConfigError as exc:
+        problems = exc.errors or (("(file)", str(exc)),)
+        for path, message in problems:
+            out.write(f"{path}: {message}\n")
+        count = len(problems)
+        out.write(f"{args.file}: {count} error{'' if count == 1 else 's'}\n")
+        return 1
+    for warning in runtime.warnings:
+        out.write(f"warning: {warning}\n")
+    providers, routes = len(config.providers), len(config.routes)
+    out.write(f"ok: {_count(providers, 'provider')}, {_count(routes, 'route')}\n")
+    return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+# ---- routes ---------------------------------------------------------------------------------
+
+
+def main_routes(args: argparse.Namespace) -> int:
+    """Run `turnout routes`; returns the exit status (1 when the model has no route or the
+    configuration is invalid)."""
+    from turnout.config.load import load_config  # noqa: PLC0415 - see main_check
+    from turnout.gateway.runtime.live import Runtime  # noqa: PLC0415
+
+    out = sys.stdout
+    try:
+        if args.config:
+            runtime = Runtime.from_config(load_config(args.config))
+        else:
+            runtime = Runtime.embedded(os.environ)
+    except ConfigError as exc:
+        for path, message in exc.errors or (("(file)", str(exc)),):
+            out.write(f"{path}: {message}\n")
+        return 1
+    try:
+        caller = _caller(runtime, args.key) if args.key else None
+    except LookupError as exc:
+        out.write(f"{exc}\n")
+        return 1
+    if args.model is None:
+        _print_routes(out, runtime, as_json=args.json)
+        return 0
+    return _print_resolution(out, runtime, args.model, args.endpoint, caller, as_json=args.json)
+
+
+def _caller(runtime: Runtime, key: str) -> Caller:
+    from turnout.access.keys import Caller  # noqa: PLC0415 - see main_check
+
+    for index, config in enumerate(runtime.config.keys):
+        if config.name == key:
+            return Caller.from_config(config, runtime.project, path=f"keys[{index}]")
+    found = runtime.keys.lookup(key) if runtime.keys is not None else None
+    if found is None:
+        raise LookupError(f'no key named "{key}" in the configuration')
+    return found
+
+
+def _targets(route: Route, model: str | None = None) -> list[dict[str, Any]]:
+    """The targets in try order (the start the strategy picks may differ per request)."""
+    targets = route.targets
+    flags = [t.fallback_only for t in targets]
+    start = next((i for i, only in enumerate(flags) if not only), 0)
+    rows = []
+    for index in try_order(len(targets), flags, start):
+        target = targets[index]
+        wire = target.model or model
+        wire_model = getattr(target.client, "wire_model", None)
+        if wire and callable(wire_model):
+            wire = wire_model(wire)
+        rows.append(
+            {
+                "name": target.name,
+                "provider": target.client.provider,
+                "model": wire,
+                "fallback_only": target.fallback_only,
+                "paused": target.paused,
+            }
+        )
+    return rows
+
+
+def _target_text(row: dict[str, Any]) -> str:
+    text = f"{row['provider']}:{row['model'] or '(requested model)'}"
+    if row["name"] not in (text, row["provider"], f"{row['provider']}:{row['model']}"):
+        text += f" [target {row['name']}]"
+    if row["fallback_only"]:
+        text += " (fallback only)"
+    if row["paused"]:
+        text += " (paused)"
+    return text
+
+
+def _fallbacks(route: Route) -> dict[str, list[str]]:
+    """The route's fallback routes by kind (general, context, content)."""
+    return {kind: [other.name for other in route.fallbacks.of(kind)] for kind in _KINDS}
+
+
+def _fallbacks_text(fallbacks: dict[str, list[str]]) -> str:
+    """`general: backup; context: long-context`, or `-` without fallbacks."""
+    kinds = [f"{kind}: {', '.join(names)}" for kind, names in fallbacks.items() if names]
+    return "; ".join(kinds) or "-"
+
+
+def _route_row(entry: RouteEntry) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "kind": entry.kind,
+        "strategy": entry.route.strategy.type,
+        "patterns": list(entry.patterns),
+        "aliases": [alias.alias for alias in entry.aliases.values()],
+        "targets": _targets(entry.route),
+        "fallbacks": _fallbacks(entry.route),
+        "messages": entry.messages_route is not None,
+        "embeddings": entry.embeddings_route is not None,
+    }
+
+
+def _print_routes(out: TextIO, runtime: Runtime, *, as_json: bool) -> None:
+    rows = [_route_row(entry) for entry in runtime.routes.values()]
+    disabled = [route.name for route in runtime.config.routes if not route.enabled]
+    if as_json:
+        out.write(json.dumps({"routes": rows, "disabled": disabled}, indent=2) + "\n")
+        return
+    table = [("ROUTE", "KIND", "STRATEGY", "SERVES", "FALLBACKS", "TARGETS (TRY ORDER)")]
+    for row in rows:
+        serves = ", ".join(row["patterns"]) or "-"
+        if row["aliases"]:
+            serves += f"; aliases: {', '.join(row['aliases'])}"
+        targets = "  ".join(
+            f"{n}. {_target_text(t)}" for n, t in enumerate(row["targets"], start=1)
+        )
+        fallbacks = _fallbacks_text(row["fallbacks"])
+        table.append((row["name"], row["kind"], row["strategy"], serves, fallbacks, targets))
+    table.extend((name, "disabled", "-", "-", "-", "-") for name in disabled)
+    widths = [max(len(line[i]) for line in table) for i in range(5)]
+    for line in table:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
+        out.write("  ".join([*cells, line[5]]).rstrip() + "\n")
+
+
+def _print_resolution(
+    out: TextIO,
+    runtime: Runtime,
+    model: str,
+    endpoint: Any,
+    caller: Caller | None,
+    *,
+    as_json: bool,
+) -> int:
+    try:
+        found = runtime.resolve(model, endpoint=endpoint, caller=caller)
+    except RoutingError as exc:
+        if as_json:
+            error = {"status": exc.status, "code": exc.code, "message": exc.message}
+            out.write(json.dumps({"model": model, "endpoint": endpoint, "error": error}) + "\n")
+        else:
+            out.write(f"{exc.status} {exc.code}: {exc.message}\n")
+        return 1
+    row = _resolution_row(found, endpoint)
+    if as_json:
+        out.write(json.dumps(row, indent=2) + "\n")
+        return 0
+    how = found.matched_by.replace("_", " ")
+    if found.pattern is not None:
+        how += f" (model pattern {found.pattern})"
+    out.write(f'model "{model}" goes to route "{found.entry.name}" ({found.entry.kind})\n')
+    out.write(f"matched by: {how}\nstrategy: {row['strategy']}\ntry order:\n")
+    for number, target in enumerate(row["targets"], start=1):
+        out.write(f"  {number}. {_target_text(target)}\n")
+    if any(row["fallbacks"].values()):
+        out.write(f"fallback routes: {_fallbacks_text(row['fallbacks'])}\n")
+    return 0
+
+
+def _resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
+    return {
+        "model": found.requested_model,
+        "endpoint": endpoint,
+        "route": found.entry.name,
+        "kind": found.entry.kind,
+        "matched_by": found.matched_by,
+        "pattern": found.pattern,
+        "strategy": found.route.strategy.type,
+        "targets": _targets(found.route, found.requested_model),
+        "fallbacks": _fallbacks(found.route),
+    }

@@ -1,0 +1,71 @@
+"""`turnout serve [--config FILE] [--host H] [--port P] [--workers N]` (SPEC §12)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from turnout.errors import ConfigError
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["add_serve_parser", "main_serve"]
+
+
+def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `serve` subcommand to `subparsers`."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the gateway (OpenAI and Anthropic compatible HTTP API)",
+        description="Serve /v1/chat/completions, /v1/messages, /v1/embeddings and /v1/models "
+        "over the routes of a configuration file. Without --config: providers from "
+        "OPENAI_API_KEY / ANTHROPIC_API_KEY, else a built-in mock provider (offline).",
+    )
+    parser.add_argument("--config", metavar="FILE", help="configuration file (YAML)")
+    parser.add_argument(
+        "--host", help="address to bind (default: the config's server.host, 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, help="port (default: the config's server.port, 4000; 0 = any free)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes (default 1)", metavar="N"
+    )
+
+
+def main_serve(args: argparse.Namespace) -> int:
+    """Load the configuration (every error printed, exit 1), then serve until interrupted."""
+    # Start-up allocates a great many objects (modules, the config schema, the routes) and
+    # frees few: the cyclic collector would walk them again and again for nothing (measured:
+    # about a tenth of the start-up CPU). `serve` freezes what was built and re-enables the
+    # collector before serving.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _main_serve(args)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _main_serve(args: argparse.Namespace) -> int:
+    from turnout.gateway.server.serving import ServeOptions, load_runtime, serve  # noqa: PLC0415
+
+    if args.workers < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return 2
+    options = ServeOptions(args.config, args.host, args.port, args.workers)
+    try:
+        runtime = load_runtime(options.config_path, os.environ)
+    except ConfigError as exc:
+        print(f"error: {options.config_path}: the configuration is invalid", file=sys.stderr)
+        for path, message in exc.errors or (("", str(exc)),):
+            print(f"  {path}: {message}" if path else f"  {message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot read {options.config_path}: {exc.strerror}", file=sys.stderr)
+        return 1
+    return serve(options, runtime)

@@ -1,0 +1,1 @@
+"""A configuration turned into live objects: providers, routes, resolution."""

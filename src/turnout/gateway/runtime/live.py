@@ -1,0 +1,295 @@
+"""The gateway runtime: a configuration turned into live providers, routes and resolution
+(SPEC §5.3, §6.1-§6.2, §7). The HTTP side holds one `Runtime` per loaded configuration.
+
+Rule 1: a `Runtime` never changes after it is built: a new configuration builds a new one, with
+empty caches, and the old one is closed (`aclose`) once its requests are done.
+Rule 2: it is built only from a configuration the one validator accepts (`check_config`); what
+loads with a remark is in `warnings`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from turnout.access.bindings import AccessPolicy
+from turnout.access.keys import KeyRing
+from turnout.access.model_index import PatternIndex
+from turnout.access.served_routes import credential_mode, find_served_routes
+from turnout.config.rules import check_config, check_config_warnings
+from turnout.errors import ConfigError
+from turnout.gateway.resolution.cache import ChatCache
+from turnout.gateway.resolution.pins import PinStep
+from turnout.gateway.resolution.request_plans import RequestPlanner
+from turnout.gateway.resolution.resolve import Resolver
+from turnout.gateway.resolution.route_entry import (
+    AliasRoutes,
+    Endpoint,
+    MatchedBy,
+    Resolution,
+    RouteEntry,
+)
+from turnout.gateway.runtime.build import build_entries, build_health, build_provider
+from turnout.gateway.runtime.embedded import MOCK_PROVIDER, embedded_config
+from turnout.state.cache import ResponseCache
+from turnout.state.memory import MemoryState
+from turnout.state.sessions import SessionPins
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from turnout.access.keys import Caller, Credentials
+    from turnout.routing.clock import Clock
+    from turnout.routing.health import Health
+    from turnout.routing.plan import RequestPlan
+    from turnout.schema import FileConfig
+    from turnout.state.base import StateStore
+
+__all__ = [
+    "AliasRoutes",
+    "Endpoint",
+    "MatchedBy",
+    "Resolution",
+    "RouteEntry",
+    "Runtime",
+]
+
+
+class Runtime:
+    """Live objects of one configuration (one project).
+
+    - `project`, `config`: the project name and the validated configuration;
+    - `health`: the one health registry every route shares;
+    - `providers`: provider name -> adapter; `credential_modes`: provider name -> `org_key` or
+      `passthrough` (§4);
+    - `routes`: route name -> `RouteEntry` (configured, then implicit, then family routes);
+    - `keys`: the key ring, None when `server.auth` is `open`;
+    - `access`: the access policy compiled from `config.bindings` (§6.3);
+    - `warnings`: load-time warnings, each `path: message`;
+    - `clock`: the clock it was built with (None: the event loop's);
+    - `state`, `cache`: the shared state store of `config.state` and the response cache over
+      it (§5.5, §10), made on first use and closed by `aclose`;
+    - `pins`: the session family pins of cross-provider routes over `state` (§7.4).
+    """
+
+    __slots__ = (
+        "_cache",
+        "_pins",
+        "_planner",
+        "_resolver",
+        "_state",
+        "access",
+        "clock",
+        "config",
+        "credential_modes",
+        "health",
+        "index",
+        "keys",
+        "project",
+        "providers",
+        "routes",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        *,
+        config: FileConfig,
+        health: Health,
+        providers: Mapping[str, Any],
+        routes: Mapping[str, RouteEntry],
+        index: PatternIndex,
+        keys: KeyRing | None,
+        access: AccessPolicy | None = None,
+        warnings: tuple[str, ...] = (),
+        clock: Clock | None = None,
+    ) -> None:
+        """Use `from_config` or `embedded`. `access` defaults to no bindings (the implicit
+        Everyone grant)."""
+        self.clock = clock
+        self._state: StateStore | None = None
+        self._cache: ChatCache | None = None
+        self._pins: PinStep | None = None
+        self.project = config.project
+        self.config = config
+        self.health = health
+        self.providers: Mapping[str, Any] = MappingProxyType(dict(providers))
+        self.credential_modes: Mapping[str, str] = MappingProxyType(
+            {p.name: credential_mode(p) for p in config.providers}
+        )
+        self.routes: Mapping[str, RouteEntry] = MappingProxyType(dict(routes))
+        self.index = index
+        self.keys = keys
+        self.access = access if access is not None else AccessPolicy()
+        self._resolver = Resolver(self.routes, index, project=config.project, access=self.access)
+        self._planner = RequestPlanner(config, self.routes, self.credential_modes, self.access)
+        # Passthrough targets no caller credential reaches (said once, also when a runtime is
+        # rebuilt from another's warnings, as `embedded` does).
+        unreachable = [f"{path}: {text}" for path, text in self._planner.unreachable(self.routes)]
+        self.warnings = (*warnings, *(text for text in unreachable if text not in warnings))
+
+    def __repr__(self) -> str:
+        return (
+            f"Runtime(project={self.project!r}, {len(self.providers)} providers,"
+            f" {len(self.routes)} routes)"
+        )
+
+    @classmethod
+    def from_config(cls, config: FileConfig, *, clock: Clock | None = None) -> Runtime:
+        """Build the runtime of `config`; `clock` (default: the event loop's) times health,
+        routes and mock providers.
+
+        Raises `ConfigError` listing every violation when the one validator refuses `config`.
+        """
+        errors = check_config(config)
+        if errors:
+            lines = "\n".join(f"  {path}: {message}" for path, message in errors)
+            raise ConfigError(f"invalid configuration ({len(errors)}):\n{lines}", errors)
+        served_routes = find_served_routes(config)
+        providers = {p.name: build_provider(p, clock=clock) for p in config.providers}
+        health = build_health(config.defaults, clock=clock)
+        routes = build_entries(config, served_routes, providers, health)
+        index = PatternIndex.build(
+            served_routes.index_entries(), family_routes=served_routes.families
+        )
+        keys = KeyRing.from_config(config.keys, config.project)
+        # The validator above already checked the routes grants name.
+        configured = {route.name: route for route in config.routes}
+        access = AccessPolicy.from_config(config.bindings, configured, index, check_routes=False)
+        warnings = tuple(f"{path}: {message}" for path, message in check_config_warnings(config))
+        return cls(
+            config=config,
+            health=health,
+            providers=providers,
+            routes=routes,
+            index=index,
+            keys=keys if config.server.auth == "keys" else None,
+            access=access,
+            warnings=warnings,
+            clock=clock,
+        )
+
+    @classmethod
+    def embedded(
+        cls, env: Mapping[str, str] | None = None, *, clock: Clock | None = None
+    ) -> Runtime:
+        """The runtime without a configuration file (`turnout.gateway.runtime.embedded`):
+        vendors from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` in `env` (default: the process
+        environment), else the built-in mock provider serving any model on every endpoint."""
+        runtime = cls.from_config(embedded_config(os.environ if env is None else env), clock=clock)
+        mock = runtime.routes.get(MOCK_PROVIDER)
+        if mock is None:
+            return runtime
+        # The mock speaks both formats for the quick start: let it answer /v1/messages too.
+        routes = {**runtime.routes, MOCK_PROVIDER: replace(mock, messages_route=mock.route)}
+        note = (
+            "no OPENAI_API_KEY or ANTHROPIC_API_KEY is set: the built-in mock provider answers"
+            " every model"
+        )
+        return cls(
+            config=runtime.config,
+            health=runtime.health,
+            providers=runtime.providers,
+            routes=routes,
+            index=runtime.index,
+            keys=runtime.keys,
+            access=runtime.access,
+            warnings=(*runtime.warnings, note),
+            clock=clock,
+        )
+
+    def resolve(
+        self, model: str | None, *, endpoint: Endpoint, caller: Caller | None = None
+    ) -> Resolution:
+        """Where a request for `model` on `endpoint` goes (the empty-model rule, §5.3 steps
+        2-7 with the caller's grant, then the key's ceilings); see
+        `turnout.gateway.resolution.resolve`.
+        `caller` None is the anonymous caller, without ceilings.
+
+        Raises `RoutingError` subclasses, each with its `.status` and `.code`: `NoRoute`,
+        `UpstreamAmbiguous`, `EmbeddingsNotSupported`, `ModelNotAllowed`, `ModelDenied`,
+        `PolicyDenied`.
+        """
+        return self._resolver.resolve(model, endpoint=endpoint, caller=caller)
+
+    def plan_for(
+        self,
+        resolution: Resolution,
+        caller: Caller,
+        credentials: Callable[[], Credentials],
+        *,
+        endpoint: Endpoint,
+    ) -> RequestPlan | None:
+        """The per-request plan of a resolved request (credential filter, org-key fallback,
+        policies; `turnout.gateway.resolution.request_plans`), None when the route runs as
+        configured.
+        `credentials()` gives the request's credential headers, read only when needed.
+        Raises `NoRoute` (503) or `PolicyDenied` (403) before any call."""
+        return self._planner.plan_for(resolution, caller, credentials, endpoint=endpoint)
+
+    def models(
+        self, caller: Caller | None = None, credentials: Credentials | None = None
+    ) -> list[str]:
+        """The models `caller` could use, for `GET /v1/models`: configured route names,
+        aliases and exact model patterns that resolve for it, sorted; with `credentials`,
+        only those whose route keeps a target for the caller's credential mode (§5.1)."""
+        names = self._resolver.models(caller)
+        if credentials is None:
+            return names
+        own = credentials.own_credential is not None
+        return [
+            name
+            for name in names
+            if self._planner.serves(
+                self.resolve(name, endpoint="chat", caller=caller),
+                own_credential=own,
+                endpoint="chat",
+            )
+        ]
+
+    @property
+    def state(self) -> StateStore:
+        """The shared state store of `config.state`: in memory, or Redis for `redis://…`."""
+        if self._state is None:
+            self._state = _state_store(self.config.state, self.clock)
+        return self._state
+
+    @property
+    def cache(self) -> ChatCache:
+        """The response cache of every route with `cache.enabled`, over `state`."""
+        if self._cache is None:
+            self._cache = ChatCache(ResponseCache(self.state, clock=self.clock))
+        return self._cache
+
+    @property
+    def pins(self) -> PinStep:
+        """The session family pins (TTL `defaults.session_pin_ttl_seconds`), over `state`."""
+        if self._pins is None:
+            ttl = self.config.defaults.session_pin_ttl_seconds
+            self._pins = PinStep(SessionPins(self.state, ttl))
+        return self._pins
+
+    async def aclose(self) -> None:
+        """Close every provider's HTTP pool, and the state store if one was opened."""
+        for provider in self.providers.values():
+            await provider.aclose()
+        if self._state is not None:
+            await self._state.close()
+
+
+def _state_store(url: str, clock: Clock | None) -> StateStore:
+    """`state: memory` (default) or `redis://…` / `rediss://…`; anything else runs on memory,
+    with a warning."""
+    if url.startswith(("redis://", "rediss://")):
+        from turnout.state.redis import RedisState  # noqa: PLC0415 - redis is optional
+
+        return RedisState(url, clock=clock)
+    if url != "memory":
+        scheme = url.split(":", 1)[0]  # never the rest: a URL may hold a password
+        logging.getLogger(__name__).warning(
+            "state: must be memory or a redis:// or rediss:// URL (got %r…); using memory", scheme
+        )
+    return MemoryState(clock)

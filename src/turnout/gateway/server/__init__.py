@@ -1,0 +1,1 @@
+"""Serving HTTP: the ASGI application, one request in flight, and the server processes."""

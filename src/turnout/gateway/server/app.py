@@ -1,0 +1,235 @@
+"""The gateway's ASGI application: a thin dispatch on (method, path) (SPEC §5.1).
+
+Rule 1: each endpoint is one entry of `ENDPOINTS`; an unknown path is 404, a known path with
+another method 405, and before the runtime is loaded every endpoint but `/healthz` and
+`/readyz` is 503.
+Rule 2: a POST endpoint reads the whole body first (bounded by `max_body_bytes`, 413 beyond),
+then runs its handler while a watcher task reads `receive()` (started once the handler has
+run `WATCH_AFTER` seconds): a caller that disconnects cancels the handler, and so the upstream
+call (the routing record says `cancelled`; health counts nothing), and gets no answer.
+Rule 3: whatever a handler raises becomes an error response in the endpoint's client format
+(`respond.error_reply`, the one table); after a stream has started it is an in-stream event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from turnout.errors import MethodNotAllowed, NotFound, NotReady
+from turnout.gateway.handlers import (
+    handle_chat,
+    handle_count_tokens,
+    handle_embeddings,
+    handle_healthz,
+    handle_models,
+    readiness,
+)
+from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
+from turnout.gateway.responses.respond import error_reply, internal_problem, json_reply, problem_for
+from turnout.gateway.server.exchange import Exchange, GatewaySettings
+from turnout.routing.request_state import new_request_id
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, MutableMapping
+
+    from turnout.gateway.responses.client_formats import ClientFormat
+    from turnout.gateway.responses.respond import Reply
+    from turnout.gateway.runtime.live import Runtime
+
+__all__ = ["ENDPOINTS", "WATCH_AFTER", "GatewayApp", "PathHandler"]
+
+WATCH_AFTER = 0.02
+"""Seconds a handler runs before a task starts watching for the caller's disconnect."""
+
+
+@dataclass(frozen=True, slots=True)
+class PathHandler:
+    """What serves one (method, path): its handler, the client format its errors use, and
+    whether it reads the body first."""
+
+    handler: Callable[[Exchange], Awaitable[None]]
+    fmt: ClientFormat
+    reads_body: bool
+
+
+ENDPOINTS: dict[tuple[str, str], PathHandler] = {
+    ("POST", "/v1/chat/completions"): PathHandler(handle_chat, OPENAI, reads_body=True),
+    ("POST", "/v1/messages"): PathHandler(handle_chat, ANTHROPIC, reads_body=True),
+    ("POST", "/v1/messages/count_tokens"): PathHandler(
+        handle_count_tokens, ANTHROPIC, reads_body=True
+    ),
+    ("POST", "/v1/embeddings"): PathHandler(handle_embeddings, OPENAI, reads_body=True),
+    ("GET", "/v1/models"): PathHandler(handle_models, OPENAI, reads_body=False),
+    ("GET", "/healthz"): PathHandler(handle_healthz, OPENAI, reads_body=False),
+}
+_PATHS: dict[str, list[str]] = {}
+for _method, _path in ENDPOINTS:
+    _PATHS.setdefault(_path, []).append(_method)
+_PATHS.setdefault("/readyz", []).append("GET")
+
+
+class GatewayApp:
+    """The ASGI app. Give it a `Runtime`, or `load` (called at lifespan startup, e.g. by each
+    server worker) to build one.
+
+    `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
+    `keepalive_seconds` (15) are as in `GatewaySettings`. Lifespan shutdown closes the
+    providers' connection pools.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime | None = None,
+        *,
+        load: Callable[[], Runtime] | None = None,
+        max_body_bytes: int | None = None,
+        keepalive_seconds: float = 15.0,
+    ) -> None:
+        self._load = load
+        self._max_body_bytes = max_body_bytes
+        self._keepalive_seconds = keepalive_seconds
+        self.settings: GatewaySettings | None = None
+        if runtime is not None:
+            self._install(runtime)
+
+    def _install(self, runtime: Runtime) -> None:
+        self.settings = GatewaySettings(
+            runtime,
+            max_body_bytes=self._max_body_bytes,
+            keepalive_seconds=self._keepalive_seconds,
+        )
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The runtime being served (None before startup)."""
+        return None if self.settings is None else self.settings.runtime
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            served = ENDPOINTS.get((scope["method"], scope["path"]))
+            settings = self.settings
+            if served is None or settings is None:
+                await _reply(send, self._unrouted(scope))
+                return
+            exchange = Exchange(scope, receive, send, settings, served.fmt)
+            try:
+                if not served.reads_body:
+                    await served.handler(exchange)
+                elif await exchange.read_body(settings.max_body_bytes):
+                    await _watched(served.handler, exchange)
+            except Exception as exc:  # noqa: BLE001 - Rule 3: every failure is answered
+                await _failed(exchange, exc)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
+        """Rule 1: `/readyz`, 404, 405, or 503 before the runtime is loaded."""
+        path, method = scope["path"], scope["method"]
+        fmt = ANTHROPIC if path.startswith("/v1/messages") else OPENAI
+        methods = _PATHS.get(path)
+        if path == "/readyz" and method == "GET":
+            status, body = readiness(self.settings)
+            return json_reply(status, body)
+        if path == "/healthz" and method == "GET":
+            return json_reply(200, {"status": "ok"})
+        if methods is None:
+            error: Exception = NotFound(f"no endpoint {path}")
+        elif method not in methods:
+            error = MethodNotAllowed(
+                f"{path} does not accept {method} (allowed: {', '.join(methods)})"
+            )
+        else:
+            error = NotReady("the gateway is starting: its configuration is not loaded yet")
+        reply = error_reply(error, fmt, request_id=new_request_id())
+        if methods is not None and method not in methods:
+            reply.headers.append((b"allow", ", ".join(methods).encode()))
+        return reply
+
+    async def _lifespan(
+        self,
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    if self.settings is None and self._load is not None:
+                        self._install(self._load())
+                except Exception as exc:  # noqa: BLE001 - reported to the server, which stops
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def aclose(self) -> None:
+        """Close the runtime's provider connection pools."""
+        if self.settings is not None:
+            await self.settings.runtime.aclose()
+
+
+async def _reply(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], reply: Reply) -> None:
+    headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body, "more_body": False})
+
+
+async def _watched(handler: Callable[[Exchange], Awaitable[None]], exchange: Exchange) -> None:
+    """Rule 2: run `handler`, cancelled if the caller disconnects before the response ends.
+
+    The watcher task starts only once the handler has run `WATCH_AFTER` seconds: most answers
+    from a fast upstream are done before, and a timer is far cheaper than a task.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task(loop)
+    assert task is not None
+    watcher: list[asyncio.Task[None]] = []
+
+    def start() -> None:
+        if not exchange.ended:
+            watcher.append(loop.create_task(_watch(exchange, task)))
+
+    timer = loop.call_later(WATCH_AFTER, start)
+    try:
+        await handler(exchange)
+    except asyncio.CancelledError:
+        if not exchange.gone:
+            raise
+        task.uncancel()
+    finally:
+        timer.cancel()
+        if watcher:
+            watcher[0].cancel()
+
+
+async def _watch(exchange: Exchange, task: asyncio.Task[Any]) -> None:
+    while True:
+        message = await exchange.receive()
+        if message["type"] == "http.disconnect":
+            if not exchange.ended:
+                exchange.gone = True
+                task.cancel()
+            return
+
+
+async def _failed(exchange: Exchange, exc: Exception) -> None:
+    """Rule 3: answer `exc` in the endpoint's format (or end a started response)."""
+    if exchange.gone or exchange.ended:
+        return
+    request_id = new_request_id()
+    if not exchange.started:
+        await exchange.reply(error_reply(exc, exchange.fmt, request_id=request_id))
+        return
+    problem = problem_for(exc) or internal_problem(exc, request_id)
+    await exchange.end(exchange.fmt.error_event(problem.status, problem.message, problem.code))

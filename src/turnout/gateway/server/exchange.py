@@ -1,0 +1,173 @@
+"""One HTTP request in flight: its headers and body, the caller, and what has been sent back.
+
+Rule 1: a response is started once (`start`) and ended once (`end`); `reply` does both. After
+`end`, nothing more is sent.
+Rule 2: `gone` is set when the caller disconnected before the response ended; the app then
+cancels the handler (and with it the upstream call) instead of answering.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from turnout.access.keys import Caller, Credentials, authenticate, split_credentials
+from turnout.errors import RequestTooLarge
+from turnout.gateway.responses.respond import header_value
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+
+    from turnout.gateway.responses.client_formats import ClientFormat
+    from turnout.gateway.responses.respond import Header, Reply
+    from turnout.gateway.runtime.live import Runtime
+
+__all__ = ["Exchange", "GatewaySettings", "request_id_header"]
+
+
+class GatewaySettings:
+    """What every request of one gateway shares: the runtime and the HTTP options.
+
+    `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) bounds a request
+    body; `keepalive_seconds` (15) spaces the `: keep-alive` comments of a stream whose route
+    has `commit_on_headers`.
+    """
+
+    __slots__ = ("anonymous", "keepalive_seconds", "max_body_bytes", "runtime")
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        max_body_bytes: int | None = None,
+        keepalive_seconds: float = 15.0,
+    ) -> None:
+        self.runtime = runtime
+        self.max_body_bytes = (
+            max_body_bytes if max_body_bytes is not None else runtime.config.server.max_body_bytes
+        )
+        self.keepalive_seconds = keepalive_seconds
+        self.anonymous = Caller.anonymous(runtime.project)
+
+
+class Exchange:
+    """One request: `scope`, lower-case `headers` (latin-1 text), the `body` once read, and
+    the response side (see the module rules)."""
+
+    __slots__ = (
+        "_credentials",
+        "body",
+        "ended",
+        "fmt",
+        "gone",
+        "headers",
+        "receive",
+        "scope",
+        "send",
+        "settings",
+        "started",
+    )
+
+    def __init__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+        settings: GatewaySettings,
+        fmt: ClientFormat,
+    ) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.settings = settings
+        self.fmt = fmt
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in scope["headers"]:
+            name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
+            # A header sent twice (two `anthropic-beta` lines) reads as one comma-joined value.
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        self.headers = headers
+        self._credentials: Credentials | None = None
+        self.body = b""
+        self.started = False
+        self.ended = False
+        self.gone = False
+
+    @property
+    def runtime(self) -> Runtime:
+        """The gateway's runtime."""
+        return self.settings.runtime
+
+    def caller(self) -> Caller:
+        """Who is calling (SPEC §5.2): the anonymous caller under `auth: open`, else the key's
+        caller; a missing or unknown key raises `InvalidApiKey`."""
+        runtime = self.settings.runtime
+        if runtime.keys is None:
+            return self.settings.anonymous
+        return authenticate(self.credentials(), runtime.project)
+
+    def credentials(self) -> Credentials:
+        """What the request's headers say about its caller (SPEC §5.2: the key and the
+        caller's own provider credential), read once."""
+        found = self._credentials
+        if found is None:
+            found = split_credentials(self.headers, self.settings.runtime.keys)
+            self._credentials = found
+        return found
+
+    async def read_body(self, limit: int) -> bool:
+        """Read the whole body into `body` (False when the caller left first). A body over
+        `limit` bytes raises `RequestTooLarge`, before reading it when its
+        `content-length` says so."""
+        declared = self.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.gone = True
+                return False
+            part = message.get("body", b"")
+            if part:
+                size += len(part)
+                if size > limit:
+                    raise _too_large(limit)
+                parts.append(part)
+            if not message.get("more_body", False):
+                break
+        self.body = parts[0] if len(parts) == 1 else b"".join(parts)
+        return True
+
+    async def start(self, status: int, headers: Sequence[Header]) -> None:
+        """Send the status line and headers."""
+        self.started = True
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def write(self, data: bytes) -> None:
+        """Send part of the body."""
+        await self.send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def end(self, data: bytes = b"") -> None:
+        """Send the last part of the body."""
+        self.ended = True
+        await self.send({"type": "http.response.body", "body": data, "more_body": False})
+
+    async def reply(self, reply: Reply) -> None:
+        """Send a whole response (with its `content-length`)."""
+        headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
+        self.started = True
+        await self.send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        self.ended = True
+        await self.send({"type": "http.response.body", "body": reply.body, "more_body": False})
+
+
+def _too_large(limit: int) -> RequestTooLarge:
+    return RequestTooLarge(
+        f"the request body is larger than the limit of {limit} bytes (server.max_body_bytes)"
+    )
+
+
+def request_id_header(request_id: str) -> Header:
+    """`x-request-id` as a header pair."""
+    return (b"x-request-id", header_value(request_id))

@@ -1,0 +1,390 @@
+"""One route's pass at a request: which target to call next, what a finished call means for
+the rest of the walk, and how the pass ends without an answer. The async loop around it
+(calls, same-target retries, hedging, fallback routes) is `turnout.routing.driver`.
+
+Rule 1: a pass walks the try order once; each target gets at most one visit, and each visit is
+either calls (same-target retries are separate calls) or one skip entry (`paused`, `ineligible`,
+`not_tried`, or a health skip with the seconds left).
+Rule 2: nothing is called once the request's budget is spent (`max_attempts` calls, the
+`request_timeout` deadline, a `cost_budget` the target's estimate would pass); the targets not
+reached become `not_tried` entries.
+Rule 3: every finished call is settled once (`turnout.routing.outcome`: its entry and what
+health hears); a context-length or content-filter failure ends the pass for its fallback kind,
+a failure outside `retry_on` ends it for good.
+Rule 4: `when_all_unhealthy` applies only when every target reached was skipped by health and no
+call was made; each forced probe goes through `Health.admit_forced` (one per key in flight).
+Rule 5: an embeddings request walks the same way; every target is checked against it.
+Rule 6: a request's plan (`turnout.routing.plan`, its rules there) shapes each pass: the
+targets and order come from the route's `TargetPlan`, each visit checks the target's rule
+(policy skip, the caller's credential).
+Rule 7: held-back targets (the org-key fallback, the families other than the request's own)
+end the walk while their way is closed, and are then `not_tried`; the pass's `TargetGate`
+decides when each way opens and how a pass held to one family ends (`turnout.routing.gate`,
+its rules there). Targets closed for good do not count as targets left, so a parked last
+target of the request's family is still probed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from turnout.routing.attempt import Call, run_whole
+from turnout.routing.ending import Ending
+from turnout.routing.gate import TargetGate
+from turnout.routing.health import Skip
+from turnout.routing.outcome import settle_answer, settle_failure
+from turnout.routing.plan import caller_client
+from turnout.routing.stream import open_stream
+from turnout.routing.target import ineligible_reason
+from turnout.vendors.classify import RETRYABLE
+from turnout.wire.model import ChatRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from turnout.errors import ProviderError
+    from turnout.routing.attempt import RoutedRequest
+    from turnout.routing.health import Admission
+    from turnout.routing.plan import TargetPlan
+    from turnout.routing.request_state import RequestState
+    from turnout.routing.route import Route
+
+__all__ = ["NO_CALLS", "Decision", "RoutePass", "run_call"]
+
+Decision = Literal["answer", "next", "retry", "stop"]
+"""What comes after a settled call: the answer wins, the next target, a same-target retry, or
+the end of the pass (`ending` says how)."""
+NO_CALLS = Ending("zero_calls")
+_SAME_TARGET_RETRY = frozenset({"rate_limited", "provider_error"})
+_ESCALATION = {"context_length": "context", "content_filtered": "content"}
+
+
+class RoutePass:
+    """One route's pass at a request (see the module rules).
+
+    It only decides: the calls themselves are made by `run_call`, from the driver's loop or
+    the hedge's race. `order[:cursor]` are the targets reached so far; the rest are not tried
+    (yet). With a `plan`, `gate` says which held-back targets (the org-key fallback, the other
+    families) may be called now (`turnout.routing.gate`); without one it is None.
+    """
+
+    __slots__ = (
+        "auth_failed",
+        "blocked",
+        "calls",
+        "cursor",
+        "ending",
+        "failed",
+        "forced",
+        "gate",
+        "health_skips",
+        "hop",
+        "ineligible",
+        "order",
+        "plan",
+        "policy_skips",
+        "route",
+        "screen_all",
+        "state",
+        "stopped",
+    )
+
+    def __init__(
+        self, route: Route, state: RequestState, hop: int, plan: TargetPlan | None = None
+    ) -> None:
+        self.route = route
+        self.state = state
+        self.hop = hop
+        self.plan = plan
+        # Every target is screened for an embeddings request, or one carrying server tools
+        # (a target of another wire format cannot run them); else only those that ask to be.
+        request = state.request
+        self.screen_all = state.embedding or (
+            isinstance(request, ChatRequest)
+            and any(tool.native is not None for tool in request.tools)
+        )
+        self.gate: TargetGate | None = None
+        if plan is None:
+            order, reason = route.start_order(state.record.session_id)
+        else:
+            pinned = None if state.plan is None else state.plan.pinned_family(route)
+            gate = self.gate = TargetGate(plan, pinned)
+            order, reason = plan.start_order(route, state.record.session_id, gate.family)
+        if hop == 0:
+            state.record.strategy_reason = reason
+        self.order = order
+        self.cursor = 0
+        self.calls = 0
+        self.failed = 0
+        self.blocked = 0
+        self.health_skips: list[tuple[int, Skip, Hashable]] = []
+        self.ineligible: list[tuple[str, str]] = []
+        self.auth_failed: set[str] | None = None
+        self.forced: list[tuple[int, Skip, Hashable]] | None = None
+        self.stopped: str | None = None
+        self.ending = NO_CALLS
+        self.policy_skips: list[str] = []
+
+    # -- choosing the next call
+
+    def next_call(self) -> Call | None:
+        """The next target that may be called now, recording an entry for each one skipped on
+        the way; None when the order is done (or the budget is spent)."""
+        order = self.order
+        gate = self.gate
+        while self.cursor < len(order) and self.stopped is None:
+            index = order[self.cursor]
+            if gate is not None and gate.is_held_back(index):
+                break  # Rule 7: the org-key fallback or the other families are not open (yet)
+            self.cursor += 1
+            call = self._screen(index)
+            if call is not None:
+                return call
+        if self.stopped is not None:
+            return None
+        return self._forced_call()
+
+    def _screen(self, index: int) -> Call | None:
+        """Visit target `index`: the call to make, or None after recording why it is skipped."""
+        route, state = self.route, self.state
+        target = route.targets[index]
+        if target.paused:
+            state.skip(self.hop, index, target, "paused")
+            return None
+        request = state.request
+        if route.facts[index].has_eligibility_rules or self.screen_all:
+            reason = ineligible_reason(target, request, state.context)
+            if reason is not None:
+                self.ineligible.append((target.name, reason))
+                state.skip(self.hop, index, target, "ineligible", reason)
+                self._passed_by(index)
+                return None
+        rule = self.plan.rules[index] if self.plan is not None else None
+        if rule is not None and rule.skip is not None:
+            self.policy_skips.append(rule.skip)
+            state.skip(self.hop, index, target, "policy_skipped", rule.skip)
+            self._passed_by(index)
+            return None
+        stop = state.stop_reason()
+        if stop is not None:
+            self.stopped = stop
+            self.cursor -= 1  # this target was not reached
+            return None
+        model = target.model
+        wire = request if model is None else request.with_model(model)
+        gate = self.gate
+        if (
+            self.auth_failed is not None
+            or state.cost_budget is not None
+            or (gate is not None and gate.credential_spent)
+        ) and self._blocked(index, wire):
+            return None
+        key = route.table.key_for(index, wire.model)
+        verdict = route.health.admit(key, lease=target.timeout, breaker=route.breaker)
+        if isinstance(verdict, Skip):
+            self._passed_by(index)
+            return self._skipped(index, wire, key, verdict)
+        return self._call(index, wire, key, verdict)
+
+    def _passed_by(self, index: int) -> None:
+        """A target was skipped: not a failure (the gate's Rule 1)."""
+        if self.gate is not None:
+            self.gate.passed_by(index)
+
+    def _blocked(self, index: int, wire: RoutedRequest) -> bool:
+        """Skip (`not_tried`) a target of a credential that failed auth or ran out of quota,
+        or one over budget."""
+        route, state = self.route, self.state
+        target = route.targets[index]
+        blocked = None
+        gate = self.gate
+        if (self.auth_failed is not None and route.providers[index] in self.auth_failed) or (
+            gate is not None and gate.is_spent(index)
+        ):
+            blocked = "same credential"
+        elif state.cost_budget is not None and state.is_over_budget(route.facts[index], wire.model):
+            blocked = "cost_budget"
+        if blocked is None:
+            return False
+        self.blocked += 1
+        state.skip(self.hop, index, target, "not_tried", blocked)
+        return True
+
+    def _skipped(self, index: int, wire: RoutedRequest, key: Hashable, skip: Skip) -> Call | None:
+        """A health skip: recorded with the seconds left, unless the target is parked and the
+        last one left after earlier failures (then it is probed anyway)."""
+        route, state = self.route, self.state
+        target = route.targets[index]
+        if skip.outcome == "parked" and self.gate is not None:
+            self.gate.parked(index)
+        if skip.outcome == "parked" and self.failed and self._is_last():
+            forced = route.health.admit_forced(key, lease=target.timeout)
+            if forced is not None:
+                return self._call(index, wire, key, forced, forced=True)
+        self.health_skips.append((index, skip, key))
+        state.skip_untils.append(skip.until)
+        entry = state.skip(self.hop, index, target, skip.outcome)
+        entry.reason = skip.reason(state.clock.now())
+        return None
+
+    def _call(
+        self,
+        index: int,
+        wire: RoutedRequest,
+        key: Hashable,
+        admission: Admission,
+        *,
+        forced: bool = False,
+    ) -> Call:
+        call = Call(self.route, index, wire, key, admission, forced=forced)
+        if self.hop:
+            call.hop = self.hop
+        plan = self.plan
+        if plan is not None:
+            rule = plan.rules[index]
+            if rule.caller_credential:
+                credential = self.state.plan.credential if self.state.plan is not None else None
+                call.client = caller_client(call.client, credential)
+                call.credentialed = True
+                assert self.gate is not None
+                self.gate.credential_call_started()
+            call.fallback = rule.fallback
+            call.shadow = rule.shadow
+        return call
+
+    def again(self, call: Call, admission: Admission) -> Call:
+        """The same target once more, for a same-target retry; a retry on the caller's
+        credential is a call of its own on it, started here as the first one was."""
+        retry = call.again(admission)
+        if retry.credentialed:
+            assert self.gate is not None
+            self.gate.credential_call_started()
+        return retry
+
+    def _is_last(self) -> bool:
+        """No target after the current one could still be asked."""
+        targets = self.route.targets
+        gate = self.gate
+        return all(
+            targets[i].paused or (gate is not None and gate.is_closed_for_good(i))
+            for i in self.order[self.cursor :]
+        )
+
+    def _forced_call(self) -> Call | None:
+        if self.forced is None:
+            skips = self.health_skips
+            no_call = not (self.calls or self.blocked)
+            self.forced = _probes(self.route.when_all_unhealthy, skips) if no_call else []
+        state = self.state
+        while self.forced:
+            index, _, key = self.forced.pop(0)
+            if state.stop_reason() is not None:
+                return None
+            target = self.route.targets[index]
+            admission = self.route.health.admit_forced(key, lease=target.timeout)
+            if admission is None:
+                continue
+            return self._call(
+                index, state.request.with_model(target.model), key, admission, forced=True
+            )
+        return None
+
+    # -- settling a finished call
+
+    def settle(self, call: Call) -> Decision:
+        """Settle a finished call (`turnout.routing.outcome`) and decide what comes next."""
+        gate = self.gate
+        if call.credentialed:
+            assert gate is not None
+            gate.credential_call_settled()
+        error = call.error
+        if error is not None:
+            return self._failed(call, error, settle_failure(self.state, call, error))
+        if settle_answer(self.state, call):
+            return "answer"
+        self._passed_by(call.index)  # a refused or rejected answer is not a failure
+        return "next"
+
+    def _failed(self, call: Call, error: ProviderError, error_class: str) -> Decision:
+        route = self.route
+        if error_class in RETRYABLE:
+            self.failed += 1
+        kind = _ESCALATION.get(error_class)
+        if kind is not None:
+            self.ending = Ending(
+                "escalate" if route.fallbacks.of(kind) else "terminal", error, escalate=kind
+            )
+            return "stop"
+        if error_class not in route.retry.retry_on or (call.credentialed and error_class == "auth"):
+            self.ending = Ending("terminal", error)
+            return "stop"
+        if self.gate is not None:
+            self.gate.failed(call.index, error_class, credentialed=call.credentialed)
+        if error_class == "auth":
+            if self.auth_failed is None:
+                self.auth_failed = set()
+            self.auth_failed.add(call.provider)
+            return "next"
+        return "retry" if error_class in _SAME_TARGET_RETRY else "next"
+
+    def final_ending(self) -> Ending:
+        """How the pass ended once its order ran out without an answer."""
+        gate = self.gate
+        if (
+            gate is not None
+            and (self.calls or self.health_skips)
+            and not (self.policy_skips or self.stopped)
+        ):
+            family = gate.family_ending(self.order, self.route.targets, called=self.calls > 0)
+            if family is not None:
+                return family
+        if self.calls:
+            return Ending("exhausted")
+        if self.policy_skips or not self.ineligible:
+            return NO_CALLS  # policy skips left no call: `serve` raises PolicyDenied
+        if not (self.health_skips or self.blocked or self.stopped):
+            return Ending("ineligible", reasons=tuple(self.ineligible))
+        return NO_CALLS
+
+    def is_denied(self) -> bool:
+        """Policy skips alone left no call: every remaining target was denied by policy."""
+        return bool(
+            self.policy_skips
+            and not (self.calls or self.health_skips or self.blocked or self.stopped)
+        )
+
+    def mark_not_tried(self) -> None:
+        """Record the targets the pass did not reach: `paused` or `not_tried`."""
+        state = self.state
+        targets = self.route.targets
+        for index in self.order[self.cursor :]:
+            target = targets[index]
+            if target.paused:
+                state.skip(self.hop, index, target, "paused")
+            else:
+                state.skip(self.hop, index, target, "not_tried", self.stopped)
+
+
+def _probes(
+    policy: str, skips: list[tuple[int, Skip, Hashable]]
+) -> list[tuple[int, Skip, Hashable]]:
+    """Which health-skipped targets to call anyway under `when_all_unhealthy` (Rule 4)."""
+    if not skips:
+        return []
+    if policy == "probe_first":
+        return [skips[0]]
+    if policy == "probe_soonest":
+        return [min(skips, key=lambda skip: skip[1].until)]
+    if policy == "try_all":
+        return list(skips)
+    return []
+
+
+async def run_call(walk: RoutePass, call: Call) -> None:
+    """Make one call of `walk` (a whole answer, or a stream up to its first token)."""
+    walk.calls += 1
+    state = walk.state
+    if state.streaming:
+        await open_stream(state, call)
+    else:
+        await run_whole(state, call)

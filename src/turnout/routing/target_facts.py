@@ -1,0 +1,160 @@
+"""What a route works out about its targets once, when it is built, so that no request looks
+it up again: per target the client's provider and optional features (`turnout.routing.client`),
+the keys its health and statistics are kept under, and whether requests are checked against it
+(`TargetFacts`); for the route, where a request may start and in which order it goes on
+(`TargetTable`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, cast
+
+from turnout.routing.strategies import Candidate, try_order
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
+
+    from turnout.routing.client import PricedClient
+    from turnout.routing.health import Health
+    from turnout.routing.target import Target
+    from turnout.wire.model import Usage
+
+__all__ = ["TargetFacts", "TargetTable"]
+
+_KEY_CACHE_SIZE: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class TargetFacts:
+    """One target of a route, as the driver needs it.
+
+    - `provider`: the client's `provider`;
+    - `client_model`: the client's own model (a `DefaultModelClient`), asked when neither the
+      request nor the target names one; `endpoint`: its base URL as text (a `LocatedClient`);
+      `provider_id` (an `IdentifiedClient`); `price_for` (a `PricedClient`'s, bound once);
+      each None when the client does not offer it;
+    - `health_key`: the target's own health key (None: the health's default key);
+    - `stats_key`: what the strategy keeps the target's call statistics under;
+    - `has_eligibility_rules`: requests are checked against the target before it is called.
+    """
+
+    provider: str
+    client_model: str | None
+    endpoint: str | None
+    provider_id: str | None
+    price_for: Callable[[str | None], tuple[float, float] | None] | None
+    health_key: str | None
+    stats_key: Hashable
+    has_eligibility_rules: bool
+
+    @classmethod
+    def of(cls, route: str, target: Target, *, health_key: str | None) -> TargetFacts:
+        """The facts of `target` on the route named `route`."""
+        client = target.client
+        model = getattr(client, "model", None)
+        base_url = getattr(client, "base_url", None)
+        has_prices = getattr(client, "price_for", None) is not None
+        priced = cast("PricedClient", client) if has_prices else None
+        return cls(
+            client.provider,
+            model if isinstance(model, str) else None,
+            None if base_url is None else str(base_url),
+            getattr(client, "provider_id", None),
+            None if priced is None else priced.price_for,
+            health_key,
+            (route, target.name),
+            target.has_eligibility_rules,
+        )
+
+    def price(self, model: str | None) -> tuple[float, float] | None:
+        """USD per 1M (input, output) tokens of `model`; None without a price."""
+        price_for = self.price_for
+        return None if price_for is None else price_for(model)
+
+    def cost(self, model: str | None, usage: Usage) -> float | None:
+        """USD for `usage` on `model`; None without a price."""
+        prices = self.price(model)
+        if prices is None:
+            return None
+        return float(usage.input_tokens * prices[0] + usage.output_tokens * prices[1]) / 1_000_000
+
+
+class TargetTable:
+    """One route's targets as the driver reads them: the `candidates` a strategy may start on
+    (the targets not paused), why no request can start (`no_start_reason`, None when one can),
+    and the try orders and health keys, each worked out once and then cached.
+
+    `weighted` says the route's strategy is `weighted`: then a request needs a target with a
+    positive weight that is not fallback-only to start on.
+    """
+
+    __slots__ = (
+        "_facts",
+        "_fallback_only",
+        "_health",
+        "_keys",
+        "_orders",
+        "_route",
+        "_targets",
+        "candidates",
+        "no_start_reason",
+    )
+
+    def __init__(
+        self,
+        route: str,
+        targets: tuple[Target, ...],
+        facts: tuple[TargetFacts, ...],
+        *,
+        health: Health,
+        weighted: bool,
+    ) -> None:
+        self._route = route
+        self._targets = targets
+        self._facts = facts
+        self._health = health
+        self._fallback_only = [t.fallback_only for t in targets]
+        self._orders: dict[int, list[int]] = {}
+        self._keys: dict[tuple[int, str | None], Hashable] = {}
+        self.candidates = tuple(
+            Candidate(i, t.name, t.weight, _start_price(t, facts[i]), facts[i].stats_key)
+            for i, t in enumerate(targets)
+            if not t.paused
+        )
+        self.no_start_reason: str | None = None
+        if not self.candidates:
+            self.no_start_reason = f'every target of route "{route}" is paused'
+        elif weighted and not any(
+            t.weight > 0 and not t.fallback_only for t in targets if not t.paused
+        ):
+            self.no_start_reason = f'no target of route "{route}" has a positive weight'
+
+    def order_from(self, start: int) -> list[int]:
+        """The try order (target indices) of a request that starts on target `start`."""
+        order = self._orders.get(start)
+        if order is None:
+            order = self._orders[start] = try_order(len(self._targets), self._fallback_only, start)
+        return order
+
+    def key_for(self, index: int, model: str | None) -> Hashable:
+        """The health key of target `index` asked for `model` (cached per target and model)."""
+        cached = self._keys.get((index, model))
+        if cached is not None:
+            return cached
+        facts = self._facts[index]
+        key = self._health.key_for(
+            provider=facts.provider,
+            model=model or facts.client_model,
+            route=self._route,
+            target=self._targets[index].name,
+            health_key=facts.health_key,
+        )
+        if len(self._keys) < _KEY_CACHE_SIZE:
+            self._keys[(index, model)] = key
+        return key
+
+
+def _start_price(target: Target, facts: TargetFacts) -> float | None:
+    """What the `lowest-cost` strategy compares: input + output price of the target's model."""
+    prices = facts.price(target.model or facts.client_model)
+    return None if prices is None else float(prices[0] + prices[1])

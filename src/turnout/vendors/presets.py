@@ -1,0 +1,28 @@
+"""The presets of the `openai-compatible` provider kind, and which servers need no key.
+
+A preset names a vendor catalog entry (its base URL, quota signals and embeddings support).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+__all__ = ["KEYLESS_PRESETS", "PRESETS", "is_loopback"]
+
+PRESETS = ("deepseek", "groq", "kimi", "zai", "xai", "ollama", "vllm")
+"""The presets of `OpenAICompatible` (each names a vendor catalog entry)."""
+
+KEYLESS_PRESETS = frozenset({"ollama", "vllm"})
+"""Presets whose servers need no key by nature (local model servers)."""
+
+
+def is_loopback(base_url: str) -> bool:
+    """True when `base_url` points at this machine (127.0.0.0/8, ::1 or `localhost`)."""
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,49 @@
+"""A provider's configuration -> its `HttpOptions` and its adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from turnout.gateway.runtime.build import build_http_options, build_provider
+from turnout.providers import HttpOptions, HttpTimeouts
+from turnout.schema import ProviderConfig
+
+HTTP_KINDS: dict[str, dict[str, Any]] = {
+    "openai": {},
+    "anthropic": {},
+    "azure-openai": {"base_url": "https://r.openai.azure.com", "wire": "openai-chat"},
+    "openai-compatible": {"preset": "groq"},
+}
+
+
+def provider(kind: str, **fields: Any) -> ProviderConfig:
+    """A valid configured provider of `kind`."""
+    return ProviderConfig.model_validate({"name": "p", "kind": kind, **HTTP_KINDS[kind], **fields})
+
+
+def test_http_options_come_from_headers_and_connect_timeout() -> None:
+    """`headers` and `connect_timeout` (seconds) are taken; the read timeout (600 s) and the
+    connection cap (100) keep their defaults."""
+    options = build_http_options(provider("openai", headers={"X-Team": "a"}, connect_timeout=3))
+    assert options == HttpOptions(headers={"X-Team": "a"}, timeouts=HttpTimeouts(connect=3.0))
+    assert (options.timeouts.read, options.max_connections) == (600.0, 100)
+    assert build_http_options(provider("openai")) == HttpOptions()
+
+
+@pytest.mark.parametrize("kind", HTTP_KINDS)
+def test_every_http_kind_gets_the_options(kind: str) -> None:
+    """Each HTTP kind's adapter is built with the options of its configuration."""
+    config = provider(kind, headers={"x-team": "a"}, connect_timeout=4)
+    assert build_provider(config).options == build_http_options(config)
+
+
+def test_kind_defaults_stand_when_the_configuration_leaves_them_out() -> None:
+    """Without `base_url` or `api_version`, an adapter gets its kind's own defaults."""
+    assert build_provider(provider("openai")).base_url == "https://api.openai.com/v1"
+    assert build_provider(provider("anthropic")).base_url == "https://api.anthropic.com"
+    assert build_provider(provider("azure-openai")).api_version == "2024-10-21"
+    assert (
+        build_provider(provider("openai-compatible")).base_url == "https://api.groq.com/openai/v1"
+    )
