@@ -1,4 +1,4 @@
-"""Importing a LiteLLM proxy config (SPEC §7.5): routes, targets, strategies, budgets,
+"""Importing a LiteLLM proxy config: routes, targets, strategies, budgets,
 fallbacks, notes, secrets, and an output that always loads."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def route(config: FileConfig, name: str) -> RouteConfig:
 
 
 def check_engine_rules(config: FileConfig) -> None:
-    """The rules the engine applies on top of the schema (SPEC §3.1, §3.3, §3.8, §6.1)."""
+    """Engine rules on top of the schema: strategy, weights, attempt budget, names, fallbacks."""
     names = [p.name.lower() for p in config.providers] + [r.name.lower() for r in config.routes]
     assert len(names) == len(set(names))
     patterns: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""The one validator: every cross-object rule, its path and its exact message (SPEC §7.2)."""
+"""The one validator: every cross-object rule, its path and its exact message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Resolution (SPEC §5.3 steps 3-7, §6.1-§6.2): alias > name > pattern > family, NO_ROUTE,
+"""Resolution (docs/concepts.md, Route): alias > name > pattern > family, NO_ROUTE,
 UPSTREAM_AMBIGUOUS, endpoints, the empty model and the key's ceilings."""
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def test_a_tie_is_settled_by_the_models_family() -> None:
 
 
 def test_no_route_names_the_closest_route_and_pattern() -> None:
-    """Nothing serves the model: 503 NO_ROUTE with §5.3's message."""
+    """Nothing serves the model: 503 NO_ROUTE naming the closest route and its pattern."""
     runtime = runtime_of(
         {
             "providers": [OPENAI],
