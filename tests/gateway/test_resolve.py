@@ -97,7 +97,7 @@ def test_the_most_specific_pattern_wins() -> None:
 
 
 def test_claude_star_vs_mini_suffix_is_refused_at_load() -> None:
-    """The spec's conflicting pair stops the runtime from building, naming both routes."""
+    """Patterns overlapping at one specificity stop the runtime, naming both routes."""
     config = {
         "providers": [OPENAI],
         "routes": [
@@ -119,7 +119,7 @@ def test_claude_star_vs_mini_suffix_is_refused_at_load() -> None:
 
 
 def test_claude_dash_star_and_claude_star_coexist() -> None:
-    """The spec's accepted pair loads, and the longer literal wins where both match."""
+    """`claude-*` beside `claude*` loads, and the longer literal wins where both match."""
     runtime = runtime_of(
         {
             "providers": [OPENAI],
