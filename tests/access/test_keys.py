@@ -268,7 +268,7 @@ def test_header_rules_pick_the_key_and_the_own_credential(
     caller: str,
     expected_own: tuple[str] | None,
 ) -> None:
-    """§5.2: x-turnout-key first, else the first known of Bearer/x-api-key; a key is never own."""
+    """x-turnout-key first, else the first known of Bearer/x-api-key; a key is never own."""
     found = split_credentials(headers, ring)
     assert found.caller is not None
     assert found.caller.key == caller

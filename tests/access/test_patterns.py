@@ -1,4 +1,4 @@
-"""Model patterns: parsing rules, specificity, overlap math, family defaults (SPEC §6.1-§6.2)."""
+"""Model patterns: parsing rules, specificity, overlap math, family defaults."""
 
 from __future__ import annotations
 
@@ -279,7 +279,7 @@ def test_model_family_by_most_specific_default(model: str, family: str | None) -
 
 
 def test_family_defaults_are_the_spec_lists() -> None:
-    """The defaults are exactly §6.2's lists, and every one parses."""
+    """Each family's default patterns are exactly these lists, and every one parses."""
     assert FAMILY_DEFAULT_PATTERNS["anthropic"] == (
         "claude-*",
         "anthropic*",

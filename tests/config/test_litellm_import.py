@@ -52,8 +52,7 @@ def route(config: FileConfig, name: str) -> RouteConfig:
 
 
 def check_engine_rules(config: FileConfig) -> None:
-    """The rules the engine applies on top of the schema: names, strategies, budgets, patterns,
-    fallbacks."""
+    """Engine rules on top of the schema: strategy, weights, attempt budget, names, fallbacks."""
     names = [p.name.lower() for p in config.providers] + [r.name.lower() for r in config.routes]
     assert len(names) == len(set(names))
     patterns: dict[str, str] = {}

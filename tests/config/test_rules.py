@@ -1,4 +1,4 @@
-"""The one validator: every cross-object rule, its path and its exact message (SPEC §7.2)."""
+"""The one validator: every cross-object rule, its path and its exact message."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def warnings_of(data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def test_a_valid_configuration_has_no_errors() -> None:
-    """The spec's sample configuration passes every rule."""
+    """A full sample configuration passes every rule."""
     config = parse_config(
         {
             "providers": [
@@ -245,7 +245,7 @@ def test_breaker_values_are_checked_by_the_engine_under_their_path() -> None:
 
 
 def test_static_budget_over_ten_names_the_total() -> None:
-    """Σ(1 + max_retries) of 11 is refused with the spec's message."""
+    """Σ(1 + max_retries) of 11 is refused with a message naming the total."""
     targets = [{"provider": "p", "name": f"t{i}", "max_retries": 1} for i in range(5)]
     targets.append({"provider": "p", "name": "last"})
     errors = errors_of({"providers": MOCK, "routes": [route("a", targets=targets)]})

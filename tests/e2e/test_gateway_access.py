@@ -1,5 +1,5 @@
 """End to end: access bindings and key routes through a real gateway socket, called with the
-official OpenAI and Anthropic SDKs, in front of `turnout mock-upstream` (SPEC §5.3, §6.3).
+official OpenAI and Anthropic SDKs, in front of `turnout mock-upstream`.
 
 The two Claude providers carry different credentials, so the mock's request log tells which
 route's target was called, and an empty log proves a refusal made no upstream call.

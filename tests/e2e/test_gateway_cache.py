@@ -1,4 +1,4 @@
-"""End to end: the response cache (SPEC §5.5) through a real gateway socket, with the official
+"""End to end: the response cache through a real gateway socket, with the official
 OpenAI and Anthropic SDKs as callers and `turnout mock-upstream` as the vendor, whose request
 log proves that a hit made no upstream call."""
 

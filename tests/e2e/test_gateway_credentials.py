@@ -1,5 +1,5 @@
 """End to end: credential modes through a real gateway socket, called with the official OpenAI
-and Anthropic SDKs, in front of `turnout mock-upstream` (SPEC §5.2).
+and Anthropic SDKs, in front of `turnout mock-upstream`.
 
 The mock's request log records the credential each upstream request carried, so it proves that
 a caller's own credential reached the passthrough targets and never an org-key target, not even

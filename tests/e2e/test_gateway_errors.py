@@ -1,4 +1,4 @@
-"""End to end: every SPEC §11 code the gateway's API endpoints produce, as the official SDKs
+"""End to end: every documented error code the gateway's API endpoints produce, as the official SDKs
 see them (status, envelope, code) over a real socket."""
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ async def _openai_error(client: openai.AsyncOpenAI, **create: Any) -> openai.API
 async def test_openai_sdk_sees_each_code(
     gateway: RunningGateway, model: str, extra: dict[str, Any], status: int, code: str
 ) -> None:
-    """The OpenAI SDK raises with the §11 status, and the envelope carries the code."""
+    """The OpenAI SDK raises with the code's status, and the envelope carries the code."""
     client = _openai(gateway)
     async with client:
         with pytest.raises(openai.APIStatusError) as caught:

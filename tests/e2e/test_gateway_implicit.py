@@ -1,5 +1,5 @@
 """End to end: with providers and no route configured, each provider's implicit route serves
-its family's models (SPEC §6.2), through both SDKs."""
+its family's models, through both SDKs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """End to end: routing policies through a real gateway socket, called with the official OpenAI
-and Anthropic SDKs, in front of `turnout mock-upstream` (SPEC §6.3): a policy-skipped target in
+and Anthropic SDKs, in front of `turnout mock-upstream`: a policy-skipped target in
 the attempts, observe mode calling anyway, and a deny covering every target refused before any
 upstream call (the mock's request log stays empty)."""
 

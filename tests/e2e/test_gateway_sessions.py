@@ -1,5 +1,5 @@
 """End to end: sessions on cross-provider routes through a real gateway socket, called with the
-official OpenAI and Anthropic SDKs, in front of `turnout mock-upstream` (SPEC §7.4).
+official OpenAI and Anthropic SDKs, in front of `turnout mock-upstream`.
 
 The mock's request log shows which family each request reached first, and the bodies each
 target received: the history a new family cannot read (signed thinking) is dropped on the way.

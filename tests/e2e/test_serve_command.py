@@ -1,5 +1,5 @@
 """End to end: `turnout serve` as a process: it prints its banner, answers on the port it
-bound, and stops cleanly on SIGINT, closing its pools (SPEC §12)."""
+bound, and stops cleanly on SIGINT, closing its pools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The response cache through the gateway app in process (SPEC §5.3, §5.4, §5.5): hits make no
+"""The response cache through the gateway app in process: hits make no
 call and cost 0, whole or streamed as the caller asks; only finished answers are stored; the
 key ignores `stream` and the client format but not the model or the parameters; hits come
 only after the key, ceiling and grant checks."""

@@ -1,5 +1,5 @@
 """The gateway app in process: whole chat answers, the routing object and headers, the
-same-format fast path and translation across formats (SPEC §4, §5.4)."""
+same-format fast path and translation across formats."""
 
 from __future__ import annotations
 

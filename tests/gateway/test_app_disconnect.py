@@ -1,5 +1,5 @@
 """The gateway app in process: a caller that disconnects cancels the upstream call, which is
-recorded `cancelled` and counts for nothing (SPEC §3.2 row 1, §3.5)."""
+recorded `cancelled` and counts for nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The gateway app in process: `/v1/embeddings` through a route's embeddings targets, with
-failover, shared health, the routing object and headers (SPEC §5.1, S4)."""
+failover, shared health, the routing object and headers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The gateway app in process: every error code of SPEC §11 this endpoint set can produce, in
-each client's own envelope, with the routing headers known so far (SPEC §5.4)."""
+"""The gateway app in process: every documented error code this endpoint set can produce, in
+each client's own envelope, with the routing headers known so far."""
 
 from __future__ import annotations
 

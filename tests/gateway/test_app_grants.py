@@ -1,6 +1,6 @@
-"""Access bindings through the gateway app: grants that name a route steer (SPEC §5.3 step 2),
+"""Access bindings through the gateway app: grants that name a route steer,
 no grant is 400 MODEL_DENIED, a deny binding 403 POLICY_DENIED, no bindings the implicit
-Everyone grant (§6.3)."""
+Everyone grant."""
 
 from __future__ import annotations
 
@@ -208,7 +208,7 @@ async def test_deny_binding_alone_still_refuses_under_the_implicit_grant() -> No
 
 
 async def test_model_a_target_of_the_grant_route_only_aliases_goes_where_it_would_go() -> None:
-    """S1-37: a model the granted route does not serve, but one of its targets' providers
+    """A model the granted route does not serve, but one of its targets' providers
     aliases, uses the route the caller would get without the grant; a model nobody aliases
     still fails closed."""
     config = _config()

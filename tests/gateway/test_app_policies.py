@@ -1,4 +1,4 @@
-"""Policies and data-handling requirements through the gateway app (SPEC §6.3): a skipped
+"""Policies and data-handling requirements through the gateway app: a skipped
 target in the attempts, observe mode calling anyway, and a deny covering every target refusing
 before any call."""
 

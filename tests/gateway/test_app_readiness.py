@@ -1,4 +1,4 @@
-"""`/readyz` detail on the shared state store (SPEC §5.1, §10): ready on memory, `degraded` with
+"""`/readyz` detail on the shared state store: ready on memory, `degraded` with
 the store's own detail while Redis is unreachable, and never the state URL's password."""
 
 from __future__ import annotations

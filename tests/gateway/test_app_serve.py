@@ -1,4 +1,4 @@
-"""`turnout serve`: its options, the start-up lines, and configuration errors (SPEC §10, §12)."""
+"""`turnout serve`: its options, the start-up lines, and configuration errors."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_banner_names_the_address_routes_and_auth() -> None:
 
 
 def test_several_workers_without_redis_warn() -> None:
-    """SPEC §10: state is per worker without Redis; one worker or Redis says nothing."""
+    """Several workers without Redis warn: state is per worker; one worker or Redis is quiet."""
     memory = runtime_of(CONFIG)
     shared = runtime_of({**CONFIG, "state": "redis://127.0.0.1:6379/0"})
     warning = worker_warning(memory, 4)

@@ -1,4 +1,4 @@
-"""The gateway app in process: streamed answers and the commit point (SPEC §3.7, §5.4)."""
+"""The gateway app in process: streamed answers and the commit point."""
 
 from __future__ import annotations
 

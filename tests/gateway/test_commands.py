@@ -58,7 +58,7 @@ def run(argv: list[str]) -> int:
 
 @pytest.fixture
 def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The spec's sample configuration on disk, its ${OPENAI_KEY} set."""
+    """A full sample configuration on disk, its ${OPENAI_KEY} set."""
     monkeypatch.setenv("OPENAI_KEY", "sk-test")
     path = tmp_path / "turnout.yaml"
     path.write_text(SAMPLE)

@@ -1,4 +1,4 @@
-"""Credential modes through the gateway app (SPEC §5.2): the credential filter, passthrough
+"""Credential modes through the gateway app: the credential filter, passthrough
 forwarding, org-key fallback for callers' own credentials, `auth: open`, the NO_ROUTE messages
 of an empty filter and `/v1/models` per credential mode."""
 
@@ -123,7 +123,7 @@ async def test_a_caller_without_a_credential_gets_only_org_key_targets(
 async def test_an_empty_filter_for_a_caller_with_a_credential_is_no_route(
     keyed: tuple[GatewayApp, httpx.AsyncClient],
 ) -> None:
-    """A route with no passthrough target: 503 NO_ROUTE saying so (S1's message)."""
+    """A route with no passthrough target: 503 NO_ROUTE saying so."""
     _, client = keyed
     reply = await client.post("/v1/chat/completions", json=chat("org-only"), headers=WITH_OWN)
     assert reply.status_code == 503

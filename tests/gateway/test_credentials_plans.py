@@ -114,7 +114,7 @@ def test_a_caller_without_a_credential_gets_the_org_key_targets() -> None:
 
 
 def test_the_filter_is_planned_for_fallback_routes_too() -> None:
-    """The plan covers the fallback route, filtered the same way (SPEC §3.8)."""
+    """The plan covers the fallback route, filtered the same way."""
     runtime = _runtime()
     plan = _plan(runtime, "everything", OWN)
     assert _targets(runtime, plan, "spare") == {"oai-byok:gpt-4o-mini": "caller"}
@@ -154,7 +154,7 @@ def test_plans_are_cached_per_kind_of_caller() -> None:
 
 
 def test_refusals_name_the_route_and_the_model() -> None:
-    """An empty filter on the route asked is NO_ROUTE with S1's wording."""
+    """An empty filter on the route asked is NO_ROUTE naming the route and the model."""
     runtime = _runtime()
     with pytest.raises(NoRoute, match='route "orgs" has no passthrough target'):
         _plan(runtime, "orgs", OWN)

@@ -1,4 +1,4 @@
-"""Provider kinds in passthrough mode (SPEC §4 `credential_mode`): no key of their own, the
+"""Provider kinds in passthrough mode (`credential_mode`): no key of their own, the
 caller's credential in each kind's header, and a defensive refusal without one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Resolution (SPEC §5.3 steps 3-7, §6.1-§6.2): alias > name > pattern > family, NO_ROUTE,
+"""Resolution (docs/concepts.md, Route): alias > name > pattern > family, NO_ROUTE,
 UPSTREAM_AMBIGUOUS, endpoints, the empty model and the key's ceilings."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_the_most_specific_pattern_wins() -> None:
 
 
 def test_claude_star_vs_mini_suffix_is_refused_at_load() -> None:
-    """The spec's conflicting pair stops the runtime from building, naming both routes."""
+    """Patterns overlapping at one specificity stop the runtime, naming both routes."""
     config = {
         "providers": [OPENAI],
         "routes": [
@@ -131,7 +131,7 @@ def test_claude_star_vs_mini_suffix_is_refused_at_load() -> None:
 
 
 def test_claude_dash_star_and_claude_star_coexist() -> None:
-    """The spec's accepted pair loads, and the longer literal wins where both match."""
+    """`claude-*` beside `claude*` loads, and the longer literal wins where both match."""
     runtime = runtime_of(
         {
             "providers": [OPENAI],
@@ -176,7 +176,7 @@ def test_a_tie_is_settled_by_the_models_family() -> None:
 
 
 def test_no_route_names_the_closest_route_and_pattern() -> None:
-    """Nothing serves the model: 503 NO_ROUTE with §5.3's message."""
+    """Nothing serves the model: 503 NO_ROUTE naming the closest route and its pattern."""
     runtime = runtime_of(
         {
             "providers": [OPENAI],

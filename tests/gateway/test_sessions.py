@@ -1,4 +1,4 @@
-"""Session family pins in process (SPEC §7.4, §10): the pin's TTL on a fake clock, a broken pin
+"""Session family pins in process: the pin's TTL on a fake clock, a broken pin
 never failing a call, and which plans order targets by family
 (`turnout.gateway.resolution.request_plans`).
 
@@ -251,7 +251,7 @@ async def test_the_chat_route_leaves_out_cross_family_targets_without_credential
 
 
 async def test_without_cross_provider_every_family_serves_chat() -> None:
-    """Without allow_cross_provider chat is the lingua franca: every target stays (§5.1)."""
+    """Without allow_cross_provider chat is the lingua franca: every target stays."""
     runtime = _cross_runtime(
         {"provider": "ant", "name": "claude"},
         {"provider": "oai", "name": "unmapped"},
@@ -277,7 +277,7 @@ async def test_count_tokens_follows_the_sessions_pinned_family(
 ) -> None:
     """count_tokens counts with the route's first Anthropic target; once the session is pinned
     to openai, whose targets cannot count, it is 404 naming the pin rather than a count from
-    the other family (§5.1, S1-94)."""
+    the other family."""
     app = GatewayApp(runtime)
     unpinned = await _count(app, "s-count")
     assert unpinned.status_code == 200

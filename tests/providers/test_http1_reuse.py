@@ -1,4 +1,4 @@
-"""The HTTP client's connection reuse against servers that close idle connections (SPEC §4,
+"""The HTTP client's connection reuse against servers that close idle connections (see
 `turnout.providers.http1` Rule 7): a request that met the server's idle close is sent once more
 on a new connection, nothing else is ever resent, and the server's Keep-Alive hint is heeded."""
 

@@ -89,7 +89,7 @@ async def test_error_classes(
     error_class: str,
     status: int | None,
 ) -> None:
-    """Each error status or signal raises the ProviderError subclass of its §3.2 class."""
+    """Each error status or signal raises the ProviderError subclass of its error class."""
     with pytest.raises(ProviderError) as caught:
         await adapter.complete(ask(f"m/fault:{spec}"))
     error = caught.value

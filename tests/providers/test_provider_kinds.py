@@ -78,7 +78,7 @@ def test_azure_urls_and_wire() -> None:
 
 
 def test_families_and_formats() -> None:
-    """Each kind states its family and wire format (SPEC §4)."""
+    """Each kind states its family and wire format."""
     assert (OpenAI("k").family, OpenAI("k").wire_format) == ("openai", "openai-chat")
     assert (Anthropic("k").family, Anthropic("k").wire_format) == (
         "anthropic",

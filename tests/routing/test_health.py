@@ -1,4 +1,4 @@
-"""Health registry: cooldowns, breaker, parking, probes, snapshot, events (SPEC §3.5)."""
+"""Health registry: cooldowns, breaker, parking, probes, snapshot, events."""
 
 from __future__ import annotations
 

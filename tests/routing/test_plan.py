@@ -188,7 +188,7 @@ async def test_policy_skips_covering_every_target_refuse_with_403() -> None:
 
 async def test_ineligible_then_denied_is_a_policy_denial() -> None:
     """One target ineligible, the other denied by policy: the policy filter leaves nothing
-    last, so the request is 403 (SPEC §3.4 order); all ineligible stays 400."""
+    last, so the request is 403; all ineligible stays 400."""
     health = isolated_health()
     picky = Target("picky", scripted("picky"), eligible=lambda request, context: "not today")
     route = Route("r", [picky, Target("b", scripted("b"))], health=health)

@@ -1,5 +1,5 @@
-"""Org-key fallback for callers' own credentials (SPEC §5.2, S1-46..56) and health never hearing
-of a call made with a caller's credential (§3.5)."""
+"""Org-key fallback for callers' own credentials and health never hearing
+of a call made with a caller's credential."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Family order on cross-provider routes (SPEC §7.4; plan Rules 7 and 8): the request's family
+"""Family order on cross-provider routes (plan Rules 7 and 8): the request's family
 first, the other families held back until a quota failure or a parked target opens them."""
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ async def test_insufficient_quota_429_opens_the_other_family() -> None:
 )
 async def test_other_failures_keep_the_other_family_closed(status: int, error_class: str) -> None:
     """A rate limit, a server error or a rejected key on every pinned member never opens the
-    other family: the request ends with S1's family message."""
+    other family: the request ends with the pinned family's message."""
     health = isolated_health()
     team_a = scripted("team-a", turn.fail(status))
     team_b = scripted("team-b", turn.fail(status))
@@ -222,7 +222,7 @@ async def test_switch_off_keeps_the_other_family_closed_on_quota() -> None:
 
 async def test_switch_off_probes_a_parked_last_member() -> None:
     """With the switch off the closed family is not a target left, so a parked member that is
-    the last one after a failure is still probed (§3.5, S1-149)."""
+    the last one after a failure is still probed."""
     health = isolated_health()
     team_a = scripted("team-a", turn.fail(503), turn.fail(503))
     team_b = scripted("team-b", turn.fail(402), turn.answer("probed"))

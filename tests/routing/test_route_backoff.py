@@ -1,4 +1,4 @@
-"""Backoff between same-target retries (SPEC §3.3)."""
+"""Backoff between same-target retries (docs/timeouts-and-health.md)."""
 
 from __future__ import annotations
 

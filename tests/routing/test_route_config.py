@@ -31,7 +31,7 @@ def test_two_targets_with_one_name_are_refused() -> None:
 
 
 def test_a_static_budget_over_10_names_the_total() -> None:
-    """Σ(1 + max_retries) = 11 is refused with the spec's message."""
+    """Σ(1 + max_retries) = 11 is refused with a message naming the total."""
     with pytest.raises(ConfigError, match="total attempts 11 exceeds the maximum of 10"):
         Route("r", [t("a", max_retries=9), t("b", max_retries=0)])
 

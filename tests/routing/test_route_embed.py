@@ -1,4 +1,4 @@
-"""Embeddings through a route: `Route.embed` (SPEC §5.1 `/v1/embeddings`, §3, §11)."""
+"""Embeddings through a route: `Route.embed`, the engine behind `/v1/embeddings`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How a request ends when no answer is accepted: every rule of SPEC §3.4."""
+"""How a request ends when no answer is accepted (docs/library.md): every rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Failover, classification, same-target retries, deadlines and budgets (SPEC §3.2, §3.3)."""
+"""Failover, classification, same-target retries, deadlines and budgets."""
 
 from __future__ import annotations
 

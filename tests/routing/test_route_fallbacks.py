@@ -1,4 +1,4 @@
-"""Fallback routes: escalation after a route fails (SPEC §3.8)."""
+"""Fallback routes: escalation after a route fails."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The driver and health together: skips, when_all_unhealthy, probes, parking (SPEC §3.5)."""
+"""The driver and health together: skips, when_all_unhealthy, probes, parking."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ async def test_only_one_forced_probe_per_key_is_in_flight() -> None:
 
 
 async def test_a_parked_target_that_is_the_last_one_left_is_called() -> None:
-    """After the earlier targets failed, a parked last target is called anyway (S1-149)."""
+    """After the earlier targets failed, a parked last target is called anyway."""
     health = isolated_health()
     last = scripted("b", turn.fail(402), turn.answer("ok"))
     route = Route(

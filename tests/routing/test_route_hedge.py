@@ -1,4 +1,4 @@
-"""Hedging (SPEC §3.6), cancellation and on_routed."""
+"""Hedging, cancellation and on_routed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The routing record: fields, JSON shape and the table (SPEC §3.9)."""
+"""The routing record: fields, JSON shape and the table (docs/concepts.md)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_the_table_reads_like_the_strata_example() -> None:
 
 
 def test_as_dict_is_json_ready_with_every_spec_field() -> None:
-    """as_dict holds every §3.9 field and serialises with orjson."""
+    """as_dict holds every routing record field and serialises with orjson."""
     data = orjson.loads(orjson.dumps(record().as_dict()))
     assert set(data) == {
         "request_id",
@@ -113,7 +113,7 @@ def test_iso_utc_renders_milliseconds_in_utc() -> None:
 
 
 def test_outcome_words_are_the_specs() -> None:
-    """The thirteen outcome words of §3.9."""
+    """The thirteen outcome words (docs/concepts.md, Outcome)."""
     assert len(OUTCOMES) == 13
     assert "lost_race" in OUTCOMES
     assert "policy_skipped" in OUTCOMES

@@ -1,4 +1,4 @@
-"""Streaming through a route: the commit point and what happens on each side (SPEC §3.7)."""
+"""Streaming through a route: the commit point and what happens on each side."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Start-target strategies, try order and strategy validation (SPEC §3.1)."""
+"""Start-target strategies, try order and strategy validation."""
 
 from __future__ import annotations
 
