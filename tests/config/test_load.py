@@ -137,3 +137,103 @@ def test_format_path_mixes_keys_and_indices() -> None:
     assert format_path(("routes", 2, "targets", 0, "max_retries")) == (
         "routes[2].targets[0].max_retries"
     )
+
+
+# ---- messages in the file's words ------------------------------------------------------------
+
+PYTHON_WORDS = ("tuple", "dict", "NoneType", "_type", "Input should", "instance of", "None")
+
+
+def test_wrong_kinds_of_value_are_named_in_plain_words() -> None:
+    """A wrong value says list, mapping, whole number, number, text or true/false."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "p", "kind": "mock", "headers": ["x"], "prices": "cheap"}],
+            "routes": [
+                {
+                    "name": "a",
+                    "enabled": "maybe",
+                    "hedge_after": "soon",
+                    "targets": [{"provider": "p", "max_retries": 1.5, "capabilities": "tools"}],
+                },
+                None,
+            ],
+            "server": {"host": 5, "port": "http"},
+            "defaults": 5,
+        }
+    )
+    assert errors == [
+        ("server.host", "must be text (got 5)"),
+        ("server.port", "must be a whole number (got 'http')"),
+        ("defaults", "must be a mapping (got 5)"),
+        ("providers[0].prices", "must be a mapping (got text)"),
+        ("providers[0].headers", "must be a mapping (got a list)"),
+        ("routes[0].targets[0].max_retries", "must be a whole number (got 1.5)"),
+        ("routes[0].targets[0].capabilities", "must be a list (got text)"),
+        ("routes[0].enabled", "must be true or false (got 'maybe')"),
+        ("routes[0].hedge_after", "must be a number (got 'soon')"),
+        ("routes[1]", "must be a mapping (got null)"),
+    ]
+
+
+def test_ranges_and_lengths_are_plain_and_never_repeat_text() -> None:
+    """Bounds name the limit and the value; a too-short key is not echoed (it is a secret)."""
+    errors = errors_of(
+        {
+            "routes": [{"name": "", "retryable_statuses": [700], "targets": [{"provider": "p"}]}],
+            "keys": [{"name": "app", "key": "secret1"}],
+            "server": {"port": -1},
+        }
+    )
+    assert errors == [
+        ("server.port", "must be at least 0 (got -1)"),
+        ("routes[0].name", "may not be empty"),
+        ("routes[0].retryable_statuses[0]", "must be at most 599 (got 700)"),
+        ("keys[0].key", "must be at least 8 characters long"),
+    ]
+
+
+def test_a_value_that_fits_no_form_of_a_field_gets_one_message() -> None:
+    """`strategy: 5` is one error naming both forms, at the field's own path."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "p", "kind": "mock"}],
+            "routes": [{"name": "a", "strategy": 5, "targets": [{"provider": "p"}]}],
+            "policies": [{"name": "x", "deny_when": {"provider": 5, "provder": "y"}}],
+        }
+    )
+    assert errors == [
+        ("routes[0].strategy", "must be a mapping or text (got 5)"),
+        ("policies[0].deny_when.provider", "must be text or a list (got 5)"),
+        (
+            "policies[0].deny_when.provder",
+            (
+                "unknown key 'provder' (valid keys: provider, family, route, jurisdiction);"
+                " did you mean 'provider'?"
+            ),
+        ),
+    ]
+
+
+def test_no_message_uses_a_programming_language_word() -> None:
+    """Every shape error of a file full of wrong kinds reads without Python's type names."""
+    wrong: dict[str, object] = {"x": None}
+    errors = errors_of(
+        {
+            "project": ["x"],
+            "state": 5,
+            "server": wrong,
+            "defaults": {"circuit_breaker": wrong, "health_key_by": None},
+            "providers": [{"name": None, "kind": None, "prices": {"m": wrong}, "script": [5]}],
+            "routes": [{"name": 5, "targets": None, "models": "x", "aliases": [1]}, "x"],
+            "keys": [{"name": "k", "teams": 5, "agent_labels": "a=b", "require": 5}],
+            "bindings": [{"name": "b", "subjects": {}, "grants": [5]}],
+            "policies": [{"name": "p", "deny_when": None}],
+        }
+    )
+    assert errors
+    for path, message in errors:
+        for word in PYTHON_WORDS:
+            assert word not in message, (path, message)
+        assert "[key]" not in path
+        assert "constrained" not in path
