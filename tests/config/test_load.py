@@ -237,3 +237,80 @@ def test_no_message_uses_a_programming_language_word() -> None:
             assert word not in message, (path, message)
         assert "[key]" not in path
         assert "constrained" not in path
+
+
+# ---- files that cannot be read --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# nothing but a comment\n", "---\n"])
+def test_an_empty_file_is_an_error(tmp_path: Path, text: str) -> None:
+    """A file with no configuration in it is refused, not loaded as 0 providers and 0 routes."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert info.value.errors == (
+        (str(path), "the file is empty: a configuration needs at least one provider or route"),
+    )
+
+
+def test_an_empty_document_is_an_error() -> None:
+    """A document that is null is refused, as an empty file is."""
+    assert errors_of(None) == [
+        ("(root)", "is empty: a configuration needs at least one provider or route")
+    ]
+
+
+def test_a_document_that_is_not_a_mapping_says_what_it_is() -> None:
+    """A list at the top of the file is named as a list."""
+    assert errors_of(["a"]) == [("(root)", "must be a mapping of keys to values (got a list)")]
+
+
+def test_a_missing_file_and_a_directory_say_so(tmp_path: Path) -> None:
+    """No such file, and a directory given as the file, each get their own reason."""
+    for path, why in [(tmp_path / "absent.yaml", "no such file"), (tmp_path, "directory")]:
+        with pytest.raises(ConfigError) as info:
+            load_config(path, env={})
+        [(where, message)] = info.value.errors
+        assert where == str(path)
+        assert message.startswith("cannot read the configuration: ")
+        assert why in message
+
+
+def test_permission_denied_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file this user may not read says permission denied."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(MINIMAL)
+
+    def refuse(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(type(path), "read_bytes", refuse)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert info.value.errors == ((str(path), "cannot read the configuration: permission denied"),)
+
+
+def test_a_file_that_is_not_utf8_names_the_byte_and_line(tmp_path: Path) -> None:
+    """Latin-1 bytes are refused with the first bad byte and its line, not a traceback."""
+    path = tmp_path / "turnout.yaml"
+    path.write_bytes(b"providers: []\nproject: caf\xe9\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert info.value.errors == (
+        (
+            str(path),
+            "cannot read the configuration: it is not UTF-8 text (byte 0xe9 on line 2)",
+        ),
+    )
+
+
+def test_a_yaml_syntax_error_has_its_line_and_column(tmp_path: Path) -> None:
+    """The path of a YAML error is where the file broke."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text("providers:\n  - {name: p, kind: mock\nroutes: []\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    [(where, message)] = info.value.errors
+    assert where == "line 3, column 7"
+    assert message.startswith("invalid YAML: ")

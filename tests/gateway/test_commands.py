@@ -111,6 +111,17 @@ def test_check_names_a_missing_environment_variable(
     )
 
 
+def test_check_refuses_an_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty file is exit 1 with the reason, not `ok: 0 providers, 0 routes`."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text("")
+    assert run(["check", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: the file is empty: a configuration needs at least one provider or route",
+        f"{path}: 1 error",
+    ]
+
+
 def test_routes_prints_a_table_of_every_served_route(
     sample: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

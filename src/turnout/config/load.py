@@ -57,9 +57,11 @@ def parse_config(data: Any, *, env: Mapping[str, str] | None = None) -> FileConf
     from turnout.config.rules import check_config  # noqa: PLC0415 - rules import this module
 
     if data is None:
-        data = {}
+        rule = "is empty: a configuration needs at least one provider or route"
+        raise ConfigError(f"the configuration {rule}", [("(root)", rule)])
     if not isinstance(data, dict):
-        raise ConfigError("the configuration must be a mapping", [("(root)", "must be a mapping")])
+        rule = f"must be a mapping of keys to values (got {_kind_of(data)})"
+        raise ConfigError(f"the configuration {rule}", [("(root)", rule)])
     errors: list[tuple[str, str]] = []
     data = expand_env(data, os.environ if env is None else env, errors)
     try:
@@ -73,15 +75,22 @@ def parse_config(data: Any, *, env: Mapping[str, str] | None = None) -> FileConf
     return config
 
 
+def _kind_of(data: object) -> str:
+    if isinstance(data, list):
+        return "a list"
+    if isinstance(data, str):
+        return "text"
+    return "a single value"
+
+
 def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> FileConfig:
-    """Read and validate the YAML (or JSON) configuration file at `path`."""
+    """Read and validate the YAML (or JSON) configuration file at `path`.
+
+    A file that cannot be read, is not UTF-8, is not YAML or is empty raises `ConfigError`
+    saying why, at the file's path (for YAML, at the line and column where it broke).
+    """
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read {file}: {exc.strerror}", [(str(file), "unreadable")]
-        ) from exc
+    text = _read(file)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -89,9 +98,37 @@ def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Fi
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(
-            f"{file}: invalid YAML at {where}: {problem}", [(where, problem)]
+            f"{file}: invalid YAML at {where}: {problem}", [(where, f"invalid YAML: {problem}")]
         ) from None
+    if data is None:
+        rule = "the file is empty: a configuration needs at least one provider or route"
+        raise ConfigError(f"{file}: {rule}", [(str(file), rule)])
     return parse_config(data, env=env)
+
+
+def _read(file: Path) -> str:
+    """The file's text, or `ConfigError` saying why there is none."""
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise _unreadable(file, "no such file") from None
+    except IsADirectoryError:
+        raise _unreadable(file, "it is a directory, not a file") from None
+    except PermissionError:
+        raise _unreadable(file, "permission denied") from None
+    except OSError as exc:
+        raise _unreadable(file, exc.strerror or str(exc)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        why = f"it is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})"
+        raise _unreadable(file, why) from None
+
+
+def _unreadable(file: Path, why: str) -> ConfigError:
+    rule = f"cannot read the configuration: {why}"
+    return ConfigError(f"{file}: {rule}", [(str(file), rule)])
 
 
 def _config_error(errors: list[tuple[str, str]]) -> ConfigError:
