@@ -163,9 +163,9 @@ def test_wrong_kinds_of_value_are_named_in_plain_words() -> None:
         }
     )
     assert errors == [
-        ("server.host", "must be text (got 5)"),
+        ("server.host", "must be text (got a number)"),
         ("server.port", "must be a whole number (got 'http')"),
-        ("defaults", "must be a mapping (got 5)"),
+        ("defaults", "must be a mapping (got a number)"),
         ("providers[0].prices", "must be a mapping (got text)"),
         ("providers[0].headers", "must be a mapping (got a list)"),
         ("routes[0].targets[0].max_retries", "must be a whole number (got 1.5)"),
@@ -177,9 +177,10 @@ def test_wrong_kinds_of_value_are_named_in_plain_words() -> None:
 
 
 def test_ranges_and_lengths_are_plain_and_never_repeat_text() -> None:
-    """Bounds name the limit and the value; a too-short key is not echoed (it is a secret)."""
+    """Bounds name the limit and the value; a key or api_key is never echoed (it is a secret)."""
     errors = errors_of(
         {
+            "providers": [{"name": "p", "kind": "mock", "api_key": 12345678}],
             "routes": [{"name": "", "retryable_statuses": [700], "targets": [{"provider": "p"}]}],
             "keys": [{"name": "app", "key": "secret1"}],
             "server": {"port": -1},
@@ -187,6 +188,7 @@ def test_ranges_and_lengths_are_plain_and_never_repeat_text() -> None:
     )
     assert errors == [
         ("server.port", "must be at least 0 (got -1)"),
+        ("providers[0].api_key", "must be text (got a number)"),
         ("routes[0].name", "may not be empty"),
         ("routes[0].retryable_statuses[0]", "must be at most 599 (got 700)"),
         ("keys[0].key", "must be at least 8 characters long"),
@@ -203,8 +205,8 @@ def test_a_value_that_fits_no_form_of_a_field_gets_one_message() -> None:
         }
     )
     assert errors == [
-        ("routes[0].strategy", "must be a mapping or text (got 5)"),
-        ("policies[0].deny_when.provider", "must be text or a list (got 5)"),
+        ("routes[0].strategy", "must be a mapping or text (got a number)"),
+        ("policies[0].deny_when.provider", "must be text or a list (got a number)"),
         (
             "policies[0].deny_when.provder",
             (

@@ -647,3 +647,124 @@ def test_unknown_state_store_names_the_field_without_the_url() -> None:
         ("state", "unknown state store 'postgres': use 'memory' or a 'redis://' / 'rediss://' URL")
     ]
     assert "s3cret" not in str(errors)
+
+
+# ---- one run lists every error ----------------------------------------------------------------
+
+
+def test_a_shape_error_does_not_hide_the_rules_of_other_objects() -> None:
+    """A max_retries type error in one route and an overlap between two others: both reported."""
+    errors = errors_of(
+        {
+            "providers": MOCK,
+            "routes": [
+                route("a", targets=[{"provider": "p", "max_retries": "two"}]),
+                route("b", models=["gpt-*"]),
+                route("c", models=["gpt-*"]),
+            ],
+        }
+    )
+    assert errors == [
+        ("routes[0].targets[0].max_retries", "must be a whole number (got 'two')"),
+        (
+            "routes[2].models[0]",
+            (
+                'model pattern "gpt-*" of route "c" overlaps "gpt-*" of route "b" at the same'
+                " specificity"
+            ),
+        ),
+    ]
+
+
+def test_a_duplicate_name_is_reported_beside_shape_errors() -> None:
+    """Two providers named alike are refused in the same run as a broken route."""
+    errors = errors_of(
+        {
+            "providers": [*MOCK, {"name": "p", "kind": "mock"}],
+            "routes": [{"name": "a", "targets": "p"}],
+        }
+    )
+    assert errors == [
+        ("routes[0].targets", "must be a list (got text)"),
+        ("providers[1].name", "name 'p' is already taken by providers[0]"),
+    ]
+
+
+def test_rule_errors_keep_the_files_positions_after_a_broken_object() -> None:
+    """Objects after a broken one are reported at their own index, in paths and in messages."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "x", "kind": "vendor"}, *MOCK, {"name": "P", "kind": "mock"}],
+            "routes": [
+                route("a", timeout="soon"),
+                route("b", strategy={"type": "fastest"}),
+            ],
+            "keys": [
+                {"name": "old", "key": 12345678},
+                {"name": "app", "key": "app-key-123", "routes": ["a", "ghost"]},
+            ],
+        }
+    )
+    assert errors == [
+        (
+            "providers[0].kind",
+            (
+                "must be one of 'openai', 'anthropic', 'openai-compatible',"
+                " 'azure-openai' or 'mock' (got 'vendor')"
+            ),
+        ),
+        ("routes[0].timeout", "unknown key 'timeout'; did you mean 'request_timeout'?"),
+        ("keys[0].key", "must be text (got a number)"),
+        ("providers[2].name", "name 'P' is already taken by providers[1]"),
+        (
+            "routes[1].strategy.type",
+            (
+                "must be one of failover, round-robin, weighted, lowest-cost, lowest-latency,"
+                " least-busy (got 'fastest')"
+            ),
+        ),
+        ("keys[1].routes[1]", 'no route named "ghost" is served'),
+    ]
+
+
+def test_references_to_a_broken_object_are_not_reported_again() -> None:
+    """A target, a fallback or a key naming an object with a shape error gets no follow-on error."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "openai", "kind": "openai", "connect_timeout": -1}, *MOCK],
+            "routes": [
+                route("a", targets=[{"provider": "openai"}], fallbacks={"general": ["b"]}),
+                route("b", max_attempts=0),
+                route("c", fallbacks={"general": ["ghost"]}),
+            ],
+            "keys": [{"name": "app", "key": "app-key-123", "routes": ["b"]}],
+        }
+    )
+    assert errors == [
+        ("providers[0].connect_timeout", "must be greater than 0 (got -1)"),
+        ("routes[1].max_attempts", "must be at least 1 (got 0)"),
+        ("routes[2].fallbacks.general[0]", 'no route named "ghost" in the project'),
+    ]
+
+
+def test_a_whole_list_that_is_broken_stops_before_the_rules() -> None:
+    """`providers: 5` reports only itself: every target would otherwise name a missing one."""
+    errors = errors_of({"providers": 5, "routes": [route("a"), route("a")]})
+    assert errors == [("providers", "must be a list (got a number)")]
+
+
+def test_a_broken_setting_falls_back_to_its_default_for_the_rules() -> None:
+    """A bad `server` or `defaults` is reported, and the routes are still checked."""
+    errors = errors_of(
+        {
+            "server": {"port": "http"},
+            "defaults": {"circuit_breaker": {"failure_threshold": 0}},
+            "providers": MOCK,
+            "routes": [route("a", fallbacks={"general": ["ghost"]})],
+        }
+    )
+    assert errors == [
+        ("server.port", "must be a whole number (got 'http')"),
+        ("defaults.circuit_breaker.failure_threshold", "must be at least 1 (got 0)"),
+        ("routes[0].fallbacks.general[0]", 'no route named "ghost" in the project'),
+    ]

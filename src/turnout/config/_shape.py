@@ -55,7 +55,7 @@ _KINDS: dict[str, str] = {
 }
 """Type errors: what the value must be."""
 _SHAPES = frozenset({"a list", "a mapping", "text"})
-"""Kinds whose field may hold a secret: a wrong value is named by its kind, not shown."""
+"""Kinds of field that may hold a secret: a wrong value there is named by its kind only."""
 
 _BOUNDS: dict[str, tuple[str, str]] = {
     "greater_than": ("gt", "must be greater than {}"),
@@ -194,7 +194,8 @@ def _message(detail: ErrorDetails, place: _Place) -> str:
         return "is required"
     if kind in _KINDS:
         word = _KINDS[kind]
-        return f"must be {word} (got {_shown(detail['input'], quote=word not in _SHAPES)})"
+        got = _kind(detail["input"]) if word in _SHAPES else _shown(detail["input"])
+        return f"must be {word} (got {got})"
     if kind in _BOUNDS:
         bound, rule = _BOUNDS[kind]
         return f"{rule.format(_number(ctx.get(bound)))} (got {_shown(detail['input'])})"
@@ -220,7 +221,7 @@ def _sized(kind: str, ctx: dict[str, Any]) -> str | None:
 def _either(forms: Sequence[ErrorDetails]) -> str:
     """One message for a value that fits none of a field's forms."""
     words = list(dict.fromkeys(_KINDS.get(d["type"], "another form") for d in forms))
-    return f"must be {' or '.join(words)} (got {_shown(forms[0]['input'], quote=False)})"
+    return f"must be {' or '.join(words)} (got {_kind(forms[0]['input'])})"
 
 
 def _key_message(place: _Place, ctx: dict[str, Any]) -> str:
@@ -247,18 +248,25 @@ def _suggest(key: str, model: type[BaseModel] | None) -> str:
     return f"; did you mean '{best}'?"
 
 
-def _shown(value: object, *, quote: bool = True) -> str:
-    """A value as a YAML file would write it; a container by its kind only, and text by its
-    kind too unless `quote` (only where a number or a name was expected: text in a field that
-    holds text or a mapping may be a secret)."""
+def _shown(value: object) -> str:
+    """A number, a boolean or null as a YAML file writes it; anything else by its kind."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _number(value)
+    if isinstance(value, str):
+        return repr(value)
+    return _kind(value)
+
+
+def _kind(value: object) -> str:
+    """What kind of value `value` is, without showing it (it may be a secret)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return _number(value)
+        return "a number"
     if isinstance(value, str):
-        return repr(value) if quote else "text"
+        return "text"
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list | tuple):

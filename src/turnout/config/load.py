@@ -3,7 +3,8 @@
 `load_config(path)` returns a frozen `FileConfig` or raises `ConfigError` listing every problem
 at once, each as `(path, message)` with paths like `routes[2].targets[0].max_retries`. Unknown
 keys get the nearest valid key suggested. Cross-object rules are applied by
-`turnout.config.rules.check_config`, which `load_config` runs after the shape is valid.
+`turnout.config.rules.check_config`; when some objects have shape errors, they run on the
+valid rest (see `turnout.config._partial`), so one run reports every error.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
+from turnout.config._partial import valid_rest
 from turnout.config._shape import describe_errors, format_path
 from turnout.errors import ConfigError
 from turnout.schema import FileConfig
@@ -67,7 +69,11 @@ def parse_config(data: Any, *, env: Mapping[str, str] | None = None) -> FileConf
     try:
         config = FileConfig.model_validate(data)
     except ValidationError as exc:
-        errors.extend(describe_errors(exc.errors()))
+        details = exc.errors()
+        errors.extend(describe_errors(details))
+        rest = valid_rest(data, details)
+        if rest is not None:
+            errors.extend(rest.file_problems(check_config(rest.config)))
         raise _config_error(errors) from None
     errors.extend(check_config(config))
     if errors:
