@@ -261,9 +261,9 @@ class TargetConfig(_Model):
     max_retries: int = Field(
         0,
         ge=0,
-        le=9,
         description="Extra calls to this same target after `rate_limited` or `provider_error`, "
-        "before the route moves on.",
+        "before the route moves on. A route's targets allow at most 10 attempts in all: the "
+        "sum of 1 + `max_retries` over them is at most 10.",
     )
     weight: int = Field(
         1,

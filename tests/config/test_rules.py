@@ -244,6 +244,32 @@ def test_breaker_values_are_checked_by_the_engine_under_their_path() -> None:
     ]
 
 
+def test_one_target_over_the_budget_gets_the_budget_message() -> None:
+    """`max_retries: 10` on one target is refused by the attempt total, not by a 0-9 range."""
+    errors = errors_of(
+        {"providers": MOCK, "routes": [route("a", targets=[{"provider": "p", "max_retries": 10}])]}
+    )
+    assert errors == [("routes[0].targets", "total attempts 11 exceeds the maximum of 10")]
+
+
+def test_a_huge_max_retries_is_still_the_budget_rule() -> None:
+    """A far too large `max_retries` names the total too; only a negative one is a shape error."""
+    targets = [
+        {"provider": "p", "max_retries": 1000},
+        {"provider": "p", "name": "b", "max_retries": -1},
+    ]
+    errors = errors_of(
+        {
+            "providers": MOCK,
+            "routes": [route("a", targets=targets), route("b", targets=targets[:1])],
+        }
+    )
+    assert errors == [
+        ("routes[0].targets[1].max_retries", "must be at least 0 (got -1)"),
+        ("routes[1].targets", "total attempts 1001 exceeds the maximum of 10"),
+    ]
+
+
 def test_static_budget_over_ten_names_the_total() -> None:
     """Σ(1 + max_retries) of 11 is refused with the spec's message."""
     targets = [{"provider": "p", "name": f"t{i}", "max_retries": 1} for i in range(5)]
