@@ -102,6 +102,24 @@ def test_family_route_names_are_reserved() -> None:
     assert errors == [("routes[0].name", 'name "openai-family" is reserved for a family route')]
 
 
+def test_an_unknown_provider_gets_the_nearest_name_suggested() -> None:
+    """A target naming a misspelt provider is told the closest provider name, case aside."""
+    providers = [{"name": "openai", "kind": "openai", "api_key": "k"}, *MOCK]
+    targets = [{"provider": "opnai"}, {"provider": "OpenAI"}, {"provider": "zzz"}]
+    errors = errors_of({"providers": providers, "routes": [route("a", targets=targets)]})
+    assert errors == [
+        (
+            "routes[0].targets[0].provider",
+            "no provider named 'opnai' in the project; did you mean 'openai'?",
+        ),
+        (
+            "routes[0].targets[1].provider",
+            "no provider named 'OpenAI' in the project; did you mean 'openai'?",
+        ),
+        ("routes[0].targets[2].provider", "no provider named 'zzz' in the project"),
+    ]
+
+
 def test_target_names_are_unique_within_a_route() -> None:
     """Two targets with one name in a route are refused at the second."""
     errors = errors_of({"providers": MOCK, "routes": [route("a", targets=[{"provider": "p"}] * 2)]})

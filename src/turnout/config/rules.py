@@ -10,6 +10,7 @@ its static attempt total, a provider that gets no implicit route, a target exclu
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.bindings import RouteModels, check_bindings, route_models
@@ -27,7 +28,7 @@ from turnout.config._route_rules import (
 from turnout.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from turnout.access.route_plan import RoutePlan
     from turnout.schema import FileConfig, ProviderConfig
@@ -106,8 +107,9 @@ def _check_targets(config: FileConfig) -> Problems:
         for t, target in enumerate(route.targets):
             path = f"routes[{r}].targets[{t}]"
             if target.provider not in providers:
+                rule = f"no provider named '{target.provider}' in the project"
                 errors.append(
-                    (f"{path}.provider", f"no provider named '{target.provider}' in the project")
+                    (f"{path}.provider", rule + _did_you_mean(target.provider, providers))
                 )
             if target.display_name in names:
                 errors.append(
@@ -115,6 +117,13 @@ def _check_targets(config: FileConfig) -> Problems:
                 )
             names.add(target.display_name)
     return errors
+
+
+def _did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`; did you mean 'x'?` naming the closest of `names` (case aside), or nothing."""
+    by_lower = {known.lower(): known for known in sorted(names)}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean '{by_lower[close[0]]}'?" if close else ""
 
 
 # ---- providers ----------------------------------------------------------------------------
