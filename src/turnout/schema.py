@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -101,6 +101,8 @@ class DefaultsConfig(_Model):
         86_400.0,
         gt=0,
         alias="sessionPinTTLSeconds",
+        # The generated camelCase spelling is accepted too, as it is for every other key.
+        validation_alias=AliasChoices("sessionPinTTLSeconds", "sessionPinTtlSeconds"),
         description="Seconds a session keeps its pin (its provider family on a cross-provider "
         "route, its start target under `lowest-latency`) after its last request.",
     )

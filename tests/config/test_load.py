@@ -5,9 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 
 from turnout.config.load import format_path, load_config, parse_config
+from turnout.config.reference import object_sections
 from turnout.errors import ConfigError
+from turnout.gateway.runtime.live import Runtime
+from turnout.routing.strategies import LeastBusy
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -105,6 +110,49 @@ def test_camel_case_aliases_are_accepted() -> None:
     assert route.circuit_breaker.failure_threshold == 5
     assert route.targets[0].fallback_only is True
     assert route.targets[0].max_retries == 2
+
+
+def test_every_key_of_every_object_accepts_its_camel_case_spelling() -> None:
+    """No key is refused as unknown when written in camelCase (`sessionPinTtlSeconds` too)."""
+    refused = []
+    for section in object_sections():
+        for name in section.model.model_fields:
+            camel = to_camel(name)
+            try:
+                section.model.model_validate({camel: object()})
+            except ValidationError as exc:
+                if any(error["type"] == "extra_forbidden" for error in exc.errors()):
+                    refused.append(f"{section.model.__name__}.{camel}")
+    assert refused == []
+
+
+def test_strategy_options_load_in_camel_case() -> None:
+    """`windowMinutes`, `minRequests`, `explorationShare` load and reach the built route."""
+    config = parse_config(
+        {
+            "providers": [{"name": "p", "kind": "mock"}],
+            "routes": [
+                {
+                    "name": "a",
+                    "strategy": {
+                        "type": "least-busy",
+                        "windowMinutes": 5,
+                        "minRequests": 3,
+                        "explorationShare": 0.1,
+                    },
+                    "targets": [{"provider": "p"}],
+                }
+            ],
+        },
+        env={},
+    )
+    strategy = Runtime.from_config(config).routes["a"].route.strategy
+    assert isinstance(strategy, LeastBusy)
+    assert (strategy.window_minutes, strategy.min_requests, strategy.exploration_share) == (
+        5,
+        3,
+        0.1,
+    )
 
 
 def test_target_must_name_a_provider_of_the_project() -> None:
