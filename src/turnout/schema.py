@@ -565,8 +565,8 @@ class PolicyConfig(_Model):
 
 
 class ConsumerConfig(_Model):
-    """Planned: a stored caller object with an assignment. The file accepts consumers, but the
-    gateway does not use them yet."""
+    """Planned: a stored caller object with an assignment. The gateway does not read consumers
+    yet, so a file that lists them is refused."""
 
     name: str = Field(min_length=1, description="Planned: the consumer's name.")
     kind: Literal["agent", "chat", "discussion", "memory"] = Field(
@@ -587,8 +587,8 @@ class FileConfig(_Model):
     server: ServerConfig = Field(ServerConfig(), description="The gateway's listener and auth.")
     store: str = Field(
         "sqlite:///turnout.db",
-        description="Planned: the database for configuration, audit and usage. Accepted, not "
-        "used yet.",
+        description="Not supported yet: the database for configuration, audit and usage, "
+        "which nothing reads until the control plane is built. A file that sets it is refused.",
     )
     state: str = Field(
         "memory",
@@ -596,7 +596,9 @@ class FileConfig(_Model):
         "`rediss://` URL to share it between replicas.",
     )
     admin_keys: tuple[str, ...] = Field(
-        (), description="Planned: keys for the admin API. Accepted, not used yet."
+        (),
+        description="Not supported yet: keys for the admin API, which is not built yet. A file "
+        "that sets it is refused.",
     )
     defaults: DefaultsConfig = Field(
         DefaultsConfig(), description="Settings shared by every route."
@@ -613,5 +615,7 @@ class FileConfig(_Model):
         (), description="Routing policies, checked for every target before it is called."
     )
     consumers: tuple[ConsumerConfig, ...] = Field(
-        (), description="Planned: stored callers with an assignment. Accepted, not used yet."
+        (),
+        description="Not supported yet: stored callers with an assignment, which the gateway "
+        "does not read yet. A file that sets it is refused.",
     )

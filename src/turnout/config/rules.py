@@ -42,6 +42,7 @@ def check_config(config: FileConfig) -> Problems:
     """Every cross-object violation in `config`, grouped by rule, in file order within each."""
     plan = plan_routes(config)
     errors: Problems = []
+    errors.extend(_check_not_supported(config))
     errors.extend(_check_state(config))
     errors.extend(_check_names(config))
     errors.extend(check_reserved_names(config))
@@ -63,6 +64,24 @@ def check_config_warnings(config: FileConfig) -> Problems:
     found.extend(plan_routes(config).warnings)
     found.extend(_endpoint_warnings(config))
     return found
+
+
+_NOT_SUPPORTED: Mapping[str, str] = {
+    "store": "nothing reads it until the control plane (admin API and store) is built",
+    "admin_keys": "there is no admin API to use them yet",
+    "consumers": "the gateway does not read consumers yet; give callers keys and bindings",
+}
+"""Keys the schema knows but nothing reads yet, and why each is refused."""
+
+
+def _check_not_supported(config: FileConfig) -> Problems:
+    """A key that nothing reads is refused rather than silently ignored, so that no file
+    relies on it before it works."""
+    return [
+        (key, f"is not supported yet: {why}; remove it")
+        for key, why in _NOT_SUPPORTED.items()
+        if key in config.model_fields_set
+    ]
 
 
 def _check_state(config: FileConfig) -> Problems:
