@@ -56,6 +56,43 @@ def test_missing_environment_variable_is_named(tmp_path: Path) -> None:
     )
 
 
+def test_an_unset_variable_is_one_error_not_two() -> None:
+    """A key from an unset ${VAR} is named as unset, not also as too short."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "p", "kind": "mock"}],
+            "keys": [{"name": "app", "key": "${K}"}],
+            "state": "${REDIS_URL}",
+        }
+    )
+    assert errors == [
+        ("keys[0].key", "environment variable K is not set"),
+        ("state", "environment variable REDIS_URL is not set"),
+    ]
+
+
+def test_without_the_environment_variables_are_not_read_nor_errors() -> None:
+    """read_env=False: no ${VAR} is read or refused, a value holding one is not checked, and
+    every other rule still applies."""
+    document = {
+        "state": "${REDIS_URL}",
+        "providers": [{"name": "p", "kind": "mock", "api_key": "${P_KEY}"}],
+        "routes": [{"name": "a", "targets": [{"provider": "p"}]}],
+        "keys": [{"name": "app", "key": "${K}"}],
+    }
+    config = parse_config(document, env={"P_KEY": "read"}, read_env=False)
+    assert (config.state, config.providers[0].api_key) == ("${REDIS_URL}", "${P_KEY}")
+    document["routes"] = [{"name": "a", "targets": [{"provider": "pp"}]}]
+    with pytest.raises(ConfigError) as info:
+        parse_config(document, env={}, read_env=False)
+    assert info.value.errors == (
+        (
+            "routes[0].targets[0].provider",
+            "no provider named 'pp' in the project; did you mean 'p'?",
+        ),
+    )
+
+
 def test_every_error_is_reported_at_once_with_its_path() -> None:
     """All shape errors come back together, each with its full path."""
     errors = errors_of(

@@ -31,33 +31,54 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def expand_env(
-    value: Any, env: Mapping[str, str], errors: list[tuple[str, str]], path: str = ""
+    value: Any,
+    env: Mapping[str, str],
+    errors: list[tuple[str, str]],
+    path: str = "",
+    *,
+    unset: set[str] | None = None,
 ) -> Any:
-    """Replace `${VAR}` in every string of `value`; a missing variable is an error naming it."""
+    """Replace `${VAR}` in every string of `value`.
+
+    A variable missing from `env` keeps its `${VAR}` text (so that what surrounds it can still
+    be checked) and is an error naming it; when `unset` is given it is not an error, and the
+    path of the string joins `unset` instead.
+    """
     if isinstance(value, str):
 
         def substitute(match: re.Match[str]) -> str:
             name = match.group(1)
-            if name not in env:
+            if name in env:
+                return env[name]
+            if unset is not None:
+                unset.add(path or "(root)")
+            else:
                 errors.append((path or "(root)", f"environment variable {name} is not set"))
-                return ""
-            return env[name]
+            return match.group(0)
 
         return _VAR.sub(substitute, value)
     if isinstance(value, dict):
         return {
-            k: expand_env(v, env, errors, f"{path}.{k}" if path else str(k))
+            k: expand_env(v, env, errors, f"{path}.{k}" if path else str(k), unset=unset)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [expand_env(v, env, errors, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [
+            expand_env(v, env, errors, f"{path}[{i}]", unset=unset) for i, v in enumerate(value)
+        ]
     return value
 
 
-def parse_config(data: Any, *, env: Mapping[str, str] | None = None) -> FileConfig:
-    """Validate an already-parsed document (a dict) into a `FileConfig`, or raise ConfigError."""
-    from turnout.config.rules import check_config  # noqa: PLC0415 - rules import this module
+def parse_config(
+    data: Any, *, env: Mapping[str, str] | None = None, read_env: bool = True
+) -> FileConfig:
+    """Validate an already-parsed document (a dict) into a `FileConfig`, or raise ConfigError.
 
+    `${VAR}` reads `env` (default: the process environment). With `read_env=False` no variable
+    is read: each keeps its `${VAR}` text and is not an error, so a file can be checked without
+    its secrets. Either way, nothing is reported about a value that holds an unread variable
+    beyond that it is not set: its real value is unknown.
+    """
     if data is None:
         rule = "is empty: a configuration needs at least one provider or route"
         raise ConfigError(f"the configuration {rule}", [("(root)", rule)])
@@ -65,20 +86,39 @@ def parse_config(data: Any, *, env: Mapping[str, str] | None = None) -> FileConf
         rule = f"must be a mapping of keys to values (got {_kind_of(data)})"
         raise ConfigError(f"the configuration {rule}", [("(root)", rule)])
     errors: list[tuple[str, str]] = []
-    data = expand_env(data, os.environ if env is None else env, errors)
+    unset: set[str] = set()
+    if read_env:
+        data = expand_env(data, os.environ if env is None else env, errors)
+        unset = {path for path, _ in errors}
+    else:
+        data = expand_env(data, {}, errors, unset=unset)
+    config, problems = _validate(data)
+    known = [(path, rule) for path, rule in problems if not _is_within(path, unset)]
+    errors.extend(known)
+    if errors or config is None:
+        raise _config_error(errors or problems)
+    return config
+
+
+def _validate(data: dict[str, Any]) -> tuple[FileConfig | None, list[tuple[str, str]]]:
+    """The configuration (or its valid rest, when some objects have shape errors) and every
+    problem found: the shape errors, then the cross-object rules."""
+    from turnout.config.rules import check_config  # noqa: PLC0415 - rules import this module
+
     try:
         config = FileConfig.model_validate(data)
     except ValidationError as exc:
         details = exc.errors()
-        errors.extend(describe_errors(details))
+        problems = describe_errors(details)
         rest = valid_rest(data, details)
-        if rest is not None:
-            errors.extend(rest.file_problems(check_config(rest.config)))
-        raise _config_error(errors) from None
-    errors.extend(check_config(config))
-    if errors:
-        raise _config_error(errors)
-    return config
+        if rest is None:
+            return None, problems
+        return rest.config, problems + rest.file_problems(check_config(rest.config))
+    return config, check_config(config)
+
+
+def _is_within(path: str, roots: set[str]) -> bool:
+    return any(path == root or path.startswith((f"{root}.", f"{root}[")) for root in roots)
 
 
 def _kind_of(data: object) -> str:
@@ -89,8 +129,11 @@ def _kind_of(data: object) -> str:
     return "a single value"
 
 
-def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> FileConfig:
-    """Read and validate the YAML (or JSON) configuration file at `path`.
+def load_config(
+    path: str | Path, *, env: Mapping[str, str] | None = None, read_env: bool = True
+) -> FileConfig:
+    """Read and validate the YAML (or JSON) configuration file at `path`; `env` and
+    `read_env` as for `parse_config`.
 
     A file that cannot be read, is not UTF-8, is not YAML or is empty raises `ConfigError`
     saying why, at the file's path (for YAML, at the line and column where it broke).
@@ -109,7 +152,7 @@ def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Fi
     if data is None:
         rule = "the file is empty: a configuration needs at least one provider or route"
         raise ConfigError(f"{file}: {rule}", [(str(file), rule)])
-    return parse_config(data, env=env)
+    return parse_config(data, env=env, read_env=read_env)
 
 
 def _read(file: Path) -> str:
