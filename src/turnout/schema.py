@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -101,6 +101,8 @@ class DefaultsConfig(_Model):
         86_400.0,
         gt=0,
         alias="sessionPinTTLSeconds",
+        # The generated camelCase spelling is accepted too, as it is for every other key.
+        validation_alias=AliasChoices("sessionPinTTLSeconds", "sessionPinTtlSeconds"),
         description="Seconds a session keeps its pin (its provider family on a cross-provider "
         "route, its start target under `lowest-latency`) after its last request.",
     )
@@ -262,9 +264,9 @@ class TargetConfig(_Model):
     max_retries: int = Field(
         0,
         ge=0,
-        le=9,
         description="Extra calls to this same target after `rate_limited` or `provider_error`, "
-        "before the route moves on.",
+        "before the route moves on. A route's targets allow at most 10 attempts in all: the "
+        "sum of 1 + `max_retries` over them is at most 10.",
     )
     weight: int = Field(
         1,
@@ -569,8 +571,8 @@ class PolicyConfig(_Model):
 
 
 class ConsumerConfig(_Model):
-    """Planned: a stored caller object with an assignment. The file accepts consumers, but the
-    gateway does not use them yet."""
+    """Planned: a stored caller object with an assignment. The gateway does not read consumers
+    yet, so a file that lists them is refused."""
 
     name: str = Field(min_length=1, description="Planned: the consumer's name.")
     kind: Literal["agent", "chat", "discussion", "memory"] = Field(
@@ -591,8 +593,8 @@ class FileConfig(_Model):
     server: ServerConfig = Field(ServerConfig(), description="The gateway's listener and auth.")
     store: str = Field(
         "sqlite:///turnout.db",
-        description="Planned: the database for configuration, audit and usage. Accepted, not "
-        "used yet.",
+        description="Not supported yet: the database for configuration, audit and usage, "
+        "which nothing reads until the control plane is built. A file that sets it is refused.",
     )
     state: str = Field(
         "memory",
@@ -600,7 +602,9 @@ class FileConfig(_Model):
         "`rediss://` URL to share it between replicas.",
     )
     admin_keys: tuple[str, ...] = Field(
-        (), description="Planned: keys for the admin API. Accepted, not used yet."
+        (),
+        description="Not supported yet: keys for the admin API, which is not built yet. A file "
+        "that sets it is refused.",
     )
     defaults: DefaultsConfig = Field(
         DefaultsConfig(), description="Settings shared by every route."
@@ -617,5 +621,7 @@ class FileConfig(_Model):
         (), description="Routing policies, checked for every target before it is called."
     )
     consumers: tuple[ConsumerConfig, ...] = Field(
-        (), description="Planned: stored callers with an assignment. Accepted, not used yet."
+        (),
+        description="Not supported yet: stored callers with an assignment, which the gateway "
+        "does not read yet. A file that sets it is refused.",
     )

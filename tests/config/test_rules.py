@@ -102,10 +102,64 @@ def test_family_route_names_are_reserved() -> None:
     assert errors == [("routes[0].name", 'name "openai-family" is reserved for a family route')]
 
 
+def test_an_unknown_provider_gets_the_nearest_name_suggested() -> None:
+    """A target naming a misspelt provider is told the closest provider name, case aside."""
+    providers = [{"name": "openai", "kind": "openai", "api_key": "k"}, *MOCK]
+    targets = [{"provider": "opnai"}, {"provider": "OpenAI"}, {"provider": "zzz"}]
+    errors = errors_of({"providers": providers, "routes": [route("a", targets=targets)]})
+    assert errors == [
+        (
+            "routes[0].targets[0].provider",
+            "no provider named 'opnai' in the project; did you mean 'openai'?",
+        ),
+        (
+            "routes[0].targets[1].provider",
+            "no provider named 'OpenAI' in the project; did you mean 'openai'?",
+        ),
+        ("routes[0].targets[2].provider", "no provider named 'zzz' in the project"),
+    ]
+
+
 def test_target_names_are_unique_within_a_route() -> None:
     """Two targets with one name in a route are refused at the second."""
     errors = errors_of({"providers": MOCK, "routes": [route("a", targets=[{"provider": "p"}] * 2)]})
     assert errors == [("routes[0].targets[1].name", "two targets of the route are named 'p'")]
+
+
+def test_keys_that_nothing_reads_are_refused_as_not_supported_yet() -> None:
+    """`store`, `admin_keys` and `consumers` are refused, even empty, instead of ignored."""
+    errors = errors_of(
+        {
+            "store": "sqlite:///turnout.db",
+            "adminKeys": ["admin-key-1"],
+            "consumers": [],
+            "providers": MOCK,
+            "routes": [route("a")],
+        }
+    )
+    assert errors == [
+        (
+            "store",
+            (
+                "is not supported yet: nothing reads it until the control plane (admin API and"
+                " store) is built; remove it"
+            ),
+        ),
+        ("admin_keys", "is not supported yet: there is no admin API to use them yet; remove it"),
+        (
+            "consumers",
+            (
+                "is not supported yet: the gateway does not read consumers yet; give callers keys"
+                " and bindings; remove it"
+            ),
+        ),
+    ]
+
+
+def test_a_broken_consumer_still_says_consumers_are_not_supported() -> None:
+    """A consumer with a shape error does not hide that consumers are refused altogether."""
+    errors = errors_of({"providers": MOCK, "consumers": [{"name": "c"}]})
+    assert [path for path, _ in errors] == ["consumers[0].kind", "consumers"]
 
 
 # ---- providers -------------------------------------------------------------------------------
@@ -241,6 +295,32 @@ def test_breaker_values_are_checked_by_the_engine_under_their_path() -> None:
     assert check_config(bad) == [
         ("defaults.circuit_breaker.failure_threshold", "must be from 1 to 1000 (got 0)"),
         ("routes[0].circuit_breaker.failure_threshold", "must be from 1 to 1000 (got 0)"),
+    ]
+
+
+def test_one_target_over_the_budget_gets_the_budget_message() -> None:
+    """`max_retries: 10` on one target is refused by the attempt total, not by a 0-9 range."""
+    errors = errors_of(
+        {"providers": MOCK, "routes": [route("a", targets=[{"provider": "p", "max_retries": 10}])]}
+    )
+    assert errors == [("routes[0].targets", "total attempts 11 exceeds the maximum of 10")]
+
+
+def test_a_huge_max_retries_is_still_the_budget_rule() -> None:
+    """A far too large `max_retries` names the total too; only a negative one is a shape error."""
+    targets = [
+        {"provider": "p", "max_retries": 1000},
+        {"provider": "p", "name": "b", "max_retries": -1},
+    ]
+    errors = errors_of(
+        {
+            "providers": MOCK,
+            "routes": [route("a", targets=targets), route("b", targets=targets[:1])],
+        }
+    )
+    assert errors == [
+        ("routes[0].targets[1].max_retries", "must be at least 0 (got -1)"),
+        ("routes[1].targets", "total attempts 1001 exceeds the maximum of 10"),
     ]
 
 
@@ -664,3 +744,124 @@ def test_unknown_state_store_names_the_field_without_the_url() -> None:
         ("state", "unknown state store 'postgres': use 'memory' or a 'redis://' / 'rediss://' URL")
     ]
     assert "s3cret" not in str(errors)
+
+
+# ---- one run lists every error ----------------------------------------------------------------
+
+
+def test_a_shape_error_does_not_hide_the_rules_of_other_objects() -> None:
+    """A max_retries type error in one route and an overlap between two others: both reported."""
+    errors = errors_of(
+        {
+            "providers": MOCK,
+            "routes": [
+                route("a", targets=[{"provider": "p", "max_retries": "two"}]),
+                route("b", models=["gpt-*"]),
+                route("c", models=["gpt-*"]),
+            ],
+        }
+    )
+    assert errors == [
+        ("routes[0].targets[0].max_retries", "must be a whole number (got 'two')"),
+        (
+            "routes[2].models[0]",
+            (
+                'model pattern "gpt-*" of route "c" overlaps "gpt-*" of route "b" at the same'
+                " specificity"
+            ),
+        ),
+    ]
+
+
+def test_a_duplicate_name_is_reported_beside_shape_errors() -> None:
+    """Two providers named alike are refused in the same run as a broken route."""
+    errors = errors_of(
+        {
+            "providers": [*MOCK, {"name": "p", "kind": "mock"}],
+            "routes": [{"name": "a", "targets": "p"}],
+        }
+    )
+    assert errors == [
+        ("routes[0].targets", "must be a list (got text)"),
+        ("providers[1].name", "name 'p' is already taken by providers[0]"),
+    ]
+
+
+def test_rule_errors_keep_the_files_positions_after_a_broken_object() -> None:
+    """Objects after a broken one are reported at their own index, in paths and in messages."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "x", "kind": "vendor"}, *MOCK, {"name": "P", "kind": "mock"}],
+            "routes": [
+                route("a", timeout="soon"),
+                route("b", strategy={"type": "fastest"}),
+            ],
+            "keys": [
+                {"name": "old", "key": 12345678},
+                {"name": "app", "key": "app-key-123", "routes": ["a", "ghost"]},
+            ],
+        }
+    )
+    assert errors == [
+        (
+            "providers[0].kind",
+            (
+                "must be one of 'openai', 'anthropic', 'openai-compatible',"
+                " 'azure-openai' or 'mock' (got 'vendor')"
+            ),
+        ),
+        ("routes[0].timeout", "unknown key 'timeout'; did you mean 'request_timeout'?"),
+        ("keys[0].key", "must be text (got a number)"),
+        ("providers[2].name", "name 'P' is already taken by providers[1]"),
+        (
+            "routes[1].strategy.type",
+            (
+                "must be one of failover, round-robin, weighted, lowest-cost, lowest-latency,"
+                " least-busy (got 'fastest')"
+            ),
+        ),
+        ("keys[1].routes[1]", 'no route named "ghost" is served'),
+    ]
+
+
+def test_references_to_a_broken_object_are_not_reported_again() -> None:
+    """A target, a fallback or a key naming an object with a shape error gets no follow-on error."""
+    errors = errors_of(
+        {
+            "providers": [{"name": "openai", "kind": "openai", "connect_timeout": -1}, *MOCK],
+            "routes": [
+                route("a", targets=[{"provider": "openai"}], fallbacks={"general": ["b"]}),
+                route("b", max_attempts=0),
+                route("c", fallbacks={"general": ["ghost"]}),
+            ],
+            "keys": [{"name": "app", "key": "app-key-123", "routes": ["b"]}],
+        }
+    )
+    assert errors == [
+        ("providers[0].connect_timeout", "must be greater than 0 (got -1)"),
+        ("routes[1].max_attempts", "must be at least 1 (got 0)"),
+        ("routes[2].fallbacks.general[0]", 'no route named "ghost" in the project'),
+    ]
+
+
+def test_a_whole_list_that_is_broken_stops_before_the_rules() -> None:
+    """`providers: 5` reports only itself: every target would otherwise name a missing one."""
+    errors = errors_of({"providers": 5, "routes": [route("a"), route("a")]})
+    assert errors == [("providers", "must be a list (got a number)")]
+
+
+def test_a_broken_setting_falls_back_to_its_default_for_the_rules() -> None:
+    """A bad `server` or `defaults` is reported, and the routes are still checked."""
+    errors = errors_of(
+        {
+            "server": {"port": "http"},
+            "defaults": {"circuit_breaker": {"failure_threshold": 0}},
+            "providers": MOCK,
+            "routes": [route("a", fallbacks={"general": ["ghost"]})],
+        }
+    )
+    assert errors == [
+        ("server.port", "must be a whole number (got 'http')"),
+        ("defaults.circuit_breaker.failure_threshold", "must be at least 1 (got 0)"),
+        ("routes[0].fallbacks.general[0]", 'no route named "ghost" in the project'),
+    ]

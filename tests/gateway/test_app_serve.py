@@ -73,7 +73,8 @@ def test_invalid_config_prints_every_error_and_exits_1(
     )
     assert main_serve(_parse("--config", str(path))) == 1
     err = capsys.readouterr().err
-    assert "routes[0].targets[0].max_retries" in err
+    assert "routes[0].targets[0].provider" in err
+    assert "routes[0].targets: total attempts 13 exceeds the maximum of 10" in err
 
 
 def test_missing_config_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

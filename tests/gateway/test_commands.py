@@ -111,6 +111,54 @@ def test_check_names_a_missing_environment_variable(
     )
 
 
+def test_check_no_env_validates_without_the_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-env: an unset ${VAR} is no error, and the output says variables were not read."""
+    monkeypatch.delenv("OPENAI_KEY", raising=False)
+    path = tmp_path / "turnout.yaml"
+    path.write_text(SAMPLE.replace("sk-ant", '"${ANTHROPIC_KEY}"') + 'state: "${REDIS_URL}"\n')
+    assert run(["check", "--no-env", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "note: environment variables were not read (--no-env): each ${VAR} stands for a value"
+        " that was not checked"
+    )
+    assert lines[1].startswith('warning: routes[0].targets[0]: target "openai:gpt-4o-mini"')
+    assert lines[-1] == "ok: 3 providers, 2 routes"
+
+
+def test_check_no_env_still_reports_every_other_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-env relaxes only the variables: the broken file keeps its four errors."""
+    path = tmp_path / "broken.yaml"
+    path.write_text(BROKEN.replace("- name: a\n", '- name: "${ROUTE}"\n'))
+    assert run(["check", "--no-env", str(path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("note: environment variables were not read")
+    assert lines[-1] == f"{path}: 4 errors"
+
+
+def test_check_help_documents_no_env(capsys: pytest.CaptureFixture[str]) -> None:
+    """`turnout check --help` says what --no-env does."""
+    with pytest.raises(SystemExit):
+        run(["check", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--no-env read no environment variable: each ${VAR} is left as it is" in help_text
+
+
+def test_check_refuses_an_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty file is exit 1 with the reason, not `ok: 0 providers, 0 routes`."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text("")
+    assert run(["check", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: the file is empty: a configuration needs at least one provider or route",
+        f"{path}: 1 error",
+    ]
+
+
 def test_routes_prints_a_table_of_every_served_route(
     sample: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

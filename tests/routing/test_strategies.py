@@ -346,7 +346,7 @@ def test_strategy_from_config_passes_options_and_pin_ttl() -> None:
     [
         ({"type": "round_robin"}, r"strategy\.type must be one of .*did you mean 'round-robin'"),
         ({"type": "fastest"}, r"strategy\.type must be one of failover, round-robin"),
-        ({"window_minutes": 5}, r"strategy\.type must be one of .*\(got None\)"),
+        ({"window_minutes": 5}, r"strategy\.type is required: one of failover, round-robin"),
         (
             {"type": "lowest-latency", "window_minute": 5},
             r"strategy\.window_minute is not an option of lowest-latency .*'window_minutes'",
@@ -365,7 +365,7 @@ def test_strategy_from_config_passes_options_and_pin_ttl() -> None:
         ),
         (
             {"type": "least-busy", "min_requests": 0},
-            r"strategy\.min_requests must be a whole number from 1 to 1e\+06",
+            r"strategy\.min_requests must be a whole number from 1 to 1000000 \(got 0\)",
         ),
         (
             {"type": "least-busy", "min_requests": 2.5},
@@ -377,7 +377,11 @@ def test_strategy_from_config_passes_options_and_pin_ttl() -> None:
         ),
         (
             {"type": "lowest-latency", "exploration_share": True},
-            r"strategy\.exploration_share must be a number",
+            r"strategy\.exploration_share must be a number from 0 to 0\.5 \(got true\)",
+        ),
+        (
+            {"type": 5},
+            r"strategy\.type must be one of failover, .* \(got 5\)$",
         ),
     ],
 )
@@ -385,6 +389,35 @@ def test_strategy_validation_messages(spec: dict[str, object], message: str) -> 
     """Invalid strategy config names the option path and the rule, with a suggestion."""
     with pytest.raises(ConfigError, match=message):
         strategy_from_config(spec, path="strategy")
+
+
+def test_strategy_options_accept_camel_case() -> None:
+    """`windowMinutes`, `minRequests` and `explorationShare` reach the strategy like snake_case."""
+    strategy = strategy_from_config(
+        {"type": "lowest-latency", "windowMinutes": 5, "minRequests": 3, "explorationShare": 0.1}
+    )
+    assert isinstance(strategy, LowestLatency)
+    assert (strategy.window_minutes, strategy.min_requests, strategy.exploration_share) == (
+        5,
+        3,
+        0.1,
+    )
+
+
+def test_camel_case_options_are_checked_at_their_written_path() -> None:
+    """A camelCase option out of range, or one option in two spellings, is refused where written."""
+    with pytest.raises(ConfigError) as caught:
+        strategy_from_config(
+            {"type": "least-busy", "windowMinutes": 0, "minRequests": 2, "min_requests": 3},
+            path="strategy",
+        )
+    assert caught.value.errors == (
+        ("strategy.windowMinutes", "must be a number from 1 to 1440 (got 0)"),
+        (
+            "strategy.min_requests",
+            "gives 'minRequests' a second time (camelCase and snake_case name one option)",
+        ),
+    )
 
 
 def test_strategy_validation_collects_every_problem() -> None:

@@ -3,198 +3,143 @@
 `load_config(path)` returns a frozen `FileConfig` or raises `ConfigError` listing every problem
 at once, each as `(path, message)` with paths like `routes[2].targets[0].max_retries`. Unknown
 keys get the nearest valid key suggested. Cross-object rules are applied by
-`turnout.config.rules.check_config`, which `load_config` runs after the shape is valid.
+`turnout.config.rules.check_config`; when some objects have shape errors, they run on the
+valid rest (see `turnout.config._partial`), so one run reports every error.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
-import types
-import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 
+from turnout.config._partial import valid_rest
+from turnout.config._shape import describe_errors, format_path
 from turnout.errors import ConfigError
 from turnout.schema import FileConfig
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
-    from pydantic_core import ErrorDetails
+    from collections.abc import Mapping
 
 __all__ = ["expand_env", "format_path", "load_config", "parse_config"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def format_path(loc: Sequence[int | str]) -> str:
-    """`('routes', 2, 'targets', 0, 'max_retries')` -> `routes[2].targets[0].max_retries`."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
 def expand_env(
-    value: Any, env: Mapping[str, str], errors: list[tuple[str, str]], path: str = ""
+    value: Any,
+    env: Mapping[str, str],
+    errors: list[tuple[str, str]],
+    path: str = "",
+    *,
+    unset: set[str] | None = None,
 ) -> Any:
-    """Replace `${VAR}` in every string of `value`; a missing variable is an error naming it."""
+    """Replace `${VAR}` in every string of `value`.
+
+    A variable missing from `env` keeps its `${VAR}` text (so that what surrounds it can still
+    be checked) and is an error naming it; when `unset` is given it is not an error, and the
+    path of the string joins `unset` instead.
+    """
     if isinstance(value, str):
 
         def substitute(match: re.Match[str]) -> str:
             name = match.group(1)
-            if name not in env:
+            if name in env:
+                return env[name]
+            if unset is not None:
+                unset.add(path or "(root)")
+            else:
                 errors.append((path or "(root)", f"environment variable {name} is not set"))
-                return ""
-            return env[name]
+            return match.group(0)
 
         return _VAR.sub(substitute, value)
     if isinstance(value, dict):
         return {
-            k: expand_env(v, env, errors, f"{path}.{k}" if path else str(k))
+            k: expand_env(v, env, errors, f"{path}.{k}" if path else str(k), unset=unset)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [expand_env(v, env, errors, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [
+            expand_env(v, env, errors, f"{path}[{i}]", unset=unset) for i, v in enumerate(value)
+        ]
     return value
 
 
-def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
-    """The pydantic model class that the object at `loc` is validated by."""
-    annotation: Any = FileConfig
-    for part in loc:
-        annotation = _unwrap(annotation, by_index=isinstance(part, int))
-        if isinstance(part, int):
-            continue
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return None
-        field = _field_named(annotation, part)
-        if field is None:
-            return None
-        annotation = field
-    annotation = _unwrap(annotation, by_index=False)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
+def parse_config(
+    data: Any, *, env: Mapping[str, str] | None = None, read_env: bool = True
+) -> FileConfig:
+    """Validate an already-parsed document (a dict) into a `FileConfig`, or raise ConfigError.
 
-
-def _field_named(model: type[BaseModel], name: str) -> Any:
-    for field_name, info in model.model_fields.items():
-        if name in (field_name, info.alias):
-            return info.annotation
-    return None
-
-
-def _unwrap(annotation: Any, *, by_index: bool) -> Any:
-    """Strip Optional/Union-with-None, and step into tuple/list/dict items when indexing."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        models = [
-            a for a in typing.get_args(annotation) if a is not type(None) and not _is_scalar(a)
-        ]
-        annotation = models[0] if models else annotation
-        origin = typing.get_origin(annotation)
-    if by_index and origin in (tuple, list):
-        return typing.get_args(annotation)[0]
-    if origin is dict:
-        return typing.get_args(annotation)[1]
-    return annotation
-
-
-def _is_scalar(annotation: Any) -> bool:
-    return annotation in (str, int, float, bool)
-
-
-def _valid_keys(model: type[BaseModel]) -> list[str]:
-    return list(model.model_fields)
-
-
-def _suggest(key: str, model: type[BaseModel] | None) -> str:
-    if model is None:
-        return ""
-    names = _valid_keys(model)
-    camel = {to_camel(n).lower(): n for n in names}
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6) or difflib.get_close_matches(
-        key.lower(), list(camel), n=1, cutoff=0.6
-    )
-    if not close:
-        return f" (valid keys: {', '.join(names)})"
-    best = camel.get(close[0], close[0])
-    return f"; did you mean '{best}'?"
-
-
-def _describe(error: ErrorDetails) -> tuple[str, str]:
-    loc = error["loc"]
-    path = format_path(loc)
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        key = str(loc[-1])
-        return path, f"unknown key '{key}'{_suggest(key, _model_at(loc[:-1]))}"
-    if kind == "missing":
-        return path, "is required"
-    if kind == "too_short":
-        least = error.get("ctx", {}).get("min_length", 1)
-        return path, f"must have at least {least} item{'s' if least != 1 else ''}"
-    if kind == "literal_error":
-        expected = error.get("ctx", {}).get("expected", "")
-        return path, f"must be one of {expected} (got {error['input']!r})"
-    return path, _lowercase_first(error["msg"])
-
-
-def _lowercase_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-def _shape_errors(exc: ValidationError) -> list[tuple[str, str]]:
-    details = exc.errors()
-    # An invalid item makes its list look "too short" too; that echo would only confuse.
-    nested = {tuple(d["loc"][:i]) for d in details for i in range(1, len(d["loc"]))}
-    return [
-        _describe(d)
-        for d in details
-        if not (d["type"] == "too_short" and tuple(d["loc"]) in nested)
-    ]
-
-
-def parse_config(data: Any, *, env: Mapping[str, str] | None = None) -> FileConfig:
-    """Validate an already-parsed document (a dict) into a `FileConfig`, or raise ConfigError."""
-    from turnout.config.rules import check_config  # noqa: PLC0415 - rules import this module
-
+    `${VAR}` reads `env` (default: the process environment). With `read_env=False` no variable
+    is read: each keeps its `${VAR}` text and is not an error, so a file can be checked without
+    its secrets. Either way, nothing is reported about a value that holds an unread variable
+    beyond that it is not set: its real value is unknown.
+    """
     if data is None:
-        data = {}
+        rule = "is empty: a configuration needs at least one provider or route"
+        raise ConfigError(f"the configuration {rule}", [("(root)", rule)])
     if not isinstance(data, dict):
-        raise ConfigError("the configuration must be a mapping", [("(root)", "must be a mapping")])
+        rule = f"must be a mapping of keys to values (got {_kind_of(data)})"
+        raise ConfigError(f"the configuration {rule}", [("(root)", rule)])
     errors: list[tuple[str, str]] = []
-    data = expand_env(data, os.environ if env is None else env, errors)
-    try:
-        config = FileConfig.model_validate(data)
-    except ValidationError as exc:
-        errors.extend(_shape_errors(exc))
-        raise _config_error(errors) from None
-    errors.extend(check_config(config))
-    if errors:
-        raise _config_error(errors)
+    unset: set[str] = set()
+    if read_env:
+        data = expand_env(data, os.environ if env is None else env, errors)
+        unset = {path for path, _ in errors}
+    else:
+        data = expand_env(data, {}, errors, unset=unset)
+    config, problems = _validate(data)
+    known = [(path, rule) for path, rule in problems if not _is_within(path, unset)]
+    errors.extend(known)
+    if errors or config is None:
+        raise _config_error(errors or problems)
     return config
 
 
-def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> FileConfig:
-    """Read and validate the YAML (or JSON) configuration file at `path`."""
-    file = Path(path)
+def _validate(data: dict[str, Any]) -> tuple[FileConfig | None, list[tuple[str, str]]]:
+    """The configuration (or its valid rest, when some objects have shape errors) and every
+    problem found: the shape errors, then the cross-object rules."""
+    from turnout.config.rules import check_config  # noqa: PLC0415 - rules import this module
+
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read {file}: {exc.strerror}", [(str(file), "unreadable")]
-        ) from exc
+        config = FileConfig.model_validate(data)
+    except ValidationError as exc:
+        details = exc.errors()
+        problems = describe_errors(details)
+        rest = valid_rest(data, details)
+        if rest is None:
+            return None, problems
+        return rest.config, problems + rest.file_problems(check_config(rest.config))
+    return config, check_config(config)
+
+
+def _is_within(path: str, roots: set[str]) -> bool:
+    return any(path == root or path.startswith((f"{root}.", f"{root}[")) for root in roots)
+
+
+def _kind_of(data: object) -> str:
+    if isinstance(data, list):
+        return "a list"
+    if isinstance(data, str):
+        return "text"
+    return "a single value"
+
+
+def load_config(
+    path: str | Path, *, env: Mapping[str, str] | None = None, read_env: bool = True
+) -> FileConfig:
+    """Read and validate the YAML (or JSON) configuration file at `path`; `env` and
+    `read_env` as for `parse_config`.
+
+    A file that cannot be read, is not UTF-8, is not YAML or is empty raises `ConfigError`
+    saying why, at the file's path (for YAML, at the line and column where it broke).
+    """
+    file = Path(path)
+    text = _read(file)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -202,9 +147,37 @@ def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Fi
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(
-            f"{file}: invalid YAML at {where}: {problem}", [(where, problem)]
+            f"{file}: invalid YAML at {where}: {problem}", [(where, f"invalid YAML: {problem}")]
         ) from None
-    return parse_config(data, env=env)
+    if data is None:
+        rule = "the file is empty: a configuration needs at least one provider or route"
+        raise ConfigError(f"{file}: {rule}", [(str(file), rule)])
+    return parse_config(data, env=env, read_env=read_env)
+
+
+def _read(file: Path) -> str:
+    """The file's text, or `ConfigError` saying why there is none."""
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise _unreadable(file, "no such file") from None
+    except IsADirectoryError:
+        raise _unreadable(file, "it is a directory, not a file") from None
+    except PermissionError:
+        raise _unreadable(file, "permission denied") from None
+    except OSError as exc:
+        raise _unreadable(file, exc.strerror or str(exc)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        why = f"it is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})"
+        raise _unreadable(file, why) from None
+
+
+def _unreadable(file: Path, why: str) -> ConfigError:
+    rule = f"cannot read the configuration: {why}"
+    return ConfigError(f"{file}: {rule}", [(str(file), rule)])
 
 
 def _config_error(errors: list[tuple[str, str]]) -> ConfigError:

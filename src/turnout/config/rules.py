@@ -10,6 +10,7 @@ its static attempt total, a provider that gets no implicit route, a target exclu
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.bindings import RouteModels, check_bindings, route_models
@@ -27,7 +28,7 @@ from turnout.config._route_rules import (
 from turnout.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from turnout.access.served_routes import ServedRoutes
     from turnout.schema import FileConfig, ProviderConfig
@@ -41,6 +42,7 @@ def check_config(config: FileConfig) -> Problems:
     """Every cross-object violation in `config`, grouped by rule, in file order within each."""
     served_routes = find_served_routes(config)
     errors: Problems = []
+    errors.extend(_check_not_supported(config))
     errors.extend(_check_state(config))
     errors.extend(_check_names(config))
     errors.extend(check_reserved_names(config))
@@ -62,6 +64,24 @@ def check_config_warnings(config: FileConfig) -> Problems:
     found.extend(find_served_routes(config).warnings)
     found.extend(_endpoint_warnings(config))
     return found
+
+
+_NOT_SUPPORTED: Mapping[str, str] = {
+    "store": "nothing reads it until the control plane (admin API and store) is built",
+    "admin_keys": "there is no admin API to use them yet",
+    "consumers": "the gateway does not read consumers yet; give callers keys and bindings",
+}
+"""Keys the schema knows but nothing reads yet, and why each is refused."""
+
+
+def _check_not_supported(config: FileConfig) -> Problems:
+    """A key that nothing reads is refused rather than silently ignored, so that no file
+    relies on it before it works."""
+    return [
+        (key, f"is not supported yet: {why}; remove it")
+        for key, why in _NOT_SUPPORTED.items()
+        if key in config.model_fields_set
+    ]
 
 
 def _check_state(config: FileConfig) -> Problems:
@@ -106,8 +126,9 @@ def _check_targets(config: FileConfig) -> Problems:
         for t, target in enumerate(route.targets):
             path = f"routes[{r}].targets[{t}]"
             if target.provider not in providers:
+                rule = f"no provider named '{target.provider}' in the project"
                 errors.append(
-                    (f"{path}.provider", f"no provider named '{target.provider}' in the project")
+                    (f"{path}.provider", rule + _did_you_mean(target.provider, providers))
                 )
             if target.display_name in names:
                 errors.append(
@@ -115,6 +136,13 @@ def _check_targets(config: FileConfig) -> Problems:
                 )
             names.add(target.display_name)
     return errors
+
+
+def _did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`; did you mean 'x'?` naming the closest of `names` (case aside), or nothing."""
+    by_lower = {known.lower(): known for known in sorted(names)}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean '{by_lower[close[0]]}'?" if close else ""
 
 
 # ---- providers ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import difflib
 import hashlib
 import itertools
 import random
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
@@ -425,8 +426,9 @@ def strategy_from_config(
     path: str = "strategy",
 ) -> Strategy:
     """Build a strategy from its config: None (failover), a type name, or `{type: …, options
-    flat beside type}`. Raises `ConfigError` naming `path.option` and the rule, suggesting the
-    nearest valid name for a typo; `rng` defaults to a fresh `random.Random()`."""
+    flat beside type}`, each option in snake_case or camelCase (`windowMinutes`). Raises
+    `ConfigError` naming `path.option` as written and the rule, suggesting the nearest valid
+    name for a typo; `rng` defaults to a fresh `random.Random()`."""
     if spec is None:
         spec = {"type": "failover"}
     elif isinstance(spec, str):
@@ -435,11 +437,14 @@ def strategy_from_config(
     if not isinstance(kind, str) or kind not in STRATEGY_TYPES:
         hint = _nearest(kind, STRATEGY_TYPES) if isinstance(kind, str) else ""
         allowed = ", ".join(STRATEGY_TYPES)
-        _fail([(f"{path}.type", f"must be one of {allowed} (got {kind!r}){hint}")])
-    options = {name: value for name, value in spec.items() if name != "type"}
-    problems = _option_problems(kind, options, path)
+        if kind is None:
+            _fail([(f"{path}.type", f"is required: one of {allowed}")])
+        _fail([(f"{path}.type", f"must be one of {allowed} (got {_shown(kind)}){hint}")])
+    written = {name: value for name, value in spec.items() if name != "type"}
+    problems = _option_problems(kind, written, path)
     if problems:
         _fail(problems)
+    options = {_snake(name): value for name, value in written.items()}
     if kind == "weighted":
         return Weighted(rng if rng is not None else random.Random())
     if kind == "lowest-latency":
@@ -454,23 +459,40 @@ def strategy_from_config(
 
 
 def _option_problems(kind: str, options: Mapping[str, Any], path: str) -> list[tuple[str, str]]:
+    """Each option as written (snake_case or camelCase), checked against `kind`'s options."""
     allowed = STRATEGY_TYPES[kind]
     problems = []
+    seen: dict[str, str] = {}
     for name, value in options.items():
         where = f"{path}.{name}"
-        if name not in allowed:
+        option = _snake(name)
+        if option not in allowed:
             accepted = ", ".join(sorted(allowed)) or "none"
-            hint = _nearest(name, allowed)
+            hint = _nearest(option, allowed)
             problems.append((where, f"is not an option of {kind} (options: {accepted}){hint}"))
             continue
-        low, high, whole = _RANGES[name]
+        if option in seen:
+            rule = (
+                f"gives {seen[option]!r} a second time (camelCase and snake_case name one option)"
+            )
+            problems.append((where, rule))
+            continue
+        seen[option] = str(name)
+        low, high, whole = _RANGES[option]
         number_ok = isinstance(value, int | float) and not isinstance(value, bool)
         if whole and not isinstance(value, int):
             number_ok = False
         if not number_ok or not low <= value <= high:
             what = "a whole number" if whole else "a number"
-            problems.append((where, f"must be {what} from {low:g} to {high:g} (got {value!r})"))
+            rule = f"must be {what} from {_shown(low)} to {_shown(high)} (got {_shown(value)})"
+            problems.append((where, rule))
     return problems
+
+
+def _snake(name: object) -> str:
+    """An option's snake_case name: `windowMinutes` -> `window_minutes` (camelCase is
+    accepted for every option, as it is for every key of the configuration file)."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(name)).lower()
 
 
 def validate_weights(
@@ -485,7 +507,7 @@ def validate_weights(
     problems = []
     for i, weight in enumerate(weights):
         if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= MAX_WEIGHT:
-            rule = f"must be a whole number from 0 to {MAX_WEIGHT} (got {weight!r})"
+            rule = f"must be a whole number from 0 to {MAX_WEIGHT} (got {_shown(weight)})"
             problems.append((f"{path}[{i}].weight", rule))
     if not problems and strategy_type == "weighted":
         starters = [w for w, only in zip(weights, fallback_only, strict=True) if not only]
@@ -494,6 +516,17 @@ def validate_weights(
             problems.append((path, rule))
     if problems:
         _fail(problems)
+
+
+def _shown(value: object) -> str:
+    """A value as the configuration file writes it: `null`, `true`, `1000000`, `'fastest'`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value)
 
 
 def _nearest(name: str, choices: Iterable[str]) -> str:

@@ -1,7 +1,8 @@
-"""`turnout check FILE` and `turnout routes [--config FILE] [--model M]` (SPEC §12).
+"""`turnout check [--no-env] FILE` and `turnout routes [--config FILE] [--model M]`.
 
 `check` validates a configuration file with the one validator and builds its routes, printing
-every error (`path: message`) and every warning; exit status 1 on any error. `routes` prints
+every error (`path: message`) and every warning; exit status 1 on any error. `--no-env` reads
+no environment variable, so CI can check a file without its secrets. `routes` prints
 the routes a configuration serves (or, without `--config`, the embedded defaults) as a table,
 fallback routes included, or with `--model` where that model goes; `--json` prints the same
 for scripts.
@@ -33,14 +34,21 @@ _KINDS = ("general", "context", "content")  # fallback kinds, in the configurati
 
 
 def add_check_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
-    """`turnout check FILE`."""
+    """`turnout check [--no-env] FILE`."""
     parser = subparsers.add_parser(
         "check",
         help="validate a configuration file and print every error",
         description="Validate a configuration file: every error with its path, then the "
-        "warnings. Exit status 1 on any error.",
+        "warnings. Exit status 1 on any error. With --no-env, no environment variable is "
+        "read, so a file can be checked without its secrets (in CI, say).",
     )
     parser.add_argument("file", help="the configuration file (YAML or JSON)")
+    parser.add_argument(
+        "--no-env",
+        action="store_true",
+        help="read no environment variable: each ${VAR} is left as it is, set or not, and is "
+        "not an error; a value holding one is not checked, everything else is",
+    )
     return parser
 
 
@@ -72,24 +80,45 @@ def main_check(args: argparse.Namespace) -> int:
     # Imported when run, not with the module: the command line builds every subcommand's
     # parser, and `turnout serve` loads these itself (see `main_serve`).
     from turnout.config.load import load_config  # noqa: PLC0415
+    from turnout.config.rules import check_config_warnings  # noqa: PLC0415
     from turnout.gateway.runtime.live import Runtime  # noqa: PLC0415
 
     out = sys.stdout
+    read_env = not args.no_env
+    if not read_env:
+        out.write(f"note: {_NO_ENV}\n")
     try:
-        config = load_config(args.file)
-        runtime = Runtime.from_config(config)
+        config = load_config(args.file, read_env=read_env)
     except ConfigError as exc:
-        problems = exc.errors or (("(file)", str(exc)),)
-        for path, message in problems:
-            out.write(f"{path}: {message}\n")
-        count = len(problems)
-        out.write(f"{args.file}: {count} error{'' if count == 1 else 's'}\n")
-        return 1
-    for warning in runtime.warnings:
+        return _print_errors(out, args.file, exc)
+    try:
+        warnings = Runtime.from_config(config).warnings
+    except ConfigError as exc:
+        if read_env:
+            return _print_errors(out, args.file, exc)
+        # The loader accepted the file, so only values that stand for unread variables fail
+        # here (`state: ${REDIS_URL}`): the runtime needs their real values, the rules do not.
+        warnings = tuple(f"{path}: {text}" for path, text in check_config_warnings(config))
+    for warning in warnings:
         out.write(f"warning: {warning}\n")
     providers, routes = len(config.providers), len(config.routes)
     out.write(f"ok: {_count(providers, 'provider')}, {_count(routes, 'route')}\n")
     return 0
+
+
+_NO_ENV = (
+    "environment variables were not read (--no-env): each ${VAR} stands for a value that "
+    "was not checked"
+)
+
+
+def _print_errors(out: TextIO, file: str, exc: ConfigError) -> int:
+    problems = exc.errors or (("(file)", str(exc)),)
+    for path, message in problems:
+        out.write(f"{path}: {message}\n")
+    count = len(problems)
+    out.write(f"{file}: {count} error{'' if count == 1 else 's'}\n")
+    return 1
 
 
 def _count(number: int, noun: str) -> str:

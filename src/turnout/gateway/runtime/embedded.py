@@ -4,8 +4,7 @@ Providers come from the environment: `openai` when `OPENAI_API_KEY` is set, `ant
 `ANTHROPIC_API_KEY` is (each serving its family's models through its implicit route, so no
 route needs writing; `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` move them). With neither, one
 built-in `mock` provider answers any model, so the quick start works offline. Callers need no
-key (`auth: open`, bound to 127.0.0.1); the store is a local SQLite file and shared state is
-in memory.
+key (`auth: open`, bound to 127.0.0.1); shared state is in memory.
 """
 
 from __future__ import annotations
@@ -45,7 +44,6 @@ def embedded_config(env: Mapping[str, str]) -> FileConfig:
         {
             "project": "default",
             "server": {"host": "127.0.0.1", "auth": "open"},
-            "store": "sqlite:///turnout.db",
             "state": "memory",
             "providers": providers,
         }
