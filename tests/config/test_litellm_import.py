@@ -40,9 +40,6 @@ def load(result: ImportResult) -> FileConfig:
         for name in result.variables
     }
     document = yaml.load(result.yaml, Loader=LOADER)  # noqa: S506
-    # The loader refuses `admin_keys` until the admin API exists; the importer still writes it
-    # (it is to stop doing so), and that key is all that keeps its output from loading.
-    document.pop("admin_keys", None)
     return parse_config(document, env=env)
 
 
@@ -560,8 +557,9 @@ def test_an_empty_config_gives_an_empty_but_valid_configuration() -> None:
 
 
 def test_the_master_key_becomes_the_caller_key() -> None:
-    """A literal master key becomes the one caller key under auth: keys (and the admin key),
-    read from a variable: the literal is nowhere in the output or the notes."""
+    """A literal master key becomes the one caller key under auth: keys, read from a
+    variable: the literal is nowhere in the output or the notes, and no admin key is written
+    while turnout has no admin API."""
     result, config = convert_text(
         """
 model_list:
@@ -572,7 +570,7 @@ general_settings: {master_key: sk-1234}
     document = raw(result)
     assert document["server"] == {"host": "127.0.0.1", "port": 4000, "auth": "keys"}
     assert document["keys"] == [{"name": "master-key", "key": "${TURNOUT_IMPORTED_KEY_1}"}]
-    assert document["admin_keys"] == ["${TURNOUT_IMPORTED_KEY_1}"]
+    assert "admin_keys" not in document
     assert "sk-1234" not in result.yaml
     assert all("sk-1234" not in note for note in result.notes)
     assert config.server.auth == "keys"

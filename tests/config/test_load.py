@@ -267,7 +267,7 @@ def test_ranges_and_lengths_are_plain_and_never_repeat_text() -> None:
         {
             "providers": [{"name": "p", "kind": "mock", "api_key": 12345678}],
             "routes": [{"name": "", "retryable_statuses": [700], "targets": [{"provider": "p"}]}],
-            "keys": [{"name": "app", "key": "secret1"}],
+            "keys": [{"name": "app", "key": ""}],
             "server": {"port": -1},
         }
     )
@@ -276,7 +276,7 @@ def test_ranges_and_lengths_are_plain_and_never_repeat_text() -> None:
         ("providers[0].api_key", "must be text (got a number)"),
         ("routes[0].name", "may not be empty"),
         ("routes[0].retryable_statuses[0]", "must be at most 599 (got 700)"),
-        ("keys[0].key", "must be at least 8 characters long"),
+        ("keys[0].key", "may not be empty"),
     ]
 
 

@@ -14,8 +14,8 @@ What maps to what:
 - `router_settings` / `litellm_settings`: routing strategy, retries (within the static budget of
   10 attempts), timeouts, cooldowns (-> `defaults.circuit_breaker`), aliases, fallbacks of three
   kinds, the response cache and Redis (-> `state`).
-- `general_settings.master_key` -> a caller key under `server.auth: keys` (also listed in
-  `admin_keys`); without one, `server.auth: open` on loopback.
+- `general_settings.master_key` -> a caller key under `server.auth: keys`; without one,
+  `server.auth: open` on loopback.
 - `os.environ/VAR` -> `${VAR}`; a literal secret is never copied: it becomes
   `${TURNOUT_IMPORTED_KEY_n}` with a note telling which variable to set.
 """
@@ -110,8 +110,6 @@ def _assemble(deployments: list[Deployment], settings: Settings, notes: Notes) -
     config: dict[str, Any] = {"server": access.pop("server")}
     if settings.state is not None:
         config["state"] = settings.state
-    if "admin_keys" in access:
-        config["admin_keys"] = access.pop("admin_keys")
     if settings.breaker:
         config["defaults"] = {"circuit_breaker": settings.breaker}
     config["providers"] = provider_configs(targets, providers, notes)

@@ -119,12 +119,11 @@ def read_settings(doc: Mapping[str, Any], secrets: Secrets, notes: Notes) -> Set
 
 
 def server_sections(master_key: str | None) -> dict[str, Any]:
-    """`server`, and with a master key `admin_keys` and `keys`: the master key is the one
-    caller key, so every caller of the LiteLLM proxy keeps the key it sends."""
+    """`server`, and with a master key `keys`: the master key is the one caller key, so every
+    caller of the LiteLLM proxy keeps the key it sends."""
     auth = "open" if master_key is None else "keys"
     sections: dict[str, Any] = {"server": {"host": _HOST, "port": _PORT, "auth": auth}}
     if master_key is not None:
-        sections["admin_keys"] = [master_key]
         sections["keys"] = [{"name": MASTER_KEY_NAME, "key": master_key}]
     return sections
 
@@ -143,8 +142,8 @@ def _master_key(general: Mapping[str, Any], secrets: Secrets, notes: Notes) -> s
         notes.change(
             path,
             f"callers keep it: it is the caller key '{MASTER_KEY_NAME}' under server.auth: "
-            "keys, and is in admin_keys too for turnout's planned admin API; LiteLLM's "
-            "key-management endpoints have no turnout equivalent yet",
+            "keys; turnout has no admin API yet, so LiteLLM's key-management endpoints have no "
+            "equivalent",
         )
     notes.change(
         "--host",
