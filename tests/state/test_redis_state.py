@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import socket
 import time
 from typing import TYPE_CHECKING
 
 import pytest
 import redis.asyncio as aredis
 
+from tests.state._redis_server import Server, free_port, running_redis
 from turnout.state.redis import RedisState, redacted_url
 
 if TYPE_CHECKING:
@@ -23,14 +22,6 @@ if TYPE_CHECKING:
     Wait = Callable[[Callable[[], bool]], Awaitable[None]]
 
 LOGGER = "turnout.state.redis"
-
-
-def free_port() -> int:
-    """A local TCP port nothing listens on (bound once, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def warnings_from(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:
@@ -174,52 +165,11 @@ def test_redacted_url_hides_only_the_password() -> None:
 # ---- a server stopped and started again ------------------------------------------------------
 
 
-class Server:
-    """A throwaway redis-server on a fixed port that can be stopped and started."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.url = f"redis://127.0.0.1:{port}/0"
-        self.process: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary is not None
-        self.process = await asyncio.create_subprocess_exec(
-            binary,
-            *("--port", str(self.port), "--bind", "127.0.0.1", "--save", ""),
-            *("--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        client = aredis.Redis.from_url(self.url, socket_connect_timeout=0.1)
-        try:
-            for _ in range(200):
-                try:
-                    await client.ping()
-                except (OSError, aredis.ConnectionError):
-                    await asyncio.sleep(0.01)
-                else:
-                    return
-            raise AssertionError("redis-server did not start")
-        finally:
-            await client.aclose()
-
-    async def stop(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.terminate()
-            await self.process.wait()
-
-
 @pytest.fixture
 async def server() -> AsyncIterator[Server]:
     """A redis-server of this test's own (skipped when the binary is missing)."""
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    own = Server(free_port())
-    await own.start()
-    yield own
-    await own.stop()
+    async with running_redis() as own:
+        yield own
 
 
 async def numsub(url: str, channel: str) -> int:
@@ -303,3 +253,13 @@ async def test_check_opens_and_closes_an_outage(server: Server) -> None:
         assert state.describe()["outages"] == 1
     finally:
         await state.close()
+
+
+async def test_probe_during_an_outage_reports_it_without_pinging(refused: RedisState) -> None:
+    """The first probe pings and opens the outage; later probes only report it (the outage's
+    own pings close it), so a down Redis is not asked once per readiness check."""
+    assert await refused.probe() is False
+    for _ in range(20):
+        assert await refused.probe() is False
+    assert refused.pings == 1
+    assert refused.describe()["outages"] == 1

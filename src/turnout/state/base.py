@@ -56,6 +56,11 @@ class StateStore(Protocol):
         """JSON-ready status: `backend`, `healthy`, `detail` (and backend-specific fields)."""
         ...
 
+    async def probe(self) -> bool:
+        """Check the backend now, for readiness, and return `healthy`: bounded in time and
+        cheap to call often (a shared backend asks its server at most about once a second)."""
+        ...
+
     async def get(self, key: str) -> bytes | None:
         """The value under `key`, or None when absent or expired."""
         ...

@@ -126,6 +126,10 @@ class MemoryState:
         """Always True: local memory is always reachable."""
         return True
 
+    async def probe(self) -> bool:
+        """Always True, at once: there is nothing to ask."""
+        return True
+
     def describe(self) -> dict[str, Any]:
         """`{"backend": "memory", "healthy": True, "detail": …, "entries": n}`."""
         return {

@@ -14,6 +14,11 @@ Rule 4: keys and channels are stored under `prefix` (default `turnout:`), so sev
 deployments, or test runs, can share one Redis database.
 Rule 5: a subscription is confirmed by Redis before `subscribe()` returns; it survives outages (it
 resubscribes when Redis is back) and, during an outage, receives what this process publishes.
+Rule 6: readiness does not wait for a call to find Redis gone. `probe()` pings Redis, bounded by
+`probe_timeout`, at most once per `probe_every` seconds (callers in between get the last answer,
+and concurrent callers share one ping), so a storm of readiness checks costs Redis one ping a
+second. A failed ping opens an outage as a failed call does; during an outage `probe()` only
+reports it (the outage's own pings close it, Rule 2).
 """
 
 from __future__ import annotations
@@ -72,8 +77,10 @@ class RedisState:
 
     `prefix` (default `turnout:`) namespaces every key and channel; `timeout` (seconds, default
     0.25) bounds connecting and each reply; `retry_every` (seconds, default 1.0) is how often
-    an outage is probed; `clock` paces those probes (default: the loop clock); `local` is the
-    fallback store (default: a new `MemoryState` on the same clock).
+    an outage is probed; `probe_every` (seconds, default 1.0) is how long a readiness ping's
+    answer is reused and `probe_timeout` (seconds, default 0.5) bounds it; `clock` paces those
+    probes (default: the loop clock); `local` is the fallback store (default: a new
+    `MemoryState` on the same clock).
     """
 
     def __init__(
@@ -83,6 +90,8 @@ class RedisState:
         *,
         timeout: float = 0.25,
         retry_every: float = 1.0,
+        probe_every: float = 1.0,
+        probe_timeout: float = 0.5,
         clock: Clock | None = None,
         local: MemoryState | None = None,
     ) -> None:
@@ -94,6 +103,11 @@ class RedisState:
         self._timeout = timeout
         self._guard = max(4 * timeout, 0.5)
         self._retry_every = retry_every
+        self._probe_every = probe_every
+        self._probe_timeout = probe_timeout
+        self._probed_at = -math.inf
+        self._probing: asyncio.Task[None] | None = None
+        self.pings = 0  # readiness pings sent (Rule 6)
         self._client = Redis.from_url(
             url,
             socket_timeout=timeout,
@@ -149,6 +163,32 @@ class RedisState:
         else:
             self._recover()
         return self.healthy
+
+    async def probe(self) -> bool:
+        """Rule 6: a readiness check; returns `healthy`."""
+        if self._down_since is not None or self._closed:
+            return self.healthy
+        if self._probing is None:
+            now = self.clock.now()
+            if now - self._probed_at < self._probe_every:
+                return self.healthy
+            self._probed_at = now
+            self._probing = asyncio.get_running_loop().create_task(self._ping())
+        # Shielded: a readiness request that goes away does not cancel the others' ping.
+        await asyncio.shield(self._probing)
+        return self.healthy
+
+    async def _ping(self) -> None:
+        self.pings += 1
+        try:
+            async with asyncio.timeout(self._probe_timeout):
+                await self._client.ping()
+        except _FAILURES as exc:
+            self._fail(exc)
+        else:
+            self._recover()
+        finally:
+            self._probing = None
 
     # -- key/value
 
@@ -267,9 +307,10 @@ class RedisState:
         if self._closed:
             return
         self._closed = True
-        if self._reconnecting is not None:
-            self._reconnecting.cancel()
-            await asyncio.gather(self._reconnecting, return_exceptions=True)
+        for task in (self._reconnecting, self._probing):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         for subscribers in list(self._channels.values()):
             for subscription in list(subscribers):
                 await subscription.aclose()

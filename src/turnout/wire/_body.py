@@ -6,20 +6,36 @@ field, e.g. `messages[2].content: expected a string or a list of parts`); an ups
 cannot read is the provider's (`ProviderUnavailable`, error class `provider_error`, so the route
 may fail over).
 
-Plain dict walking with orjson: no schema library on the hot path.
+Plain dict walking with orjson: no schema library on the hot path. Numbers are checked against
+the ranges the vendors themselves accept, and no tighter (`TOKEN_LIMIT` …): a value every vendor
+would refuse is refused here, before a call, and one that some target of the format takes is
+left to the target.
+
+Translation refuses to guess (`refuse_unknown`, `refuse_emptied`): a content block the caller's own
+format does not define is kept verbatim as an `UnknownBlock` (a target of that format receives
+it, and judges it), and encoding it into the other family is a 400 naming its path; so is a
+message every part of which the other family would drop, rather than an empty message sent in
+its place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
 from turnout.errors import MalformedRequest, ProviderUnavailable
+from turnout.wire.model import NativeBlock, TextPart
+
+if TYPE_CHECKING:
+    from turnout.wire.model import Part, WireFormat
 
 __all__ = [
     "OBJECT",
+    "TOKEN_LIMIT",
+    "UnknownBlock",
     "as_list",
     "as_object",
     "data_url",
@@ -29,10 +45,14 @@ __all__ = [
     "load_upstream",
     "opt_bool",
     "opt_int",
+    "opt_int_in",
     "opt_number",
+    "opt_number_in",
     "opt_object",
     "opt_str",
     "parse_arguments",
+    "refuse_emptied",
+    "refuse_unknown",
     "rewrite",
     "split_data_url",
     "upstream_invalid",
@@ -41,11 +61,67 @@ __all__ = [
 
 OBJECT = (dict, Mapping)
 """What a JSON object may be: a dict (checked first, as orjson makes) or any mapping."""
+TOKEN_LIMIT = 2**31 - 1
+"""The largest `max_tokens` passed on: upstreams read token counts as 32-bit integers."""
+
+
+@dataclass(slots=True, frozen=True)
+class UnknownBlock(NativeBlock):
+    """A caller's content block of a type its own format does not define (yet), verbatim.
+
+    A target of that format receives it as sent; translating it is refused
+    (`refuse_unknown`), naming `path`, the block's place in the caller's body.
+    """
+
+    path: str = ""
 
 
 def invalid(path: str, expected: str) -> MalformedRequest:
     """The error for a caller's field that does not have the expected shape."""
     return MalformedRequest(f"{path}: expected {expected}")
+
+
+def out_of_range(path: str, rule: str, value: object) -> MalformedRequest:
+    """The error for a caller's value of the right type outside the range vendors accept."""
+    return MalformedRequest(f"{path}: must be {rule} (got {value!r})")
+
+
+def refuse_unknown(parts: Iterable[Part], target: WireFormat) -> None:
+    """Raise the 400 for the first `UnknownBlock` of another format among `parts`."""
+    for part in parts:
+        if type(part) is UnknownBlock and part.format != target:
+            kind = orjson.dumps(part.block.get("type")).decode()
+            raise MalformedRequest(
+                f"{part.path}.type: unknown content block {kind}, which cannot be "
+                f"translated to {target}"
+            )
+
+
+def refuse_emptied(parts: Iterable[Part], target: WireFormat, where: Callable[[], str]) -> None:
+    """Raise the 400 for a message whose encoding for `target` came out empty, unless it was
+    empty to begin with.
+
+    The caller gave it something (anything but empty text) that `target` drops, and an empty
+    message, or none, would change what the model is asked. A message that was empty from the
+    start is the caller's own choice and is left alone. `where` names the message (called only
+    for the error).
+    """
+    dropped = {_kind(part): None for part in parts if not _is_empty_text(part)}
+    if dropped:
+        raise MalformedRequest(
+            f"{where()}: would be sent empty to {target}, which cannot carry its "
+            f"{', '.join(dropped)} content"
+        )
+
+
+def _is_empty_text(part: Part) -> bool:
+    return isinstance(part, TextPart) and not part.text
+
+
+def _kind(part: Part) -> str:
+    if isinstance(part, NativeBlock):
+        return str(part.block.get("type", "native"))
+    return part.type
 
 
 def upstream_invalid(what: str) -> ProviderUnavailable:
@@ -111,6 +187,33 @@ def opt_int(obj: Mapping[str, Any], key: str, path: str) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     _wrong(f"{path}.{key}" if path else key, "an integer")
+
+
+def opt_int_in(obj: Mapping[str, Any], key: str, low: int, high: int | None) -> int | None:
+    """Top-level `obj[key]` as an integer from `low` to `high` (None: no upper bound), None
+    when absent or null. Checked inline: these run on every request."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        _wrong(key, "an integer")
+    if value < low or (high is not None and value > high):
+        rule = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise out_of_range(key, f"a whole number {rule}", value)
+    return value
+
+
+def opt_number_in(obj: Mapping[str, Any], key: str, low: float, high: float) -> float | None:
+    """Top-level `obj[key]` as a float from `low` to `high` (ints accepted, booleans refused),
+    None when absent or null."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        _wrong(key, "a number")
+    if not low <= value <= high:
+        raise out_of_range(key, f"a number from {low:g} to {high:g}", value)
+    return float(value)
 
 
 def opt_number(obj: Mapping[str, Any], key: str, path: str) -> float | None:

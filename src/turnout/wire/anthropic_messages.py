@@ -6,19 +6,25 @@ Neutral mapping of a request: `system` (a string or text blocks, `cache_control`
 `none`, `{"type": "tool", "name": …}` becomes `"auto"`, `"required"`, `"none"`,
 `{"name": …}`; a user message's `tool_result` blocks become `tool` messages (before the rest of
 that message); tools that are not plain functions (server tools) and blocks no codec models
-stay verbatim as `NativeBlock`s. Every other top-level field (`top_k`, `service_tier` …) goes to
-`extra`; a top-level `routing` is dropped (reserved for turnout's own routing object).
+stay verbatim as `NativeBlock`s, and a block of a type Anthropic does not define (yet) as an
+`UnknownBlock` (sent as is to Anthropic, refused by name when translated). Every other top-level
+field (`top_k`, `service_tier` …) goes to `extra`; a top-level `routing` is dropped (reserved for
+turnout's own routing object). Numbers are checked against what the vendors accept:
+`max_tokens` from 1 to 2**31 - 1, `temperature` 0-2 (the widest any target family takes),
+`top_p` 0-1, `top_k` at least 0.
 
 Encoding into this format: `max_tokens` is required by Anthropic, so a request without one asks
 for `DEFAULT_MAX_TOKENS` (4096); consecutive tool results merge into one user message; a
 temperature above 1 (OpenAI allows up to 2) is clamped to 1, and when a request that did not
 come from this format sets both temperature and top_p only the temperature is sent (recent Claude
 models refuse both).
-What Anthropic cannot carry is dropped and named by `turnout.wire.translate.untranslatable`.
+What Anthropic cannot carry is dropped and named by `turnout.wire.translate.untranslatable`;
+an OpenAI block the codec does not know, or a message that would be left empty, is refused (400).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from turnout.wire._anthropic_response import (
@@ -30,16 +36,20 @@ from turnout.wire._anthropic_response import (
 )
 from turnout.wire._anthropic_stream import MESSAGE_STOP, StreamDecoder, StreamEncoder, error_event
 from turnout.wire._body import (
+    TOKEN_LIMIT,
+    UnknownBlock,
     as_list,
     as_object,
     dump_arguments,
     invalid,
     load_request,
     opt_bool,
-    opt_int,
-    opt_number,
+    opt_int_in,
+    opt_number_in,
     opt_object,
     opt_str,
+    refuse_emptied,
+    refuse_unknown,
     rewrite,
     split_data_url,
 )
@@ -74,6 +84,7 @@ __all__ = [
     "error_body",
     "error_event",
     "forward_body",
+    "message_paths",
 ]
 
 DEFAULT_MAX_TOKENS = 4096
@@ -97,6 +108,38 @@ _MODELED = frozenset(
     }
 )
 _BLOCKS = "a string or a list of content blocks"
+_KNOWN_BLOCKS = frozenset(
+    {
+        # What Anthropic's own SDK defines for request content, beta blocks included: other
+        # types are kept as `UnknownBlock`s.
+        "advisor_tool_result",
+        "bash_code_execution_tool_result",
+        "browser_state",
+        "code_execution_tool_result",
+        "compaction",
+        "container_upload",
+        "document",
+        "fallback",
+        "image",
+        "mcp_tool_listing",
+        "mcp_tool_result",
+        "mcp_tool_use",
+        "redacted_thinking",
+        "search_result",
+        "server_tool_use",
+        "text",
+        "text_editor_code_execution_tool_result",
+        "thinking",
+        "tool_addition",
+        "tool_reference",
+        "tool_removal",
+        "tool_result",
+        "tool_search_tool_result",
+        "tool_use",
+        "web_fetch_tool_result",
+        "web_search_tool_result",
+    }
+)
 _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 
@@ -113,6 +156,7 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
     messages: list[Message] = []
     for i, item in enumerate(items):
         _decode_message(item, f"messages[{i}]", messages)
+    opt_int_in(obj, "top_k", 0, None)
     metadata = opt_object(obj, "metadata", "")
     user = None
     if metadata is not None:
@@ -127,9 +171,9 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
         system=_decode_system(obj.get("system")),
         tools=_decode_tools(obj.get("tools")),
         tool_choice=_decode_tool_choice(obj.get("tool_choice")),
-        temperature=opt_number(obj, "temperature", ""),
-        top_p=opt_number(obj, "top_p", ""),
-        max_tokens=opt_int(obj, "max_tokens", ""),
+        temperature=opt_number_in(obj, "temperature", 0.0, 2.0),
+        top_p=opt_number_in(obj, "top_p", 0.0, 1.0),
+        max_tokens=opt_int_in(obj, "max_tokens", 1, TOKEN_LIMIT),
         stop=list(stop) if stop is not None else None,
         thinking=opt_object(obj, "thinking", ""),
         user=user,
@@ -139,6 +183,19 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
         source=RawBody(FORMAT, bytes(body)) if isinstance(body, bytes | bytearray) else None,
         origin=FORMAT,
     )
+
+
+def message_paths(body: bytes | Mapping[str, Any]) -> list[str]:
+    """Where each neutral message of `decode_request(body)` comes from in the caller's body
+    (`messages[i]`; a message's tool results and the rest of it share its path), for error
+    messages. `body` must decode."""
+    items = as_list(load_request(body).get("messages"), "messages")
+    messages: list[Message] = []
+    paths: list[str] = []
+    for i, item in enumerate(items):
+        _decode_message(item, f"messages[{i}]", messages)
+        paths += [f"messages[{i}]"] * (len(messages) - len(paths))
+    return paths
 
 
 def _decode_system(value: Any) -> list[TextPart]:
@@ -214,6 +271,8 @@ def _decode_block(block: Mapping[str, Any], path: str) -> Part:
         return ThinkingPart(redacted=True, data=opt_str(block, "data", path) or "")
     elif not isinstance(kind, str):
         raise invalid(f"{path}.type", "a string")
+    elif kind not in _KNOWN_BLOCKS:
+        return UnknownBlock(FORMAT, dict(block), path=path)
     return NativeBlock(FORMAT, dict(block))
 
 
@@ -329,7 +388,7 @@ def encode_request(
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens or default_max_tokens,
-        "messages": _encode_messages(request.messages),
+        "messages": _encode_messages(request),
     }
     if system:
         body["system"] = _encode_system(system)
@@ -377,12 +436,15 @@ def _text_block(part: TextPart) -> dict[str, Any]:
     return block
 
 
-def _encode_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def _encode_messages(request: ChatRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     merging = False
-    for message in messages:
+    for index, message in enumerate(request.messages):
+        refuse_unknown(message.content, FORMAT)
         if message.role == "tool":
             block = _tool_result_block(message)
+            if "content" not in block:
+                refuse_emptied(message.content, FORMAT, partial(_caller_path, request, index))
             if merging:
                 out[-1]["content"].append(block)
             else:
@@ -391,14 +453,31 @@ def _encode_messages(messages: list[Message]) -> list[dict[str, Any]]:
             continue
         merging = False
         if message.role == "assistant":
-            blocks = encode_assistant_blocks(message.content, message.tool_calls)
-            if blocks:
-                out.append({"role": "assistant", "content": blocks})
+            content: Any = encode_assistant_blocks(message.content, message.tool_calls)
         elif message.role == "user":
             content = _encode_user_content(message.content)
-            if content:
-                out.append({"role": "user", "content": content})
+        else:
+            continue  # system messages joined the system prompt
+        if content:
+            out.append({"role": message.role, "content": content})
+        else:
+            refuse_emptied(message.content, FORMAT, partial(_caller_path, request, index))
     return out
+
+
+def _caller_path(request: ChatRequest, index: int) -> str:
+    """Where `request.messages[index]` is in the caller's body (found again by decoding it),
+    else its neutral position."""
+    source = request.source
+    paths: list[str] = []
+    if source is not None and source.format == FORMAT:
+        paths = message_paths(source.body)
+    elif source is not None and source.format == "openai-chat":
+        # The two codecs meet only here, on an error path: a top-level import would be a cycle.
+        from turnout.wire.openai_chat import message_paths as openai_paths  # noqa: PLC0415
+
+        paths = openai_paths(source.body)
+    return paths[index] if index < len(paths) else f"messages[{index}]"
 
 
 def _encode_user_content(parts: list[Part]) -> str | list[dict[str, Any]]:

@@ -5,19 +5,29 @@ Neutral mapping of a request: `system` and `developer` messages fold, in order, 
 single `stop` string becomes a one-item list; `tool_choice` becomes `"auto"`, `"none"`,
 `"required"` or `{"name": …}`; a base64 data URL in `image_url` becomes an image's `data` and
 `media_type`; a `file` part with `file_data` becomes a document; parts no codec models
-(`input_audio`, `file_id` files) and non-function tools stay verbatim as `NativeBlock`s. Every
-other top-level field goes to `extra`, except `routing`, which is reserved for turnout's
-own routing object and dropped, like `metadata.routing`.
+(`input_audio`, `file_id` files) and non-function tools stay verbatim as `NativeBlock`s, and a
+part of a type OpenAI does not define as an `UnknownBlock` (sent as is to an OpenAI-format
+target, refused by name when translated). Every other top-level field goes to `extra`, except
+`routing`, which is reserved for turnout's own routing object and dropped, like
+`metadata.routing`. Numbers are checked against what the vendors accept:
+`max_completion_tokens` and `max_tokens` from 1 to 2**31 - 1, `n` 1-128, `temperature` 0-2,
+`top_p` 0-1. `stop` may hold more than OpenAI's 4 strings: other servers of this format take
+more.
 
 Encoding into this format drops what OpenAI cannot carry (thinking, `cache_control`, documents
 by URL, non-text tool results, `is_error`): `turnout.wire.translate.untranslatable` names it.
+An Anthropic block the codec does not know, or a message that would be left empty, is refused
+(400).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from turnout.wire._body import (
+    TOKEN_LIMIT,
+    UnknownBlock,
     as_list,
     as_object,
     data_url,
@@ -25,9 +35,12 @@ from turnout.wire._body import (
     load_request,
     opt_bool,
     opt_int,
-    opt_number,
+    opt_int_in,
+    opt_number_in,
     opt_object,
     opt_str,
+    refuse_emptied,
+    refuse_unknown,
     rewrite,
     split_data_url,
 )
@@ -69,6 +82,7 @@ __all__ = [
     "error_body",
     "error_event",
     "forward_body",
+    "message_paths",
 ]
 
 _MODELED = frozenset(
@@ -93,6 +107,9 @@ _MODELED = frozenset(
     }
 )
 _PARTS = "a string or a list of parts"
+_KNOWN_PARTS = frozenset({"text", "refusal", "image_url", "input_audio", "file"})
+"""Content part types OpenAI's own SDK defines: other types are kept as `UnknownBlock`s."""
+_MAX_CHOICES = 128
 _ROLES = "one of system, developer, user, assistant, tool"
 
 
@@ -110,7 +127,12 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
     messages: list[Message] = []
     for i, item in enumerate(items):
         _decode_message(item, f"messages[{i}]", system, messages)
-    max_tokens = opt_int(obj, "max_completion_tokens", "")
+    max_tokens = opt_int_in(obj, "max_completion_tokens", 1, TOKEN_LIMIT)
+    if max_tokens is None:
+        max_tokens = opt_int_in(obj, "max_tokens", 1, TOKEN_LIMIT)
+    elif "max_tokens" in obj:
+        opt_int_in(obj, "max_tokens", 1, TOKEN_LIMIT)
+    opt_int_in(obj, "n", 1, _MAX_CHOICES)
     metadata = opt_object(obj, "metadata", "")
     if metadata is not None:
         metadata.pop("routing", None)
@@ -121,9 +143,9 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
         tools=_decode_tools(obj.get("tools")),
         tool_choice=_decode_tool_choice(obj.get("tool_choice")),
         response_format=opt_object(obj, "response_format", ""),
-        temperature=opt_number(obj, "temperature", ""),
-        top_p=opt_number(obj, "top_p", ""),
-        max_tokens=max_tokens if max_tokens is not None else opt_int(obj, "max_tokens", ""),
+        temperature=opt_number_in(obj, "temperature", 0.0, 2.0),
+        top_p=opt_number_in(obj, "top_p", 0.0, 1.0),
+        max_tokens=max_tokens,
         stop=_decode_stop(obj.get("stop")),
         seed=opt_int(obj, "seed", ""),
         reasoning_effort=opt_str(obj, "reasoning_effort", ""),
@@ -134,6 +156,18 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
         source=RawBody(FORMAT, bytes(body)) if isinstance(body, bytes | bytearray) else None,
         origin=FORMAT,
     )
+
+
+def message_paths(body: bytes | Mapping[str, Any]) -> list[str]:
+    """Where each neutral message of `decode_request(body)` comes from in the caller's body
+    (`messages[i]`; system messages have none), for error messages. `body` must decode."""
+    items = as_list(load_request(body).get("messages"), "messages")
+    messages: list[Message] = []
+    paths: list[str] = []
+    for i, item in enumerate(items):
+        _decode_message(item, f"messages[{i}]", [], messages)
+        paths += [f"messages[{i}]"] * (len(messages) - len(paths))
+    return paths
 
 
 def _decode_message(item: Any, path: str, system: list[TextPart], out: list[Message]) -> None:
@@ -204,6 +238,8 @@ def _decode_part(item: Any, path: str) -> Part:
         return NativeBlock(FORMAT, dict(part))
     if not isinstance(kind, str):
         raise invalid(f"{path}.type", "a string")
+    if kind not in _KNOWN_PARTS:
+        return UnknownBlock(FORMAT, dict(part), path=path)
     return NativeBlock(FORMAT, dict(part))
 
 
@@ -328,8 +364,28 @@ def _encode_messages(request: ChatRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": _encode_text(request.system)})
-    out.extend(_encode_message(message) for message in request.messages)
+    for index, message in enumerate(request.messages):
+        refuse_unknown(message.content, FORMAT)
+        encoded = _encode_message(message)
+        if not encoded["content"] and not message.tool_calls:
+            refuse_emptied(message.content, FORMAT, partial(_caller_path, request, index))
+        out.append(encoded)
     return out
+
+
+def _caller_path(request: ChatRequest, index: int) -> str:
+    """Where `request.messages[index]` is in the caller's body (found again by decoding it),
+    else its neutral position."""
+    source = request.source
+    paths: list[str] = []
+    if source is not None and source.format == FORMAT:
+        paths = message_paths(source.body)
+    elif source is not None and source.format == "anthropic-messages":
+        # The two codecs meet only here, on an error path: a top-level import would be a cycle.
+        from turnout.wire.anthropic_messages import message_paths as anthropic_paths  # noqa: PLC0415
+
+        paths = anthropic_paths(source.body)
+    return paths[index] if index < len(paths) else f"messages[{index}]"
 
 
 def _encode_text(parts: list[TextPart]) -> str | list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""`GET /healthz` (liveness) and `GET /readyz` (readiness with detail) (SPEC §5.1)."""
+"""`GET /healthz` (liveness) and `GET /readyz` (readiness with detail)."""
 
 from __future__ import annotations
 
@@ -19,21 +19,29 @@ async def handle_healthz(exchange: Exchange) -> None:
     await exchange.reply(_OK)
 
 
-def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, object]]:
+async def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, object]]:
     """`/readyz`'s status and body: 503 before the configuration is loaded; then 200, with
-    `status: degraded` while the shared state store is unreachable (the gateway serves on local
-    state then: a failing store never fails a call) and the store's own detail under `state`."""
+    `status: degraded` and its `reason` while the shared state store is unreachable (the gateway
+    serves on local state then: a failing store never fails a call) and the store's own detail
+    under `state`. The store is asked each time (`StateStore.probe`: bounded, and at most about
+    once a second for a shared store), so an outage shows here before any call meets it."""
     if settings is None:
         return 503, {"status": "starting", "config": "not loaded"}
     runtime = settings.runtime
     state = runtime.state
-    return 200, {
-        "status": "ready" if state.healthy else "degraded",
-        "config": "loaded",
-        "project": runtime.project,
-        "routes": len(runtime.routes),
-        # The store describes itself with any password redacted.
-        "state": state.describe(),
-        # Bindings load with the configuration; grants are enforced while resolving (§6.3).
-        "bindings": "loaded",
-    }
+    healthy = await state.probe()
+    detail = state.describe()  # with any password redacted
+    body: dict[str, object] = {"status": "ready" if healthy else "degraded"}
+    if not healthy:
+        body["reason"] = f"shared state: {detail.get('detail', 'unreachable')}"
+    body.update(
+        {
+            "config": "loaded",
+            "project": runtime.project,
+            "routes": len(runtime.routes),
+            "state": detail,
+            # Bindings load with the configuration; grants are enforced while resolving.
+            "bindings": "loaded",
+        }
+    )
+    return 200, body

@@ -117,7 +117,7 @@ class GatewayApp:
             served = ENDPOINTS.get((scope["method"], scope["path"]))
             settings = self.settings
             if served is None or settings is None:
-                await _reply(send, self._unrouted(scope))
+                await _reply(send, await self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
             try:
@@ -130,13 +130,13 @@ class GatewayApp:
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
-    def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
+    async def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
         """Rule 1: `/readyz`, 404, 405, or 503 before the runtime is loaded."""
         path, method = scope["path"], scope["method"]
         fmt = ANTHROPIC if path.startswith("/v1/messages") else OPENAI
         methods = _PATHS.get(path)
         if path == "/readyz" and method == "GET":
-            status, body = readiness(self.settings)
+            status, body = await readiness(self.settings)
             return json_reply(status, body)
         if path == "/healthz" and method == "GET":
             return json_reply(200, {"status": "ok"})
