@@ -161,3 +161,28 @@ async def test_count_tokens_without_an_anthropic_target_is_404(gateway: RunningG
         )
     assert reply.status_code == 404
     assert reply.json()["error"]["type"] == "not_found_error"
+
+
+async def test_openai_sdk_sends_an_unknown_model_once(gateway: RunningGateway) -> None:
+    """With its default retries, the OpenAI SDK sends a request for a model no route serves
+    exactly once (`x-should-retry: false` on the 503 `NO_ROUTE`), instead of three times."""
+    before = len(gateway.requests)
+    client = openai.AsyncOpenAI(base_url=gateway.openai_base_url, api_key=APP_KEY)
+    async with client:
+        with pytest.raises(openai.APIStatusError) as caught:
+            await client.chat.completions.create(model="llama-3", messages=USER)
+    assert caught.value.status_code == 503
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert gateway.requests[before:] == [("POST", "/v1/chat/completions")]
+
+
+async def test_anthropic_sdk_sends_an_unknown_model_once(gateway: RunningGateway) -> None:
+    """With its default retries, the Anthropic SDK sends a request for a model no route serves
+    exactly once, though a 503 is otherwise one it retries."""
+    before = len(gateway.requests)
+    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=APP_KEY)
+    async with client:
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            await client.messages.create(model="llama-3", max_tokens=8, messages=USER)
+    assert caught.value.status_code == 503
+    assert gateway.requests[before:] == [("POST", "/v1/messages")]

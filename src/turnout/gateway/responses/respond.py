@@ -8,8 +8,10 @@ price, `x-turnout-cost`. Errors carry the headers known so far.
 
 Exceptions become HTTP responses in ONE place: `_TABLE` below, read top to bottom, first
 matching class wins. The status and code of an error turnout raises itself are its class's
-(see `turnout.errors`); a provider's error keeps the provider's status. Anything the table does
-not name is a 500 with the request id and a log line; the caller never sees a traceback.
+(see `turnout.errors`); a provider's error keeps the provider's status. Whether a retry can
+help (`x-should-retry`) is the error's own `should_retry`, never worked out here. Anything the
+table does not name is a 500 with the request id and a log line; the caller never sees a
+traceback.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ Header = tuple[bytes, bytes]
 JSON: Header = (b"content-type", b"application/json")
 CACHE_MISS: Header = (b"x-turnout-cache", b"miss")
 CACHE_HIT: Header = (b"x-turnout-cache", b"hit")
+_SHOULD_RETRY: dict[bool, Header] = {
+    True: (b"x-should-retry", b"true"),
+    False: (b"x-should-retry", b"false"),
+}
 # Characters kept as they are in a header value; everything else is percent-encoded, so a
 # name or model from a config file or an upstream can never break the header block.
 _SAFE = " !\"#$%&'()*+-./:<>?@[]^_`{|}~"
@@ -86,8 +92,9 @@ class Reply(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """An error as the caller sees it: status, §11 code, message, envelope `type` (None = from
-    the status), `param`, `meta`, and `retry_after` seconds (sent rounded up)."""
+    """An error as the caller sees it: status, code, message, envelope `type` (None = the
+    format's default), `param`, `meta`, `retry_after` seconds (sent rounded up), and
+    `should_retry` (the error class's word for `x-should-retry`; None sends no header)."""
 
     status: int
     code: str | None
@@ -96,6 +103,7 @@ class Problem:
     param: str | None = None
     meta: dict[str, Any] | None = None
     retry_after: float | None = None
+    should_retry: bool | None = None
 
 
 def header_value(text: str) -> bytes:
@@ -265,17 +273,32 @@ def _exhausted(exc: RouteExhausted) -> Problem:
         "retry_after": exc.retry_after,
     }
     return Problem(
-        exc.status, exc.code, exc.message, "route_exhausted", meta=meta, retry_after=exc.retry_after
+        exc.status,
+        exc.code,
+        exc.message,
+        "route_exhausted",
+        meta=meta,
+        retry_after=exc.retry_after,
+        should_retry=exc.should_retry,
     )
 
 
 def _ineligible(exc: RouteIneligible) -> Problem:
-    return Problem(exc.status, exc.code, exc.message, "route_ineligible")
+    return Problem(
+        exc.status, exc.code, exc.message, "route_ineligible", should_retry=exc.should_retry
+    )
 
 
 def _routing(exc: RoutingError) -> Problem:
     meta = {"attempts": _summary(exc.routing)} if exc.routing is not None else None
-    return Problem(exc.status, exc.code, exc.message, param=_param(exc), meta=meta)
+    return Problem(
+        exc.status,
+        exc.code,
+        exc.message,
+        param=_param(exc),
+        meta=meta,
+        should_retry=exc.should_retry,
+    )
 
 
 def _param(exc: RoutingError) -> str | None:
@@ -304,6 +327,7 @@ def _provider(exc: ProviderError) -> Problem:
         exc.error_type,
         meta=meta,
         retry_after=exc.retry_after,
+        should_retry=exc.should_retry,
     )
 
 
@@ -337,7 +361,8 @@ def internal_problem(exc: BaseException, request_id: str) -> Problem:
 
 def error_reply(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> Reply:
     """The whole error response for `exc` in the caller's format, with the routing headers
-    known so far, `x-request-id`, and `Retry-After` (seconds, rounded up) when there is one."""
+    known so far, `x-request-id`, `Retry-After` (seconds, rounded up) when there is one, and
+    `x-should-retry` when the error's class has a word on it."""
     problem = problem_for(exc) or internal_problem(exc, request_id)
     record: RoutingRecord | None = getattr(exc, "routing", None)
     if record is not None:
@@ -346,6 +371,8 @@ def error_reply(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> Re
         headers = [(b"x-request-id", header_value(request_id))]
     if problem.retry_after is not None and problem.retry_after > 0:
         headers.append((b"retry-after", str(math.ceil(problem.retry_after)).encode()))
+    if problem.should_retry is not None:
+        headers.append(_SHOULD_RETRY[problem.should_retry])
     body = fmt.error_body(
         problem.status,
         problem.message,
