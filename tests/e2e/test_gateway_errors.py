@@ -23,6 +23,14 @@ USER: Any = [{"role": "user", "content": "Why is checkout failing?"}]
 APP_KEY = "tk_e2e_app_key_1"
 NARROW_KEY = "tk_e2e_narrow_key_2"
 TOOLS: Any = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+# The OpenAI envelope's `type` of the codes that have their own; every other is
+# `invalid_request_error`.
+TYPES = {
+    "UPSTREAM_POOL_EXHAUSTED": "route_exhausted",
+    "upstream_unreachable": "route_exhausted",
+    "upstream_timeout": "route_exhausted",
+    "route_ineligible": "route_ineligible",
+}
 
 
 def _route(name: str, *models: str, **options: Any) -> dict[str, Any]:
@@ -106,7 +114,9 @@ async def _openai_error(client: openai.AsyncOpenAI, **create: Any) -> openai.API
 async def test_openai_sdk_sees_each_code(
     gateway: RunningGateway, model: str, extra: dict[str, Any], status: int, code: str
 ) -> None:
-    """The OpenAI SDK raises with the §11 status, and the envelope carries the code."""
+    """The OpenAI SDK raises with the §11 status, and the envelope carries the code and the
+    type: `route_exhausted`, `route_ineligible`, else `invalid_request_error` (never the
+    `server_error` a 5xx would suggest: these are turnout's own errors)."""
     client = _openai(gateway)
     async with client:
         with pytest.raises(openai.APIStatusError) as caught:
@@ -114,6 +124,7 @@ async def test_openai_sdk_sees_each_code(
     error = caught.value
     assert error.status_code == status
     assert error.code == code
+    assert error.type == TYPES.get(code, "invalid_request_error")
     assert error.response.headers["x-request-id"]
 
 

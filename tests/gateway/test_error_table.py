@@ -11,7 +11,7 @@ import pytest
 
 from turnout import errors
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
-from turnout.gateway.responses.respond import error_reply
+from turnout.gateway.responses.respond import error_event, error_reply
 
 if TYPE_CHECKING:
     from turnout.gateway.responses.client_formats import ClientFormat
@@ -180,3 +180,34 @@ def test_an_exhausted_route_that_knows_when_says_retry_after_and_true() -> None:
     unknown = error_reply(errors.RouteExhausted("all failed"), OPENAI, request_id="req-1")
     assert _header(unknown, b"retry-after") is None
     assert _header(unknown, b"x-should-retry") is None
+
+
+@pytest.mark.parametrize(("kind", "status", "code"), ROWS)
+def test_the_openai_type_is_turnouts_own_word_never_the_status(
+    kind: type[Any], status: int, code: str
+) -> None:
+    """In the OpenAI envelope, turnout's own errors are `route_exhausted`, `route_ineligible`
+    or `invalid_request_error`, whatever their status (a 503 `NO_ROUTE` is no `server_error`);
+    an in-stream error event carries the same type."""
+    expected = {
+        errors.RouteExhausted: "route_exhausted",
+        errors.RouteIneligible: "route_ineligible",
+    }.get(kind, "invalid_request_error")
+    reply = error_reply(kind("boom"), OPENAI, request_id="req-1")
+    assert orjson.loads(reply.body)["error"]["type"] == expected
+    event = error_event(kind("boom"), OPENAI, request_id="req-1")
+    data = event.decode().removeprefix("data: ").strip()
+    assert orjson.loads(data)["error"]["type"] == expected
+
+
+def test_a_provider_error_keeps_the_providers_type_in_the_openai_envelope() -> None:
+    """A provider's error passed through carries the provider's own type; one without a type
+    (a timeout, a dropped connection) is `invalid_request_error`, not a status-derived one."""
+    typed = errors.ProviderError.for_class(
+        "provider_error", "Overloaded", status=529, error_type="overloaded_error"
+    )
+    untyped = errors.ProviderError.for_class("timeout", "no answer within 5 s")
+    typed_body = orjson.loads(error_reply(typed, OPENAI, request_id="r").body)
+    untyped_body = orjson.loads(error_reply(untyped, OPENAI, request_id="r").body)
+    assert typed_body["error"]["type"] == "overloaded_error"
+    assert untyped_body["error"]["type"] == "invalid_request_error"

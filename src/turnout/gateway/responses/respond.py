@@ -49,6 +49,7 @@ __all__ = [
     "Problem",
     "Reply",
     "attempts_header",
+    "error_event",
     "error_reply",
     "format_cost",
     "header_value",
@@ -382,3 +383,10 @@ def error_reply(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> Re
         meta=problem.meta,
     )
     return json_reply(problem.status, body, headers)
+
+
+def error_event(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> bytes:
+    """The in-stream error event for `exc` in the caller's format (a stream's headers are
+    already sent, so only the envelope says what happened)."""
+    problem = problem_for(exc) or internal_problem(exc, request_id)
+    return fmt.error_event(problem.status, problem.message, problem.code, problem.type)

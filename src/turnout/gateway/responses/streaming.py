@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING
 
 from turnout.gateway.responses.respond import (
     CACHE_MISS,
+    error_event,
     error_reply,
     header_value,
-    internal_problem,
-    problem_for,
     routing_headers,
 )
 from turnout.wire.sse import KEEPALIVE
@@ -204,8 +203,7 @@ async def _relay(
                     await exchange.write(data)
         tail = writer.finish()
     except Exception as exc:  # noqa: BLE001 - after commit every failure is an in-stream event
-        problem = problem_for(exc) or internal_problem(exc, record.request_id)
-        tail = fmt.error_event(problem.status, problem.message, problem.code)
+        tail = error_event(exc, fmt, request_id=record.request_id)
     await exchange.end(tail)
 
 
@@ -246,5 +244,4 @@ async def _fail_before_commit(exchange: Exchange, exc: Exception, record: Routin
     if not exchange.started:
         await exchange.reply(error_reply(exc, exchange.fmt, request_id=record.request_id))
         return
-    problem = problem_for(exc) or internal_problem(exc, record.request_id)
-    await exchange.end(exchange.fmt.error_event(problem.status, problem.message, problem.code))
+    await exchange.end(error_event(exc, exchange.fmt, request_id=record.request_id))

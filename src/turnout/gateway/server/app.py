@@ -27,7 +27,7 @@ from turnout.gateway.handlers import (
     readiness,
 )
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
-from turnout.gateway.responses.respond import error_reply, internal_problem, json_reply, problem_for
+from turnout.gateway.responses.respond import error_event, error_reply, json_reply
 from turnout.gateway.server.exchange import Exchange, GatewaySettings
 from turnout.routing.request_state import new_request_id
 
@@ -231,5 +231,4 @@ async def _failed(exchange: Exchange, exc: Exception) -> None:
     if not exchange.started:
         await exchange.reply(error_reply(exc, exchange.fmt, request_id=request_id))
         return
-    problem = problem_for(exc) or internal_problem(exc, request_id)
-    await exchange.end(exchange.fmt.error_event(problem.status, problem.message, problem.code))
+    await exchange.end(error_event(exc, exchange.fmt, request_id=request_id))
