@@ -197,3 +197,24 @@ async def test_anthropic_sdk_sends_an_unknown_model_once(gateway: RunningGateway
             await client.messages.create(model="llama-3", max_tokens=8, messages=USER)
     assert caught.value.status_code == 503
     assert gateway.requests[before:] == [("POST", "/v1/messages")]
+
+
+async def test_both_sdks_get_their_own_request_id_back(gateway: RunningGateway) -> None:
+    """A caller's `x-request-id` comes back on an answer (header and routing object) through
+    the OpenAI SDK, and on a token count through the Anthropic SDK."""
+    trace = {"x-request-id": "checkout-trace-0042"}
+    client = _openai(gateway)
+    async with client:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="main", messages=USER, extra_headers=trace
+        )
+    assert raw.headers["x-request-id"] == "checkout-trace-0042"
+    completion: Any = raw.parse()
+    assert completion.model_extra["routing"]["request_id"] == "checkout-trace-0042"
+    counter = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=APP_KEY, max_retries=0)
+    async with counter:
+        counted = await counter.messages.with_raw_response.count_tokens(
+            model="claude-x", messages=USER, extra_headers=trace
+        )
+    assert counted.headers["x-request-id"] == "checkout-trace-0042"
+    assert (await counted.parse()).input_tokens > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from turnout.gateway.responses.respond import json_reply
+from turnout.gateway.server.exchange import request_id_header
 
 if TYPE_CHECKING:
     from turnout.gateway.server.exchange import Exchange
@@ -19,4 +20,5 @@ async def handle_models(exchange: Exchange) -> None:
     data = [
         {"id": model, "object": "model", "created": 0, "owned_by": "turnout"} for model in models
     ]
-    await exchange.reply(json_reply(200, {"object": "list", "data": data}))
+    headers = [request_id_header(exchange.reply_id())]
+    await exchange.reply(json_reply(200, {"object": "list", "data": data}, headers))

@@ -3,8 +3,9 @@
 Every routed response carries `x-request-id`, `x-turnout-route`, `x-turnout-target`,
 `x-turnout-model`, `x-turnout-attempts` (one `target;outcome=…;class=…;status=…;ms=…` item per
 attempt entry), `x-turnout-fallback-route`/`-kind` when a fallback route served,
-`x-turnout-cache` (`hit` when the record says so, else `miss`) and, on whole answers with a
-price, `x-turnout-cost`. Errors carry the headers known so far.
+`x-turnout-cache` (`hit` or `miss`, on routes with the response cache only: the record's
+`cache` is set there alone) and, on whole answers with a price, `x-turnout-cost`. Errors carry
+the headers known so far.
 
 Exceptions become HTTP responses in ONE place: `_TABLE` below, read top to bottom, first
 matching class wins. The status and code of an error turnout raises itself are its class's
@@ -164,7 +165,7 @@ def routing_headers(
     """The routing headers of a response (SPEC §5.4). `target`/`model` are who served (None on
     an error); `with_cost` adds `x-turnout-cost` when the record has a cost."""
     headers: list[Header] = [
-        (b"x-request-id", record.request_id.encode()),
+        (b"x-request-id", header_value(record.request_id)),
         (b"x-turnout-route", header_value(record.route)),
     ]
     if target is not None:
@@ -176,7 +177,8 @@ def routing_headers(
     if record.fallback_route is not None:
         headers.append((b"x-turnout-fallback-route", header_value(record.fallback_route)))
         headers.append((b"x-turnout-fallback-kind", header_value(record.fallback_kind or "")))
-    headers.append(CACHE_HIT if record.cache == "hit" else CACHE_MISS)
+    if record.cache is not None:
+        headers.append(CACHE_HIT if record.cache == "hit" else CACHE_MISS)
     if with_cost and record.cost is not None:
         headers.append((b"x-turnout-cost", format_cost(record.cost)))
     return headers

@@ -121,6 +121,7 @@ async def stream_answer(
     `plan` is the request's per-call plan (`Route.stream`).
     """
     chunks = route.stream(request, session_id=session_id, plan=plan)
+    exchange.adopt(chunks.routing)  # before the first call, so its call id has it too
     if tap is not None:
         chunks = tap(chunks)
     record = chunks.routing  # complete for the attempts so far at commit: the headers need it
@@ -209,12 +210,14 @@ async def _relay(
 
 def _early_headers(record: RoutingRecord) -> list[Header]:
     """Rule 2: the headers known before any call."""
-    return [
+    headers = [
         *SSE_HEADERS,
         (b"x-request-id", header_value(record.request_id)),
         (b"x-turnout-route", header_value(record.route)),
-        CACHE_MISS,
     ]
+    if record.cache is not None:
+        headers.append(CACHE_MISS)
+    return headers
 
 
 async def _first_chunk(

@@ -28,7 +28,7 @@ from turnout.gateway.handlers import (
 )
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
-from turnout.gateway.server.exchange import Exchange, GatewaySettings
+from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
@@ -148,7 +148,9 @@ class GatewayApp:
             )
         else:
             error = NotReady("the gateway is starting: its configuration is not loaded yet")
-        reply = error_reply(error, fmt, request_id=new_request_id())
+        sent = next((v for k, v in scope["headers"] if k == b"x-request-id"), None)
+        request_id = caller_request_id(sent.decode("latin-1") if sent is not None else None)
+        reply = error_reply(error, fmt, request_id=request_id or new_request_id())
         if methods is not None and method not in methods:
             reply.headers.append((b"allow", ", ".join(methods).encode()))
         return reply
@@ -227,7 +229,8 @@ async def _failed(exchange: Exchange, exc: Exception) -> None:
     """Rule 3: answer `exc` in the endpoint's format (or end a started response)."""
     if exchange.gone or exchange.ended:
         return
-    request_id = new_request_id()
+    exchange.adopt(getattr(exc, "routing", None))
+    request_id = exchange.reply_id()
     if not exchange.started:
         await exchange.reply(error_reply(exc, exchange.fmt, request_id=request_id))
         return
