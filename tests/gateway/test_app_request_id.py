@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.gateway._app_support import app_of, chat, client_of, messages, mock_provider
+from turnout.gateway.responses import respond
 
 if TYPE_CHECKING:
     from turnout.gateway.server.app import GatewayApp
@@ -155,3 +156,17 @@ async def test_the_longest_allowed_id_is_kept(app: GatewayApp) -> None:
             "/v1/chat/completions", json=chat("gpt-4o-mini"), headers={"x-request-id": sent}
         )
     assert reply.headers["x-request-id"] == sent
+
+
+async def test_request_ids_stay_out_of_the_header_value_cache(app: GatewayApp) -> None:
+    """Route and model names' header forms are cached, since they repeat; request ids never
+    do, so neither the caller's nor turnout's may fill that bounded cache."""
+    async with client_of(app) as client:
+        mine = await client.post(
+            "/v1/chat/completions", json=chat("gpt-4o-mini"), headers={"x-request-id": TRACE}
+        )
+        streamed = await client.post("/v1/chat/completions", json=chat("cached", stream=True))
+        failed = await client.post("/v1/messages", json=messages("llama-3"))
+    for reply in (mine, streamed, failed):
+        assert reply.headers["x-request-id"] not in respond._VALUES
+    assert "main" in respond._VALUES

@@ -57,6 +57,7 @@ __all__ = [
     "internal_problem",
     "json_reply",
     "problem_for",
+    "request_id_header",
     "routing_headers",
     "routing_object",
     "splice_routing",
@@ -122,6 +123,13 @@ def header_value(text: str) -> bytes:
     return value
 
 
+def request_id_header(request_id: str) -> Header:
+    """`x-request-id` as a header pair. A request id is turnout's hex or a caller's id of
+    visible ASCII (checked on the way in): it goes out as it is, and is not cached as names
+    are, since it never repeats."""
+    return (b"x-request-id", request_id.encode())
+
+
 def _item_token(text: str) -> str:
     cached = _TOKENS.get(text)
     if cached is not None:
@@ -165,7 +173,7 @@ def routing_headers(
     """The routing headers of a response (SPEC §5.4). `target`/`model` are who served (None on
     an error); `with_cost` adds `x-turnout-cost` when the record has a cost."""
     headers: list[Header] = [
-        (b"x-request-id", header_value(record.request_id)),
+        request_id_header(record.request_id),
         (b"x-turnout-route", header_value(record.route)),
     ]
     if target is not None:
@@ -371,7 +379,7 @@ def error_reply(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> Re
     if record is not None:
         headers = routing_headers(record, target=None, model=None, with_cost=False)
     else:
-        headers = [(b"x-request-id", header_value(request_id))]
+        headers = [request_id_header(request_id)]
     if problem.retry_after is not None and problem.retry_after > 0:
         headers.append((b"retry-after", str(math.ceil(problem.retry_after)).encode()))
     if problem.should_retry is not None:

@@ -28,6 +28,7 @@ from turnout.gateway.responses.respond import (
     error_event,
     error_reply,
     header_value,
+    request_id_header,
     routing_headers,
 )
 from turnout.wire.sse import KEEPALIVE
@@ -212,7 +213,7 @@ def _early_headers(record: RoutingRecord) -> list[Header]:
     """Rule 2: the headers known before any call."""
     headers = [
         *SSE_HEADERS,
-        (b"x-request-id", header_value(record.request_id)),
+        request_id_header(record.request_id),
         (b"x-turnout-route", header_value(record.route)),
     ]
     if record.cache is not None:

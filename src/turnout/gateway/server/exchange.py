@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.access.keys import Caller, Credentials, authenticate, split_credentials
 from turnout.errors import RequestTooLarge
-from turnout.gateway.responses.respond import header_value
+from turnout.gateway.responses.respond import request_id_header
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
@@ -197,8 +197,3 @@ def _too_large(limit: int) -> RequestTooLarge:
     return RequestTooLarge(
         f"the request body is larger than the limit of {limit} bytes (server.max_body_bytes)"
     )
-
-
-def request_id_header(request_id: str) -> Header:
-    """`x-request-id` as a header pair."""
-    return (b"x-request-id", header_value(request_id))
