@@ -1,5 +1,5 @@
 """End to end: the endpoints clients call, through a real gateway socket with the official
-OpenAI SDK in front of `turnout mock-upstream` (SPEC §5.1): a base URL without `/v1`, as
+OpenAI SDK in front of `turnout mock-upstream`: a base URL without `/v1`, as
 LiteLLM's proxy provider and other clients use it, and `models.retrieve` of an id that may
 hold a `/`."""
 

@@ -114,7 +114,7 @@ async def _openai_error(client: openai.AsyncOpenAI, **create: Any) -> openai.API
 async def test_openai_sdk_sees_each_code(
     gateway: RunningGateway, model: str, extra: dict[str, Any], status: int, code: str
 ) -> None:
-    """The OpenAI SDK raises with the §11 status, and the envelope carries the code and the
+    """The OpenAI SDK raises with the code's status, and the envelope carries the code and the
     type: `route_exhausted`, `route_ineligible`, else `invalid_request_error` (never the
     `server_error` a 5xx would suggest: these are turnout's own errors)."""
     client = _openai(gateway)

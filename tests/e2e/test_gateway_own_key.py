@@ -1,5 +1,5 @@
 """End to end: a provider that rejects a key says whose key it was, through a real gateway
-socket under `auth: open`, as the official SDKs see it (SPEC §5.4).
+socket under `auth: open`, as the official SDKs see it.
 
 turnout's own (org-key) credential refused upstream is the operator's problem, never the
 caller's: its message names the provider and says it was the configured key. A caller's own

@@ -1,4 +1,4 @@
-"""The endpoint table in process (SPEC §5.1): every `/v1/...` endpoint also without `/v1`,
+"""The endpoint table in process: every `/v1/...` endpoint also without `/v1`,
 `GET /v1/models/{id}` for the models this caller could use, and the built-in mock's model
 list."""
 

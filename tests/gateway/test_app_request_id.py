@@ -1,6 +1,6 @@
 """The request id through the gateway app: a caller's `x-request-id` (1 to 128 visible ASCII
 characters) is kept, echoed on every response and carried by the routing record; any other
-value is replaced by turnout's own id (SPEC §5.4)."""
+value is replaced by turnout's own id."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`GET /v1/models` and `GET /v1/models/{id}`: the models this caller could use, in OpenAI's
-list and object shapes (SPEC §5.1). A model id may hold `/` (`openai/gpt-4o`)."""
+list and object shapes. A model id may hold `/` (`openai/gpt-4o`)."""
 
 from __future__ import annotations
 

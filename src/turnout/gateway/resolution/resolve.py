@@ -1,9 +1,9 @@
 """How a request finds its route (SPEC §5.3 steps 2-7, the empty model, the key's ceilings).
 
-Rule 0: after the empty-model rule, the access policy picks the winning grant (§6.3). A
+Rule 0: after the empty-model rule, the access policy picks the winning grant. A
 winning grant that names a route sends the model to that route when the route serves it (its
 patterns, aliases or name), else 503 NO_ROUTE; it never falls through to another route, with
-one exception (S1-37): a model that the route does not serve but one of its targets' providers
+one exception: a model that the route does not serve but one of its targets' providers
 lists in its `model_aliases` goes where it would go without the grant (Rule 1). A grant naming
 no route goes on to Rule 1. When the policy refuses (no grant: 400 MODEL_DENIED; a deny
 binding: 403 POLICY_DENIED), the key's ceilings still come first: a model outside the key's
