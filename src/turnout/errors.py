@@ -47,11 +47,18 @@ the gateway's refusals of the HTTP request itself (`InvalidApiKey` … `NotReady
 
 `ProviderError.for_class()` builds the subclass that matches an error class, so that code
 which classifies (providers, the scripted models) never picks a class by hand.
+
+`should_retry` says whether repeating the same request can help, for the official SDKs'
+`x-should-retry` header: False for every refusal of turnout's own that a retry meets again
+(`NoRoute`, `ModelDenied`, `PolicyDenied`, `RouteIneligible`, a malformed body, …) and for a
+provider's deterministic error classes (`invalid_request`, `context_length`,
+`content_filtered`, `auth`); True for a `RouteExhausted` that knows when a target can be asked
+again (`retry_after`); None (the SDK decides by status) otherwise.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -90,6 +97,10 @@ __all__ = [
     "TurnoutError",
     "UpstreamAmbiguous",
 ]
+
+
+# Error classes of a call that a retry of the same request meets again.
+_DETERMINISTIC: Final = frozenset({"invalid_request", "context_length", "content_filtered", "auth"})
 
 
 class TurnoutError(Exception):
@@ -136,6 +147,8 @@ class RoutingError(TurnoutError):
     status: int = 503
     code: str = "route_exhausted"
     transient: ClassVar[bool] = False
+    should_retry: bool | None = None
+    """Whether repeating the same request can help (None: no opinion; see the module)."""
 
     def __init__(
         self,
@@ -168,6 +181,7 @@ class RouteExhausted(RoutingError):
     503 `route_exhausted` when no call was made).
     `retry_after` (seconds or None) is the shortest time until a cooling, open or parked target
     can be asked again; `last_error` is `(status, message)` of the last call, if any.
+    `should_retry` is True when `retry_after` is known: waiting that long can help.
     """
 
     status = 503
@@ -187,6 +201,8 @@ class RouteExhausted(RoutingError):
         super().__init__(message, status=status, code=code, routing=routing)
         self.retry_after = retry_after
         self.last_error = last_error
+        if retry_after is not None:
+            self.should_retry = True
 
 
 class RouteIneligible(RoutingError):
@@ -194,6 +210,7 @@ class RouteIneligible(RoutingError):
 
     status = 400
     code = "route_ineligible"
+    should_retry = False
 
 
 class NoDeploymentAvailable(RoutingError):
@@ -201,6 +218,7 @@ class NoDeploymentAvailable(RoutingError):
 
     status = 503
     code = "no_deployment_available"
+    should_retry = False
 
 
 class PolicyDenied(RoutingError):
@@ -208,6 +226,7 @@ class PolicyDenied(RoutingError):
 
     status = 403
     code = "POLICY_DENIED"
+    should_retry = False
 
 
 class NoRoute(RoutingError):
@@ -215,6 +234,7 @@ class NoRoute(RoutingError):
 
     status = 503
     code = "NO_ROUTE"
+    should_retry = False
 
 
 class EmbeddingsNotSupported(RoutingError):
@@ -222,6 +242,7 @@ class EmbeddingsNotSupported(RoutingError):
 
     status = 400
     code = "embeddings_not_supported"
+    should_retry = False
 
 
 class UpstreamAmbiguous(RoutingError):
@@ -230,6 +251,7 @@ class UpstreamAmbiguous(RoutingError):
 
     status = 503
     code = "UPSTREAM_AMBIGUOUS"
+    should_retry = False
 
 
 class ModelDenied(RoutingError):
@@ -239,6 +261,7 @@ class ModelDenied(RoutingError):
 
     status = 400
     code = "MODEL_DENIED"
+    should_retry = False
 
 
 class ModelNotAllowed(RoutingError):
@@ -247,6 +270,7 @@ class ModelNotAllowed(RoutingError):
 
     status = 403
     code = "model_not_allowed"
+    should_retry = False
 
 
 class InvalidApiKey(RoutingError):
@@ -254,6 +278,7 @@ class InvalidApiKey(RoutingError):
 
     status = 401
     code = "invalid_api_key"
+    should_retry = False
 
 
 class MalformedBody(RoutingError):
@@ -262,6 +287,7 @@ class MalformedBody(RoutingError):
 
     status = 400
     code = "invalid_request"
+    should_retry = False
 
 
 class RequestTooLarge(RoutingError):
@@ -269,6 +295,7 @@ class RequestTooLarge(RoutingError):
 
     status = 413
     code = "request_too_large"
+    should_retry = False
 
 
 class NotFound(RoutingError):
@@ -277,6 +304,7 @@ class NotFound(RoutingError):
 
     status = 404
     code = "NOT_FOUND"
+    should_retry = False
 
 
 class MethodNotAllowed(RoutingError):
@@ -284,6 +312,7 @@ class MethodNotAllowed(RoutingError):
 
     status = 405
     code = "method_not_allowed"
+    should_retry = False
 
 
 class NotReady(RoutingError):
@@ -348,6 +377,12 @@ class ProviderError(TurnoutError):
         """Build the subclass matching `error_class` (an unknown class gives ProviderError)."""
         kind = ProviderError._by_class.get(error_class, ProviderError)
         return kind(message, error_class=error_class, **kwargs)
+
+    @property
+    def should_retry(self) -> bool | None:
+        """False for an error class that the same request meets again (`invalid_request`,
+        `context_length`, `content_filtered`, `auth`); else None (the status decides)."""
+        return False if self.error_class in _DETERMINISTIC else None
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.message}" if self.reason else self.message

@@ -1,5 +1,6 @@
 """A real gateway for end-to-end tests: uvicorn (httptools) on a free 127.0.0.1 port, in the
-test's event loop, over a runtime built from a config dict."""
+test's event loop, over a runtime built from a config dict. The gateway notes the method and
+path of every HTTP request it receives (`requests`), so a test can count what a client sent."""
 
 from __future__ import annotations
 
@@ -14,16 +15,18 @@ from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
     from contextlib import AbstractAsyncContextManager
 
 
 class RunningGateway:
-    """A started gateway: its `url`, `runtime` and `app`."""
+    """A started gateway: its `url`, `runtime`, and the `(method, path)` of each HTTP request
+    it received so far (`requests`)."""
 
-    def __init__(self, runtime: Runtime, url: str) -> None:
+    def __init__(self, runtime: Runtime, url: str, requests: list[tuple[str, str]]) -> None:
         self.runtime = runtime
         self.url = url
+        self.requests = requests
 
     @property
     def openai_base_url(self) -> str:
@@ -39,8 +42,20 @@ def running_gateway(config: dict[str, Any]) -> AbstractAsyncContextManager[Runni
 @asynccontextmanager
 async def running_runtime(runtime: Runtime) -> AsyncIterator[RunningGateway]:
     """Serve `runtime` until the block ends (the lifespan closes its pools)."""
+    app = GatewayApp(runtime)
+    requests: list[tuple[str, str]] = []
+
+    async def noted(
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope["type"] == "http":
+            requests.append((scope["method"], scope["path"]))
+        await app(scope, receive, send)
+
     server_config = uvicorn.Config(
-        GatewayApp(runtime),
+        noted,
         host="127.0.0.1",
         port=0,
         http="httptools",
@@ -57,7 +72,7 @@ async def running_runtime(runtime: Runtime) -> AsyncIterator[RunningGateway]:
                 break
             await asyncio.sleep(0.01)
         port = sock.getsockname()[1]
-        yield RunningGateway(runtime, f"http://127.0.0.1:{port}")
+        yield RunningGateway(runtime, f"http://127.0.0.1:{port}", requests)
     finally:
         server.should_exit = True
         await task

@@ -23,6 +23,14 @@ USER: Any = [{"role": "user", "content": "Why is checkout failing?"}]
 APP_KEY = "tk_e2e_app_key_1"
 NARROW_KEY = "tk_e2e_narrow_key_2"
 TOOLS: Any = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+# The OpenAI envelope's `type` of the codes that have their own; every other is
+# `invalid_request_error`.
+TYPES = {
+    "UPSTREAM_POOL_EXHAUSTED": "route_exhausted",
+    "upstream_unreachable": "route_exhausted",
+    "upstream_timeout": "route_exhausted",
+    "route_ineligible": "route_ineligible",
+}
 
 
 def _route(name: str, *models: str, **options: Any) -> dict[str, Any]:
@@ -106,7 +114,9 @@ async def _openai_error(client: openai.AsyncOpenAI, **create: Any) -> openai.API
 async def test_openai_sdk_sees_each_code(
     gateway: RunningGateway, model: str, extra: dict[str, Any], status: int, code: str
 ) -> None:
-    """The OpenAI SDK raises with the code's status, and the envelope carries the code."""
+    """The OpenAI SDK raises with the code's status, and the envelope carries the code and the
+    type: `route_exhausted`, `route_ineligible`, else `invalid_request_error` (never the
+    `server_error` a 5xx would suggest: these are turnout's own errors)."""
     client = _openai(gateway)
     async with client:
         with pytest.raises(openai.APIStatusError) as caught:
@@ -114,6 +124,7 @@ async def test_openai_sdk_sees_each_code(
     error = caught.value
     assert error.status_code == status
     assert error.code == code
+    assert error.type == TYPES.get(code, "invalid_request_error")
     assert error.response.headers["x-request-id"]
 
 
@@ -161,3 +172,49 @@ async def test_count_tokens_without_an_anthropic_target_is_404(gateway: RunningG
         )
     assert reply.status_code == 404
     assert reply.json()["error"]["type"] == "not_found_error"
+
+
+async def test_openai_sdk_sends_an_unknown_model_once(gateway: RunningGateway) -> None:
+    """With its default retries, the OpenAI SDK sends a request for a model no route serves
+    exactly once (`x-should-retry: false` on the 503 `NO_ROUTE`), instead of three times."""
+    before = len(gateway.requests)
+    client = openai.AsyncOpenAI(base_url=gateway.openai_base_url, api_key=APP_KEY)
+    async with client:
+        with pytest.raises(openai.APIStatusError) as caught:
+            await client.chat.completions.create(model="llama-3", messages=USER)
+    assert caught.value.status_code == 503
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert gateway.requests[before:] == [("POST", "/v1/chat/completions")]
+
+
+async def test_anthropic_sdk_sends_an_unknown_model_once(gateway: RunningGateway) -> None:
+    """With its default retries, the Anthropic SDK sends a request for a model no route serves
+    exactly once, though a 503 is otherwise one it retries."""
+    before = len(gateway.requests)
+    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=APP_KEY)
+    async with client:
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            await client.messages.create(model="llama-3", max_tokens=8, messages=USER)
+    assert caught.value.status_code == 503
+    assert gateway.requests[before:] == [("POST", "/v1/messages")]
+
+
+async def test_both_sdks_get_their_own_request_id_back(gateway: RunningGateway) -> None:
+    """A caller's `x-request-id` comes back on an answer (header and routing object) through
+    the OpenAI SDK, and on a token count through the Anthropic SDK."""
+    trace = {"x-request-id": "checkout-trace-0042"}
+    client = _openai(gateway)
+    async with client:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="main", messages=USER, extra_headers=trace
+        )
+    assert raw.headers["x-request-id"] == "checkout-trace-0042"
+    completion: Any = raw.parse()
+    assert completion.model_extra["routing"]["request_id"] == "checkout-trace-0042"
+    counter = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=APP_KEY, max_retries=0)
+    async with counter:
+        counted = await counter.messages.with_raw_response.count_tokens(
+            model="claude-x", messages=USER, extra_headers=trace
+        )
+    assert counted.headers["x-request-id"] == "checkout-trace-0042"
+    assert (await counted.parse()).input_tokens > 0

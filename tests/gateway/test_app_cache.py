@@ -207,11 +207,14 @@ async def test_route_without_a_cache_calls_every_time_and_has_no_cache_field(
     gw: _Gateway,
 ) -> None:
     """A route without `cache.enabled` never reads or writes the cache; its record's `cache`
-    stays absent and the header says `miss`."""
+    stays absent and no `x-turnout-cache` header is sent, whole or streamed."""
     first = await gw.chat(chat("uncached"))
     second = await gw.chat(chat("uncached"))
-    assert gw.calls() == 2
-    assert second.headers["x-turnout-cache"] == "miss"
+    streamed = await gw.chat({**chat("uncached"), "stream": True})
+    assert gw.calls() == 3
+    assert "x-turnout-cache" not in first.headers
+    assert "x-turnout-cache" not in second.headers
+    assert "x-turnout-cache" not in streamed.headers
     assert "cache" not in second.json()["routing"]
     assert first.json()["routing"]["attempts"] != []
 

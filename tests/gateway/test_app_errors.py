@@ -237,7 +237,8 @@ async def test_route_without_embeddings_is_embeddings_not_supported(app: Gateway
 
 async def test_exhausted_route_envelope_and_retry_after(app: GatewayApp, clock: FakeClock) -> None:
     """Two 429s: 429 `UPSTREAM_POOL_EXHAUSTED`, type route_exhausted, meta with the attempts
-    and last error, Retry-After = the shortest cooldown (8 s and 3 s -> 3), both headers."""
+    and last error, Retry-After = the shortest cooldown (8 s and 3 s -> 3) with
+    `x-should-retry: true`, both headers."""
     reply = await _post(app, "/v1/chat/completions", chat("limited"), clock=clock)
     assert reply.status_code == 429
     error = _openai_error(reply)
@@ -246,6 +247,7 @@ async def test_exhausted_route_envelope_and_retry_after(app: GatewayApp, clock: 
     assert [a["outcome"] for a in error["meta"]["attempts"]] == ["failed", "failed"]
     assert error["meta"]["last_error"]["status"] == 429
     assert reply.headers["retry-after"] == "3"
+    assert reply.headers["x-should-retry"] == "true"
     assert reply.headers["x-turnout-route"] == "limited"
     assert reply.headers["x-turnout-attempts"].count("outcome=failed;class=rate_limited") == 2
 
@@ -270,7 +272,8 @@ async def test_every_call_timing_out_is_upstream_timeout(app: GatewayApp, clock:
 
 
 async def test_deterministic_400_passes_through_in_both_formats(app: GatewayApp) -> None:
-    """A terminal 400 is the provider's own status and message; the backup is not tried."""
+    """A terminal 400 is the provider's own status and message, which no retry can change
+    (`x-should-retry: false`); the backup is not tried."""
     openai = await _post(app, "/v1/chat/completions", chat("bad"))
     anthropic = await _post(app, "/v1/messages", messages("bad"))
     assert openai.status_code == anthropic.status_code == 400
@@ -278,6 +281,7 @@ async def test_deterministic_400_passes_through_in_both_formats(app: GatewayApp)
     assert _openai_error(openai)["type"] == "invalid_request_error"
     assert _anthropic_error(anthropic)["message"] == "max_tokens is too large"
     assert _anthropic_error(anthropic)["type"] == "invalid_request_error"
+    assert openai.headers["x-should-retry"] == anthropic.headers["x-should-retry"] == "false"
     attempts = openai.headers["x-turnout-attempts"].split(",")
     assert attempts[0].startswith("a;outcome=failed;class=invalid_request;status=400")
     assert attempts[1] == "b;outcome=not_tried"
@@ -292,6 +296,7 @@ async def test_one_call_passes_its_own_status_and_retry_after(app: GatewayApp) -
     assert error["code"] == "rate_limited"
     assert error["type"] != "route_exhausted"
     assert reply.headers["retry-after"] == "8"
+    assert "x-should-retry" not in reply.headers  # a 429: the SDK's own rule retries it
 
 
 async def test_unknown_path_and_wrong_method(app: GatewayApp) -> None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 PLATFORM_KEY = "tk_platform_key_01"
 SALES_KEY = "tk_sales_key_02"
 OPS_KEY = "tk_ops_key_03"
+SALES_MAIN_KEY = "tk_sales_main_key_04"
 
 ROUTES: list[dict[str, Any]] = [
     {"name": "claude", "models": ["claude-*"], "targets": [{"provider": "ant", "name": "direct"}]},
@@ -72,6 +73,7 @@ def _config(*, bindings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
             {"name": "platform", "key": PLATFORM_KEY, "teams": ["platform"]},
             {"name": "sales", "key": SALES_KEY, "teams": ["sales"]},
             {"name": "ops", "key": OPS_KEY, "teams": ["ops"]},
+            {"name": "sales-main", "key": SALES_MAIN_KEY, "teams": ["sales"], "routes": ["main"]},
         ],
         "bindings": BINDINGS if bindings is None else bindings,
     }
@@ -152,6 +154,18 @@ async def test_deny_binding_is_policy_denied(app: GatewayApp) -> None:
     reply = await _post(app, "/v1/messages", messages("claude-opus-4"), SALES_KEY)
     assert reply.status_code == 403
     assert _code(reply) == "POLICY_DENIED"
+
+
+async def test_a_key_limited_to_another_route_is_model_denied_before_the_deny(
+    app: GatewayApp,
+) -> None:
+    """A sales key limited to route main asking for claude-opus-4 (route claude, denied to
+    sales) is 400 MODEL_DENIED naming the key's routes, not 403 POLICY_DENIED: the key's
+    ceilings come before the grant check."""
+    reply = await _post(app, "/v1/messages", messages("claude-opus-4"), SALES_MAIN_KEY)
+    assert reply.status_code == 400
+    assert _code(reply) == "MODEL_DENIED"
+    assert reply.json()["error"]["message"].endswith("its routes are: main")
 
 
 async def test_models_list_leaves_out_models_without_a_grant(app: GatewayApp) -> None:

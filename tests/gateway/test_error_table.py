@@ -11,7 +11,7 @@ import pytest
 
 from turnout import errors
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
-from turnout.gateway.responses.respond import error_reply
+from turnout.gateway.responses.respond import error_event, error_reply
 
 if TYPE_CHECKING:
     from turnout.gateway.responses.client_formats import ClientFormat
@@ -105,3 +105,109 @@ def test_a_malformed_request_is_a_400_invalid_request() -> None:
     assert (error.status, error.error_class, error.reason) == (400, "invalid_request", "400")
     assert errors.InvalidRequest("no status").status is None
     assert errors.InvalidRequest("upstream said so", status=422).status == 422
+
+
+# What `x-should-retry` says for each class: "false" where the same request meets the same
+# refusal again, None (no header: the SDK decides by status) where time can change the answer.
+SHOULD_RETRY: dict[type[errors.TurnoutError], str | None] = {
+    errors.RouteExhausted: None,
+    errors.RouteIneligible: "false",
+    errors.NoDeploymentAvailable: "false",
+    errors.EmbeddingsNotSupported: "false",
+    errors.PolicyDenied: "false",
+    errors.NoRoute: "false",
+    errors.UpstreamAmbiguous: "false",
+    errors.ModelDenied: "false",
+    errors.ModelNotAllowed: "false",
+    errors.InvalidApiKey: "false",
+    errors.MalformedBody: "false",
+    errors.RequestTooLarge: "false",
+    errors.NotFound: "false",
+    errors.MethodNotAllowed: "false",
+    errors.NotReady: None,
+    errors.StreamBroken: None,
+    errors.StreamRejected: None,
+}
+
+
+def _header(reply: Any, name: bytes) -> str | None:
+    found = [value.decode() for key, value in reply.headers if key == name]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize(("kind", "status", "code"), ROWS)
+def test_x_should_retry_comes_from_the_class(kind: type[Any], status: int, code: str) -> None:
+    """Each of turnout's own errors sends `x-should-retry: false` when a retry cannot help,
+    and no header when it can (so an SDK stops retrying a 503 `NO_ROUTE`)."""
+    reply = error_reply(kind("boom"), OPENAI, request_id="req-1")
+    assert _header(reply, b"x-should-retry") == SHOULD_RETRY[kind]
+
+
+@pytest.mark.parametrize(
+    ("error_class", "expected"),
+    [
+        ("invalid_request", "false"),
+        ("context_length", "false"),
+        ("content_filtered", "false"),
+        ("auth", "false"),
+        ("timeout", None),
+        ("rate_limited", None),
+        ("provider_error", None),
+        ("quota_exhausted", None),
+    ],
+)
+def test_a_provider_error_is_final_only_for_a_deterministic_class(
+    error_class: str, expected: str | None
+) -> None:
+    """A provider's error passed through says `x-should-retry: false` for the error classes
+    a retry meets again (whatever its status), and nothing for the transient ones."""
+    error = errors.ProviderError.for_class(error_class, "upstream said so", status=400)
+    reply = error_reply(error, ANTHROPIC, request_id="req-1")
+    assert _header(reply, b"x-should-retry") == expected
+    # A class chosen without its subclass decides the same way.
+    bare = errors.ProviderError("upstream said so", status=400, error_class=error_class)
+    assert _header(error_reply(bare, OPENAI, request_id="r"), b"x-should-retry") == expected
+
+
+def test_an_exhausted_route_that_knows_when_says_retry_after_and_true() -> None:
+    """Every target cooling down, parked or open: `retry-after` is the shortest wait rounded
+    up to whole seconds, with `x-should-retry: true`; without a wait, neither header."""
+    waiting = errors.RouteExhausted("all cooling", retry_after=2.2)
+    reply = error_reply(waiting, OPENAI, request_id="req-1")
+    assert _header(reply, b"retry-after") == "3"
+    assert _header(reply, b"x-should-retry") == "true"
+    unknown = error_reply(errors.RouteExhausted("all failed"), OPENAI, request_id="req-1")
+    assert _header(unknown, b"retry-after") is None
+    assert _header(unknown, b"x-should-retry") is None
+
+
+@pytest.mark.parametrize(("kind", "status", "code"), ROWS)
+def test_the_openai_type_is_turnouts_own_word_never_the_status(
+    kind: type[Any], status: int, code: str
+) -> None:
+    """In the OpenAI envelope, turnout's own errors are `route_exhausted`, `route_ineligible`
+    or `invalid_request_error`, whatever their status (a 503 `NO_ROUTE` is no `server_error`);
+    an in-stream error event carries the same type."""
+    expected = {
+        errors.RouteExhausted: "route_exhausted",
+        errors.RouteIneligible: "route_ineligible",
+    }.get(kind, "invalid_request_error")
+    reply = error_reply(kind("boom"), OPENAI, request_id="req-1")
+    assert orjson.loads(reply.body)["error"]["type"] == expected
+    event = error_event(kind("boom"), OPENAI, request_id="req-1")
+    data = event.decode().removeprefix("data: ").strip()
+    assert orjson.loads(data)["error"]["type"] == expected
+
+
+def test_a_provider_error_keeps_the_providers_type_in_the_openai_envelope() -> None:
+    """A provider's error passed through carries the provider's own type; one without a type
+    (a timeout, a dropped connection) is `invalid_request_error`, not a status-derived one."""
+    typed = errors.ProviderError.for_class(
+        "provider_error", "Overloaded", status=529, error_type="overloaded_error"
+    )
+    untyped = errors.ProviderError.for_class("timeout", "no answer within 5 s")
+    typed_body = orjson.loads(error_reply(typed, OPENAI, request_id="r").body)
+    untyped_body = orjson.loads(error_reply(untyped, OPENAI, request_id="r").body)
+    assert typed_body["error"]["type"] == "overloaded_error"
+    assert untyped_body["error"]["type"] == "invalid_request_error"

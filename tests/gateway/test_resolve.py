@@ -340,6 +340,50 @@ def test_a_model_outside_allowed_models_is_model_denied() -> None:
     assert found.entry.name == "b"
 
 
+def _bound(*bindings: dict[str, Any]) -> Runtime:
+    return runtime_of({**KEYED, "bindings": list(bindings)})
+
+
+EVERYONE: Any = [{"everyone": True}]
+DENY_GPT_4O = {
+    "name": "no-4o",
+    "mode": "deny",
+    "subjects": EVERYONE,
+    "grants": [{"models": "gpt-4o"}],
+}
+ONLY_MINI = {"name": "mini", "subjects": EVERYONE, "grants": [{"models": "gpt-4o-mini"}]}
+
+
+@pytest.mark.parametrize("binding", [DENY_GPT_4O, ONLY_MINI], ids=["deny", "no-grant"])
+def test_the_keys_ceilings_come_before_the_grant_check(binding: dict[str, Any]) -> None:
+    """A key limited to route b asking for a model of route a is 400 MODEL_DENIED naming the
+    key's routes, even where a deny binding (403 POLICY_DENIED) or a missing grant would
+    also refuse it: the key's ceilings are checked first."""
+    runtime = _bound(binding)
+    with pytest.raises(RoutingError) as info:
+        runtime.resolve("gpt-4o", endpoint="chat", caller=caller("b"))
+    assert (info.value.status, info.value.code) == (400, "MODEL_DENIED")
+    assert info.value.message == 'key "app" may not call route "a"; its routes are: b'
+    with pytest.raises(RoutingError) as outside:
+        runtime.resolve("gpt-4o", endpoint="chat", caller=caller(allowed=("gpt-4o-*",)))
+    assert outside.value.message.endswith("its allowed models are: gpt-4o-*")
+
+
+def test_within_the_keys_ceilings_the_grant_check_still_refuses() -> None:
+    """A model inside the key's ceilings meets the policy: a deny is 403 POLICY_DENIED, no
+    grant 400 MODEL_DENIED from the bindings; a model no route serves keeps the policy's
+    refusal too (there is no route to hold against the key's routes)."""
+    with pytest.raises(RoutingError) as denied:
+        _bound(DENY_GPT_4O).resolve("gpt-4o", endpoint="chat", caller=caller("a"))
+    assert (denied.value.status, denied.value.code) == (403, "POLICY_DENIED")
+    ungranted = _bound(ONLY_MINI)
+    for model in ("gpt-4o", "llama-3"):
+        with pytest.raises(RoutingError) as info:
+            ungranted.resolve(model, endpoint="chat", caller=caller("a", "b"))
+        assert info.value.code == "MODEL_DENIED"
+        assert "no access binding grants" in info.value.message
+
+
 # ---- caching and the model list ----------------------------------------------------------------
 
 

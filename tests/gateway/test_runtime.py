@@ -10,6 +10,7 @@ from turnout.access.keys import KeyRing
 from turnout.config.load import parse_config
 from turnout.errors import AuthenticationFailed, ConfigError
 from turnout.gateway.runtime.live import Runtime
+from turnout.mock_upstream.answers import MODELS
 from turnout.providers import Anthropic, AzureOpenAI, MockProvider, OpenAI, OpenAICompatible
 from turnout.routing.clock import FakeClock
 from turnout.routing.plan import CallerCredential
@@ -541,7 +542,8 @@ def test_embedded_without_keys_serves_the_mock_on_every_endpoint() -> None:
     assert runtime.keys is None
     assert list(runtime.providers) == ["mock"]
     entry = runtime.routes["mock"]
-    assert (entry.kind, entry.patterns) == ("implicit", ("*",))
+    assert (entry.kind, entry.patterns[0]) == ("implicit", "*")
+    assert runtime.resolve("any-model-at-all", endpoint="chat").entry is entry
     assert entry.messages_route is entry.route
     assert entry.embeddings_route is not None
     assert runtime.warnings == (
@@ -550,6 +552,14 @@ def test_embedded_without_keys_serves_the_mock_on_every_endpoint() -> None:
             " every model"
         ),
     )
+
+
+def test_embedded_mock_lists_the_mock_upstreams_models() -> None:
+    """Without vendor keys, `GET /v1/models` offers the mock upstream's own model list (a
+    `*` pattern alone names no model to list), each served by the mock."""
+    runtime = Runtime.embedded({})
+    assert runtime.models() == sorted(MODELS, key=str.lower)
+    assert {runtime.resolve(name, endpoint="chat").entry.name for name in MODELS} == {"mock"}
 
 
 def test_embedded_with_vendor_keys_builds_their_providers() -> None:

@@ -101,6 +101,25 @@ async def test_error_classes(
     assert error.provider_request_id == logged(adapter, upstream)[-1]["request_id"]
 
 
+async def test_its_own_key_refused_says_whose_key_it_was(adapter: HttpProvider) -> None:
+    """An `auth` failure of a provider calling with its own key says the provider rejected
+    its configured key, then the vendor's message, whole answer and stream alike; a 403 that
+    names a content-policy reason is no key problem and keeps its message."""
+    prefix = f'provider "{adapter.name}" rejected its configured key: '
+    for spec in ("status=401", "status=403"):
+        with pytest.raises(ProviderError) as whole:
+            await adapter.complete(ask(f"m/fault:{spec}"))
+        with pytest.raises(ProviderError) as streamed:
+            await collect(adapter, ask(f"m/fault:{spec}"))
+        for error in (whole.value, streamed.value):
+            assert error.message.startswith(prefix), error.message
+            assert len(error.message) > len(prefix)
+            assert str(error).endswith(error.message)
+    with pytest.raises(ProviderError) as filtered:
+        await adapter.complete(ask("m/fault:content_policy"))
+    assert not filtered.value.message.startswith(prefix)
+
+
 @pytest.mark.parametrize("spec", ["status=503", "quota", "status=429"])
 async def test_stream_errors_before_the_first_byte(adapter: HttpProvider, spec: str) -> None:
     """An error status on a stream raises the same classified error before any chunk."""

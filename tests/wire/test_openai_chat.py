@@ -271,8 +271,13 @@ def test_error_body_matches_the_documented_envelope() -> None:
     )
     assert body["error"]["type"] == "route_exhausted"
     assert body["error"]["meta"] == {"n": 2}
-    assert openai_chat.error_body(429, "slow down")["error"]["type"] == "rate_limit_error"
-    assert openai_chat.error_body(502, "bad gateway")["error"]["type"] == "server_error"
+    # Without a type of its own an error is `invalid_request_error` whatever its status:
+    # `rate_limit_error` / `server_error` would pass turnout's own refusal off as the upstream's.
+    assert openai_chat.error_body(429, "slow down")["error"]["type"] == "invalid_request_error"
+    assert openai_chat.error_body(503, "no route")["error"]["type"] == "invalid_request_error"
+    assert openai_chat.error_body(502, "bad", type="overloaded_error")["error"]["type"] == (
+        "overloaded_error"
+    )
 
 
 # --- streams --------------------------------------------------------------------------------
@@ -384,7 +389,12 @@ def test_stream_error_event_shape() -> None:
     """An in-stream error is a data event holding the OpenAI error envelope."""
     event = events_of(openai_chat.error_event(502, "cut", "stream_broken"))[0]
     assert orjson.loads(event.data) == {
-        "error": {"message": "cut", "type": "server_error", "code": "stream_broken", "param": None}
+        "error": {
+            "message": "cut",
+            "type": "invalid_request_error",
+            "code": "stream_broken",
+            "param": None,
+        }
     }
 
 

@@ -347,14 +347,15 @@ def authenticate(credentials: Credentials, project: str) -> Caller:
     raise InvalidApiKey(message)
 
 
-def ceiling_check(caller: Caller, route_name: str, model: str | None) -> None:
+def ceiling_check(caller: Caller, route_name: str | None, model: str | None) -> None:
     """Raise `ModelDenied` (400) when the key's ceilings exclude the route or the model.
 
     The route is outside a non-empty `routes`, or `model` (any case) matches none of a
     non-empty `allowed_models`. An empty or None `model` (routed by `empty_model_route`)
-    is checked against `routes` only.
+    is checked against `routes` only; a None `route_name` (no route serves the model) against
+    `allowed_models` only.
     """
-    if caller.routes and route_name not in caller.routes:
+    if caller.routes and route_name is not None and route_name not in caller.routes:
         raise ModelDenied(
             f'{caller.label} may not call route "{route_name}"; its routes are:'
             f" {', '.join(caller.routes)}"

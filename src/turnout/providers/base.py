@@ -15,7 +15,10 @@ request id.
 Rule 4: credentials. An `org_key` provider sends its own `api_key` on every
 call. A `passthrough` provider has no key of its own: only the per-call view that
 `with_credential` returns carries the caller's credential, and the provider itself refuses a
-call (`AuthenticationFailed`, nothing sent) rather than send it upstream without one.
+call (`AuthenticationFailed`, nothing sent) rather than send it upstream without one. An
+`auth` failure of an `org_key` provider says whose key was refused (`provider "openai"
+rejected its configured key: <the vendor's message>`); a passthrough provider's keeps the
+vendor's message as it is, since the key was the caller's.
 """
 
 from __future__ import annotations
@@ -454,7 +457,15 @@ class HttpProvider:
         if 200 <= status < 300:
             return
         if status >= 400:
-            raise error_for_status(status, headers, body, provider=self.name, vendor=self.vendor)
+            error = error_for_status(status, headers, body, provider=self.name, vendor=self.vendor)
+            if error.error_class == "auth" and self.credential_mode == "org_key":
+                # Rule 4: the key refused is turnout's own, never the caller's: say so, so
+                # that nobody reads the vendor's "incorrect API key" as the caller's fault.
+                error.message = (
+                    f'provider "{self.name}" rejected its configured key: {error.message}'
+                )
+                error.args = (error.message,)
+            raise error
         raise ProviderUnavailable(
             f"unexpected HTTP status {status}",
             status=status,

@@ -211,14 +211,6 @@ def encode_tool_call(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def _default_type(status: int) -> str:
-    if status == 429:
-        return "rate_limit_error"
-    if status >= 500:
-        return "server_error"
-    return "invalid_request_error"
-
-
 def error_body(
     status: int,
     message: str,
@@ -230,12 +222,15 @@ def error_body(
 ) -> dict[str, Any]:
     """The OpenAI error envelope: `{"error": {message, type, code, param, meta}}`.
 
-    `type` defaults from `status`: 429 `rate_limit_error`, 5xx `server_error`, otherwise
-    `invalid_request_error`. `meta` is included only when given.
+    `type` is the one given (`route_exhausted`, `route_ineligible`, a provider's own type),
+    else `invalid_request_error` whatever the status: `server_error` or `rate_limit_error`
+    would claim the upstream's words for a refusal of turnout's own. `meta` is included only
+    when given. `status` is not read; it stays for the shape every envelope function shares.
     """
+    del status
     error: dict[str, Any] = {
         "message": message,
-        "type": type or _default_type(status),
+        "type": type or "invalid_request_error",
         "code": code,
         "param": param,
     }

@@ -6,16 +6,18 @@ from turnout.gateway.handlers.chat import handle_chat
 from turnout.gateway.handlers.count_tokens import handle_count_tokens
 from turnout.gateway.handlers.embeddings import handle_embeddings
 from turnout.gateway.handlers.health import handle_healthz, readiness
-from turnout.gateway.handlers.models import handle_models
+from turnout.gateway.handlers.models import MODEL_PATHS, handle_model, handle_models
 from turnout.gateway.server.exchange import Exchange, GatewaySettings
 
 __all__ = [
+    "MODEL_PATHS",
     "Exchange",
     "GatewaySettings",
     "handle_chat",
     "handle_count_tokens",
     "handle_embeddings",
     "handle_healthz",
+    "handle_model",
     "handle_models",
     "readiness",
 ]

@@ -113,7 +113,13 @@ async def handle_chat(exchange: Exchange) -> None:
             tap=None if visit is None else visit.tap,
         )
         return
-    response = await route.complete(request, session_id=session_id, plan=plan)
+    try:
+        response = await route.complete(request, session_id=session_id, plan=plan)
+    except Exception as exc:
+        if visit is not None:
+            visit.missed(exc)
+        raise
+    exchange.adopt(response.routing)
     await runtime.pins.after(plan, session_id, response.routing, request)
     if visit is not None:
         await visit.store(response)

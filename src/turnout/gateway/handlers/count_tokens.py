@@ -14,7 +14,6 @@ from turnout.gateway.handlers.chat import decode_body, session_of
 from turnout.gateway.responses.respond import header_value, json_reply
 from turnout.gateway.server.exchange import request_id_header
 from turnout.routing.plan import caller_client
-from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
     from turnout.gateway.server.exchange import Exchange
@@ -75,7 +74,7 @@ async def handle_count_tokens(exchange: Exchange) -> None:
     count = await client.count_tokens(request)
     model = request.model or ""
     headers = [
-        request_id_header(new_request_id()),
+        request_id_header(exchange.reply_id()),
         (b"x-turnout-route", header_value(route.name)),
         (b"x-turnout-target", header_value(target.name)),
         (b"x-turnout-model", header_value(model)),

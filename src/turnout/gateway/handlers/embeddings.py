@@ -40,6 +40,7 @@ async def handle_embeddings(exchange: Exchange) -> None:
     session_id = session_of(exchange.headers, None)
     plan = runtime.plan_for(resolution, caller, exchange.credentials, endpoint="embeddings")
     response = await resolution.route.embed(request, session_id=session_id, plan=plan)
+    exchange.adopt(response.routing)
     await exchange.reply(embeddings_reply(response, request.encoding_format))
 
 

@@ -168,12 +168,21 @@ class CacheVisit:
         (`include_usage`: an OpenAI caller asked for the usage chunk)."""
         answer = self.answer
         assert answer is not None, "only a hit is served from the cache"
-        record = hit_record(self.resolution, answer, session_id=self.session_id)
+        record = hit_record(
+            self.resolution, answer, session_id=self.session_id, request_id=exchange.request_id
+        )
         fmt = exchange.fmt
         if self.request.stream:
             await _stream_hit(exchange, record, answer, include_usage=include_usage)
         else:
             await exchange.reply(_whole_hit(fmt, record, answer))
+
+    @staticmethod
+    def missed(exc: BaseException) -> None:
+        """Rule 2 for a failed request: its record (when routing began) is a miss."""
+        record: RoutingRecord | None = getattr(exc, "routing", None)
+        if record is not None:
+            record.cache = "miss"
 
     async def store(self, response: ChatResponse) -> None:
         """Rule 2 for a whole answer: mark its record a miss and store it when finished."""
@@ -213,14 +222,18 @@ class CacheVisit:
 
 
 def hit_record(
-    resolution: Resolution, answer: CachedAnswer, *, session_id: str | None = None
+    resolution: Resolution,
+    answer: CachedAnswer,
+    *,
+    session_id: str | None = None,
+    request_id: str | None = None,
 ) -> RoutingRecord:
     """The routing record of a cache hit: the route, who served the stored answer, no
     attempts, cost 0 and no usage (the body still reports the usage the answer took when it
-    was produced; this request used none)."""
+    was produced; this request used none). `request_id` is the caller's, else a new one."""
     route = resolution.route
     return RoutingRecord(
-        new_request_id(),
+        request_id or new_request_id(),
         route.name,
         route.route_id,
         route.strategy.type,

@@ -1,11 +1,14 @@
 """How a request finds its route (SPEC §5.3 steps 2-7, the empty model, the key's ceilings).
 
-Rule 0: after the empty-model rule, the access policy decides first (§6.3): no grant is 400
-MODEL_DENIED, a deny binding 403 POLICY_DENIED. A winning grant that names a route sends the
-model to that route when the route serves it (its patterns, aliases or name), else 503
-NO_ROUTE; it never falls through to another route, with one exception (S1-37): a model that the
-route does not serve but one of its targets' providers lists in its `model_aliases` goes where
-it would go without the grant (Rule 1). A grant naming no route goes on to Rule 1.
+Rule 0: after the empty-model rule, the access policy picks the winning grant. A
+winning grant that names a route sends the model to that route when the route serves it (its
+patterns, aliases or name), else 503 NO_ROUTE; it never falls through to another route, with
+one exception: a model that the route does not serve but one of its targets' providers
+lists in its `model_aliases` goes where it would go without the grant (Rule 1). A grant naming
+no route goes on to Rule 1. When the policy refuses (no grant: 400 MODEL_DENIED; a deny
+binding: 403 POLICY_DENIED), the key's ceilings still come first: a model outside the key's
+`allowed_models`, or whose route (as without a grant) is outside the key's `routes`, is 400
+MODEL_DENIED naming the key's limits; a model no route serves meets the policy's refusal.
 Rule 1: first match wins: an alias, a route name (both ignoring case), the most specific model
 pattern of an enabled or implicit route (the pattern index), a family route; else 503
 NO_ROUTE naming the closest route and pattern.
@@ -15,7 +18,7 @@ for `/v1/messages` is 503 NO_ROUTE saying why; with none for `/v1/embeddings`, 4
 Rule 3: answers, refusals included, are cached per (model, endpoint, granted route) in a bounded
 LRU owned by the resolver; a new configuration builds a new resolver. A cached refusal raises a
 fresh error each time. The grant decision (cached per caller by the policy) comes before the
-cached answer and the key's ceilings after it, per caller.
+cached answer and the key's ceilings after it, per caller (a refusal: Rule 0).
 Rule 4: nothing scans every pattern or route: dict probes and the pattern index only. The
 cache is not locked: use a resolver from one thread (the event loop).
 """
@@ -129,7 +132,23 @@ class Resolver:
         if self._open:
             decision = IMPLICIT_GRANT
         else:
-            decision = self._access.decide(caller if caller is not None else self._anonymous, model)
+            try:
+                decision = self._access.decide(
+                    caller if caller is not None else self._anonymous, model
+                )
+            except RoutingError:
+                if caller is not None:
+                    self._ceilings_before_refusal(model, endpoint, caller)
+                raise
+        found = self._cached(model, endpoint, decision)
+        if isinstance(found, _Refusal):
+            raise found.error()
+        if caller is not None:
+            ceiling_check(caller, found.entry.name, model)
+        return found
+
+    def _cached(self, model: str, endpoint: Endpoint, decision: Decision) -> Resolution | _Refusal:
+        """Rule 3: the answer for `model` on `endpoint` under `decision`'s granted route."""
         granted = decision.route
         key = (model, endpoint, granted or "")
         cache = self._cache
@@ -145,11 +164,14 @@ class Resolver:
                     cache.popitem(last=False)
         else:
             cache.move_to_end(key)
-        if isinstance(found, _Refusal):
-            raise found.error()
-        if caller is not None:
-            ceiling_check(caller, found.entry.name, model)
         return found
+
+    def _ceilings_before_refusal(self, model: str, endpoint: Endpoint, caller: Caller) -> None:
+        """Rule 0: the key's ceilings come before the grant check, so a grant refusal first
+        meets the route the model goes to without a grant (if any) and `allowed_models`."""
+        found = self._cached(model, endpoint, IMPLICIT_GRANT)
+        route = found.entry.name if isinstance(found, Resolution) else None
+        ceiling_check(caller, route, model)
 
     def _key_route(self, endpoint: Endpoint, caller: Caller | None) -> Resolution:
         who = caller if caller is not None else Caller.anonymous(self.project)

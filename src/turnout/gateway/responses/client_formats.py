@@ -57,7 +57,8 @@ class ClientFormat:
     - `encode(response, model)`: an answer from a target of another format -> the caller's body.
     - `encoder(model, include_usage)`: a stream encoder for chunks from another format.
     - `terminator`: the bytes that end a successful stream (`data: [DONE]`, `message_stop`).
-    - `error_event(status, message, code)`: an in-stream error event that replaces it.
+    - `error_event(status, message, code, type)`: an in-stream error event that replaces it
+      (`type` as for `error_body`).
     - `error_body`: the error envelope (SPEC §5.4).
     - `forwarded_headers`: the caller's request headers a same-format target receives.
     """
@@ -68,7 +69,7 @@ class ClientFormat:
     encode: Callable[[ChatResponse, str], dict[str, Any]]
     encoder: Callable[[str, bool], StreamEncoder]
     terminator: bytes
-    error_event: Callable[[int, str, str | None], bytes]
+    error_event: Callable[[int, str, str | None, str | None], bytes]
     error_body: ErrorBody
     forwarded_headers: tuple[str, ...] = ()
 
@@ -90,8 +91,8 @@ def _openai_encoder(model: str, include_usage: bool) -> StreamEncoder:
     return openai_chat.StreamEncoder(model=model, include_usage=include_usage)
 
 
-def _openai_error_event(status: int, message: str, code: str | None) -> bytes:
-    return openai_chat.error_event(status, message, code)
+def _openai_error_event(status: int, message: str, code: str | None, kind: str | None) -> bytes:
+    return openai_chat.error_event(status, message, code, kind)
 
 
 def _anthropic_encode(response: ChatResponse, model: str) -> dict[str, Any]:
@@ -105,8 +106,8 @@ def _anthropic_encoder(model: str, include_usage: bool) -> StreamEncoder:
     return anthropic_messages.StreamEncoder(model=model)
 
 
-def _anthropic_error_event(status: int, message: str, code: str | None) -> bytes:
-    return anthropic_messages.error_event(status, message, code)
+def _anthropic_error_event(status: int, message: str, code: str | None, kind: str | None) -> bytes:
+    return anthropic_messages.error_event(status, message, code, kind)
 
 
 OPENAI = ClientFormat(

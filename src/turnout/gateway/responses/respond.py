@@ -3,13 +3,16 @@
 Every routed response carries `x-request-id`, `x-turnout-route`, `x-turnout-target`,
 `x-turnout-model`, `x-turnout-attempts` (one `target;outcome=…;class=…;status=…;ms=…` item per
 attempt entry), `x-turnout-fallback-route`/`-kind` when a fallback route served,
-`x-turnout-cache` (`hit` when the record says so, else `miss`) and, on whole answers with a
-price, `x-turnout-cost`. Errors carry the headers known so far.
+`x-turnout-cache` (`hit` or `miss`, on routes with the response cache only: the record's
+`cache` is set there alone) and, on whole answers with a price, `x-turnout-cost`. Errors carry
+the headers known so far.
 
 Exceptions become HTTP responses in ONE place: `_TABLE` below, read top to bottom, first
 matching class wins. The status and code of an error turnout raises itself are its class's
-(see `turnout.errors`); a provider's error keeps the provider's status. Anything the table does
-not name is a 500 with the request id and a log line; the caller never sees a traceback.
+(see `turnout.errors`); a provider's error keeps the provider's status. Whether a retry can
+help (`x-should-retry`) is the error's own `should_retry`, never worked out here. Anything the
+table does not name is a 500 with the request id and a log line; the caller never sees a
+traceback.
 """
 
 from __future__ import annotations
@@ -47,12 +50,14 @@ __all__ = [
     "Problem",
     "Reply",
     "attempts_header",
+    "error_event",
     "error_reply",
     "format_cost",
     "header_value",
     "internal_problem",
     "json_reply",
     "problem_for",
+    "request_id_header",
     "routing_headers",
     "routing_object",
     "splice_routing",
@@ -64,6 +69,10 @@ Header = tuple[bytes, bytes]
 JSON: Header = (b"content-type", b"application/json")
 CACHE_MISS: Header = (b"x-turnout-cache", b"miss")
 CACHE_HIT: Header = (b"x-turnout-cache", b"hit")
+_SHOULD_RETRY: dict[bool, Header] = {
+    True: (b"x-should-retry", b"true"),
+    False: (b"x-should-retry", b"false"),
+}
 # Characters kept as they are in a header value; everything else is percent-encoded, so a
 # name or model from a config file or an upstream can never break the header block.
 _SAFE = " !\"#$%&'()*+-./:<>?@[]^_`{|}~"
@@ -86,8 +95,9 @@ class Reply(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """An error as the caller sees it: status, §11 code, message, envelope `type` (None = from
-    the status), `param`, `meta`, and `retry_after` seconds (sent rounded up)."""
+    """An error as the caller sees it: status, code, message, envelope `type` (None = the
+    format's default), `param`, `meta`, `retry_after` seconds (sent rounded up), and
+    `should_retry` (the error class's word for `x-should-retry`; None sends no header)."""
 
     status: int
     code: str | None
@@ -96,6 +106,7 @@ class Problem:
     param: str | None = None
     meta: dict[str, Any] | None = None
     retry_after: float | None = None
+    should_retry: bool | None = None
 
 
 def header_value(text: str) -> bytes:
@@ -110,6 +121,13 @@ def header_value(text: str) -> bytes:
     if len(_VALUES) < _CACHE_SIZE:
         _VALUES[text] = value
     return value
+
+
+def request_id_header(request_id: str) -> Header:
+    """`x-request-id` as a header pair. A request id is turnout's hex or a caller's id of
+    visible ASCII (checked on the way in): it goes out as it is, and is not cached as names
+    are, since it never repeats."""
+    return (b"x-request-id", request_id.encode())
 
 
 def _item_token(text: str) -> str:
@@ -155,7 +173,7 @@ def routing_headers(
     """The routing headers of a response (SPEC §5.4). `target`/`model` are who served (None on
     an error); `with_cost` adds `x-turnout-cost` when the record has a cost."""
     headers: list[Header] = [
-        (b"x-request-id", record.request_id.encode()),
+        request_id_header(record.request_id),
         (b"x-turnout-route", header_value(record.route)),
     ]
     if target is not None:
@@ -167,7 +185,8 @@ def routing_headers(
     if record.fallback_route is not None:
         headers.append((b"x-turnout-fallback-route", header_value(record.fallback_route)))
         headers.append((b"x-turnout-fallback-kind", header_value(record.fallback_kind or "")))
-    headers.append(CACHE_HIT if record.cache == "hit" else CACHE_MISS)
+    if record.cache is not None:
+        headers.append(CACHE_HIT if record.cache == "hit" else CACHE_MISS)
     if with_cost and record.cost is not None:
         headers.append((b"x-turnout-cost", format_cost(record.cost)))
     return headers
@@ -265,17 +284,32 @@ def _exhausted(exc: RouteExhausted) -> Problem:
         "retry_after": exc.retry_after,
     }
     return Problem(
-        exc.status, exc.code, exc.message, "route_exhausted", meta=meta, retry_after=exc.retry_after
+        exc.status,
+        exc.code,
+        exc.message,
+        "route_exhausted",
+        meta=meta,
+        retry_after=exc.retry_after,
+        should_retry=exc.should_retry,
     )
 
 
 def _ineligible(exc: RouteIneligible) -> Problem:
-    return Problem(exc.status, exc.code, exc.message, "route_ineligible")
+    return Problem(
+        exc.status, exc.code, exc.message, "route_ineligible", should_retry=exc.should_retry
+    )
 
 
 def _routing(exc: RoutingError) -> Problem:
     meta = {"attempts": _summary(exc.routing)} if exc.routing is not None else None
-    return Problem(exc.status, exc.code, exc.message, param=_param(exc), meta=meta)
+    return Problem(
+        exc.status,
+        exc.code,
+        exc.message,
+        param=_param(exc),
+        meta=meta,
+        should_retry=exc.should_retry,
+    )
 
 
 def _param(exc: RoutingError) -> str | None:
@@ -304,6 +338,7 @@ def _provider(exc: ProviderError) -> Problem:
         exc.error_type,
         meta=meta,
         retry_after=exc.retry_after,
+        should_retry=exc.should_retry,
     )
 
 
@@ -337,15 +372,18 @@ def internal_problem(exc: BaseException, request_id: str) -> Problem:
 
 def error_reply(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> Reply:
     """The whole error response for `exc` in the caller's format, with the routing headers
-    known so far, `x-request-id`, and `Retry-After` (seconds, rounded up) when there is one."""
+    known so far, `x-request-id`, `Retry-After` (seconds, rounded up) when there is one, and
+    `x-should-retry` when the error's class has a word on it."""
     problem = problem_for(exc) or internal_problem(exc, request_id)
     record: RoutingRecord | None = getattr(exc, "routing", None)
     if record is not None:
         headers = routing_headers(record, target=None, model=None, with_cost=False)
     else:
-        headers = [(b"x-request-id", header_value(request_id))]
+        headers = [request_id_header(request_id)]
     if problem.retry_after is not None and problem.retry_after > 0:
         headers.append((b"retry-after", str(math.ceil(problem.retry_after)).encode()))
+    if problem.should_retry is not None:
+        headers.append(_SHOULD_RETRY[problem.should_retry])
     body = fmt.error_body(
         problem.status,
         problem.message,
@@ -355,3 +393,10 @@ def error_reply(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> Re
         meta=problem.meta,
     )
     return json_reply(problem.status, body, headers)
+
+
+def error_event(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> bytes:
+    """The in-stream error event for `exc` in the caller's format (a stream's headers are
+    already sent, so only the envelope says what happened)."""
+    problem = problem_for(exc) or internal_problem(exc, request_id)
+    return fmt.error_event(problem.status, problem.message, problem.code, problem.type)

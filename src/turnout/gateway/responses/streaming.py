@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 from turnout.gateway.responses.respond import (
     CACHE_MISS,
+    error_event,
     error_reply,
     header_value,
-    internal_problem,
-    problem_for,
+    request_id_header,
     routing_headers,
 )
 from turnout.wire.sse import KEEPALIVE
@@ -122,6 +122,7 @@ async def stream_answer(
     `plan` is the request's plan (`Route.stream`).
     """
     chunks = route.stream(request, session_id=session_id, plan=plan)
+    exchange.adopt(chunks.routing)  # before the first call, so its call id has it too
     if tap is not None:
         chunks = tap(chunks)
     record = chunks.routing  # complete for the attempts so far at commit: the headers need it
@@ -204,19 +205,20 @@ async def _relay(
                     await exchange.write(data)
         tail = writer.finish()
     except Exception as exc:  # noqa: BLE001 - after commit every failure is an in-stream event
-        problem = problem_for(exc) or internal_problem(exc, record.request_id)
-        tail = fmt.error_event(problem.status, problem.message, problem.code)
+        tail = error_event(exc, fmt, request_id=record.request_id)
     await exchange.end(tail)
 
 
 def _early_headers(record: RoutingRecord) -> list[Header]:
     """Rule 2: the headers known before any call."""
-    return [
+    headers = [
         *SSE_HEADERS,
-        (b"x-request-id", header_value(record.request_id)),
+        request_id_header(record.request_id),
         (b"x-turnout-route", header_value(record.route)),
-        CACHE_MISS,
     ]
+    if record.cache is not None:
+        headers.append(CACHE_MISS)
+    return headers
 
 
 async def _first_chunk(
@@ -246,5 +248,4 @@ async def _fail_before_commit(exchange: Exchange, exc: Exception, record: Routin
     if not exchange.started:
         await exchange.reply(error_reply(exc, exchange.fmt, request_id=record.request_id))
         return
-    problem = problem_for(exc) or internal_problem(exc, record.request_id)
-    await exchange.end(exchange.fmt.error_event(problem.status, problem.message, problem.code))
+    await exchange.end(error_event(exc, exchange.fmt, request_id=record.request_id))

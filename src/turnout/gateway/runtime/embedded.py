@@ -3,14 +3,18 @@
 Providers come from the environment: `openai` when `OPENAI_API_KEY` is set, `anthropic` when
 `ANTHROPIC_API_KEY` is (each serving its family's models through its implicit route, so no
 route needs writing; `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` move them). With neither, one
-built-in `mock` provider answers any model, so the quick start works offline. Callers need no
-key (`auth: open`, bound to 127.0.0.1); shared state is in memory.
+built-in `mock` provider answers any model, so the quick start works offline; it also names
+the mock upstream's own model list as exact models, so that `GET /v1/models` offers what an
+SDK or a tool that picks from the list can call (`gpt-4o-mini`, `claude-sonnet-4-5` …) rather
+than nothing, since `*` alone lists no name. Callers need no key (`auth: open`, bound to
+127.0.0.1); shared state is in memory.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from turnout.mock_upstream.answers import MODELS
 from turnout.schema import FileConfig
 
 if TYPE_CHECKING:
@@ -39,7 +43,8 @@ def embedded_config(env: Mapping[str, str]) -> FileConfig:
                 provider["base_url"] = base_url
             providers.append(provider)
     if not providers:
-        providers.append({"name": MOCK_PROVIDER, "kind": "mock", "model_patterns": ["*"]})
+        patterns = ["*", *MODELS]
+        providers.append({"name": MOCK_PROVIDER, "kind": "mock", "model_patterns": patterns})
     return FileConfig.model_validate(
         {
             "project": "default",

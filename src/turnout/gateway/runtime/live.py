@@ -20,7 +20,7 @@ from turnout.access.keys import KeyRing
 from turnout.access.model_index import PatternIndex
 from turnout.access.served_routes import credential_mode, find_served_routes
 from turnout.config.rules import check_config, check_config_warnings
-from turnout.errors import ConfigError
+from turnout.errors import ConfigError, RoutingError
 from turnout.gateway.resolution.cache import ChatCache
 from turnout.gateway.resolution.pins import PinStep
 from turnout.gateway.resolution.request_plans import RequestPlanner
@@ -239,16 +239,22 @@ class Runtime:
         names = self._resolver.models(caller)
         if credentials is None:
             return names
+        return [name for name in names if self.can_use(name, caller, credentials)]
+
+    def can_use(
+        self, model: str, caller: Caller | None = None, credentials: Credentials | None = None
+    ) -> bool:
+        """Whether `caller` could send `model` to chat completions, for `GET /v1/models/{id}`:
+        it resolves for the caller (grants and the key's ceilings included) and, with
+        `credentials`, its route keeps a target for the caller's credential mode."""
+        try:
+            resolution = self.resolve(model, endpoint="chat", caller=caller)
+        except RoutingError:
+            return False
+        if credentials is None:
+            return True
         own = credentials.own_credential is not None
-        return [
-            name
-            for name in names
-            if self._planner.serves(
-                self.resolve(name, endpoint="chat", caller=caller),
-                own_credential=own,
-                endpoint="chat",
-            )
-        ]
+        return self._planner.serves(resolution, own_credential=own, endpoint="chat")
 
     @property
     def state(self) -> StateStore:

@@ -1,8 +1,10 @@
 """The gateway's ASGI application: a thin dispatch on (method, path) (SPEC §5.1).
 
-Rule 1: each endpoint is one entry of `ENDPOINTS`; an unknown path is 404, a known path with
-another method 405, and before the runtime is loaded every endpoint but `/healthz` and
-`/readyz` is 503.
+Rule 1: each endpoint is one entry of `ENDPOINTS`, every `/v1/...` one also without the `/v1`
+prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL); the one
+path with a parameter, `GET /v1/models/{id}`, is looked up by prefix, and only when no entry
+matches. An unknown path is 404, a known path with another method 405, and before the runtime
+is loaded every endpoint but `/healthz` and `/readyz` is 503.
 Rule 2: a POST endpoint reads the whole body first (bounded by `max_body_bytes`, 413 beyond),
 then runs its handler while a watcher task reads `receive()` (started once the handler has
 run `WATCH_AFTER` seconds): a caller that disconnects cancels the handler, and so the upstream
@@ -19,16 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.errors import MethodNotAllowed, NotFound, NotReady
 from turnout.gateway.handlers import (
+    MODEL_PATHS,
     handle_chat,
     handle_count_tokens,
     handle_embeddings,
     handle_healthz,
+    handle_model,
     handle_models,
     readiness,
 )
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
-from turnout.gateway.responses.respond import error_reply, internal_problem, json_reply, problem_for
-from turnout.gateway.server.exchange import Exchange, GatewaySettings
+from turnout.gateway.responses.respond import error_event, error_reply, json_reply
+from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
@@ -54,7 +58,7 @@ class PathHandler:
     reads_body: bool
 
 
-ENDPOINTS: dict[tuple[str, str], PathHandler] = {
+_API: dict[tuple[str, str], PathHandler] = {
     ("POST", "/v1/chat/completions"): PathHandler(handle_chat, OPENAI, reads_body=True),
     ("POST", "/v1/messages"): PathHandler(handle_chat, ANTHROPIC, reads_body=True),
     ("POST", "/v1/messages/count_tokens"): PathHandler(
@@ -62,12 +66,25 @@ ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     ),
     ("POST", "/v1/embeddings"): PathHandler(handle_embeddings, OPENAI, reads_body=True),
     ("GET", "/v1/models"): PathHandler(handle_models, OPENAI, reads_body=False),
+}
+ENDPOINTS: dict[tuple[str, str], PathHandler] = {
+    **_API,
+    **{(method, path.removeprefix("/v1")): served for (method, path), served in _API.items()},
     ("GET", "/healthz"): PathHandler(handle_healthz, OPENAI, reads_body=False),
 }
+_MODEL = PathHandler(handle_model, OPENAI, reads_body=False)
 _PATHS: dict[str, list[str]] = {}
 for _method, _path in ENDPOINTS:
     _PATHS.setdefault(_path, []).append(_method)
 _PATHS.setdefault("/readyz", []).append("GET")
+_ANTHROPIC_PATHS = ("/v1/messages", "/messages")
+
+
+def _parameterized(path: str) -> list[str] | None:
+    """The methods of a path with a parameter (`/v1/models/{id}`), None for any other."""
+    if path.startswith(MODEL_PATHS) and path.partition("/models/")[2]:
+        return ["GET"]
+    return None
 
 
 class GatewayApp:
@@ -115,6 +132,8 @@ class GatewayApp:
         kind = scope["type"]
         if kind == "http":
             served = ENDPOINTS.get((scope["method"], scope["path"]))
+            if served is None and scope["method"] == "GET" and _parameterized(scope["path"]):
+                served = _MODEL
             settings = self.settings
             if served is None or settings is None:
                 await _reply(send, await self._unrouted(scope))
@@ -133,8 +152,8 @@ class GatewayApp:
     async def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
         """Rule 1: `/readyz`, 404, 405, or 503 before the runtime is loaded."""
         path, method = scope["path"], scope["method"]
-        fmt = ANTHROPIC if path.startswith("/v1/messages") else OPENAI
-        methods = _PATHS.get(path)
+        fmt = ANTHROPIC if path.startswith(_ANTHROPIC_PATHS) else OPENAI
+        methods = _PATHS.get(path) or _parameterized(path)
         if path == "/readyz" and method == "GET":
             status, body = await readiness(self.settings)
             return json_reply(status, body)
@@ -148,7 +167,9 @@ class GatewayApp:
             )
         else:
             error = NotReady("the gateway is starting: its configuration is not loaded yet")
-        reply = error_reply(error, fmt, request_id=new_request_id())
+        sent = next((v for k, v in scope["headers"] if k == b"x-request-id"), None)
+        request_id = caller_request_id(sent.decode("latin-1") if sent is not None else None)
+        reply = error_reply(error, fmt, request_id=request_id or new_request_id())
         if methods is not None and method not in methods:
             reply.headers.append((b"allow", ", ".join(methods).encode()))
         return reply
@@ -227,9 +248,9 @@ async def _failed(exchange: Exchange, exc: Exception) -> None:
     """Rule 3: answer `exc` in the endpoint's format (or end a started response)."""
     if exchange.gone or exchange.ended:
         return
-    request_id = new_request_id()
+    exchange.adopt(getattr(exc, "routing", None))
+    request_id = exchange.reply_id()
     if not exchange.started:
         await exchange.reply(error_reply(exc, exchange.fmt, request_id=request_id))
         return
-    problem = problem_for(exc) or internal_problem(exc, request_id)
-    await exchange.end(exchange.fmt.error_event(problem.status, problem.message, problem.code))
+    await exchange.end(error_event(exc, exchange.fmt, request_id=request_id))

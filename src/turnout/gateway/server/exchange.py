@@ -4,15 +4,20 @@ Rule 1: a response is started once (`start`) and ended once (`end`); `reply` doe
 `end`, nothing more is sent.
 Rule 2: `gone` is set when the caller disconnected before the response ended; the app then
 cancels the handler (and with it the upstream call) instead of answering.
+Rule 3: a caller's `x-request-id` of 1 to 128 visible ASCII characters is the request's id
+(`request_id`): the routing record takes it (`adopt`) and every response echoes it. Without
+one (or with one that breaks the rule) the routing record's own id is used, or a fresh one.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.keys import Caller, Credentials, authenticate, split_credentials
 from turnout.errors import RequestTooLarge
-from turnout.gateway.responses.respond import header_value
+from turnout.gateway.responses.respond import request_id_header
+from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -20,8 +25,18 @@ if TYPE_CHECKING:
     from turnout.gateway.responses.client_formats import ClientFormat
     from turnout.gateway.responses.respond import Header, Reply
     from turnout.gateway.runtime.live import Runtime
+    from turnout.record import RoutingRecord
 
-__all__ = ["Exchange", "GatewaySettings", "request_id_header"]
+__all__ = ["Exchange", "GatewaySettings", "caller_request_id", "request_id_header"]
+
+_REQUEST_ID = re.compile("[!-~]{1,128}")
+
+
+def caller_request_id(value: str | None) -> str | None:
+    """A caller's `x-request-id` when it is 1 to 128 visible ASCII characters, else None."""
+    if value is None or _REQUEST_ID.fullmatch(value) is None:
+        return None
+    return value
 
 
 class GatewaySettings:
@@ -61,6 +76,7 @@ class Exchange:
         "gone",
         "headers",
         "receive",
+        "request_id",
         "scope",
         "send",
         "settings",
@@ -86,6 +102,7 @@ class Exchange:
             # A header sent twice (two `anthropic-beta` lines) reads as one comma-joined value.
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         self.headers = headers
+        self.request_id = caller_request_id(headers.get("x-request-id"))
         self._credentials: Credentials | None = None
         self.body = b""
         self.started = False
@@ -113,6 +130,20 @@ class Exchange:
             found = split_credentials(self.headers, self.settings.runtime.keys)
             self._credentials = found
         return found
+
+    def reply_id(self) -> str:
+        """The id a response without a routing record carries: the caller's, else a new one."""
+        return self.request_id or new_request_id()
+
+    def adopt(self, record: RoutingRecord | None) -> None:
+        """Rule 3: give `record` (and its calls' ids) the caller's request id, if any."""
+        request_id = self.request_id
+        if record is None or request_id is None or record.request_id == request_id:
+            return
+        record.request_id = request_id
+        for entry in record.attempts:
+            if entry.call_id is not None:
+                entry.call_id = f"{request_id}.{entry.index}"
 
     async def read_body(self, limit: int) -> bool:
         """Read the whole body into `body` (False when the caller left first). A body over
@@ -166,8 +197,3 @@ def _too_large(limit: int) -> RequestTooLarge:
     return RequestTooLarge(
         f"the request body is larger than the limit of {limit} bytes (server.max_body_bytes)"
     )
-
-
-def request_id_header(request_id: str) -> Header:
-    """`x-request-id` as a header pair."""
-    return (b"x-request-id", header_value(request_id))
