@@ -26,9 +26,11 @@ target is called. When policy skips alone leave no call, the request ends 403 PO
 Rule 7: family order (SPEC §7.4, cross-provider routes). When the rules give targets of two or
 more provider families, a request tries one family first: the family the plan's `pins` name
 for the route (a session's pin), else the family of the route's first target the plan keeps
-(S1-119); a pin naming a family with no target that may start counts as no pin. The strategy
-picks the start among that family's targets; the rest of the family follows in list order,
-then every other family's targets in list order (fallback-only targets last in each part).
+(S1-119); a pin naming a family with no target that may start counts as no pin. A target
+may start when it is not paused and not fallback-only (when every target the plan keeps is
+fallback-only, the first of them alone). The strategy picks the start among the request's
+family's targets that may start; the rest of the family follows in list order, then every
+other family's targets in list order (fallback-only targets last in each part).
 Rule 8: the other families are held back, and open (for the rest of the pass) only when a
 target of the request's family fails with `quota_exhausted` or is skipped as `parked`, and the
 route switches family on quota (`switch_family_on_quota`). Any other failure (a server error,
@@ -42,6 +44,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from turnout.routing.target_facts import starters
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -160,11 +164,10 @@ class TargetPlan:
         self.fallback: tuple[int, ...] = _listed(
             (i for i, rule in checked.items() if rule.fallback), route
         )
-        self.candidates: tuple[Candidate, ...] = tuple(
-            c
-            for c in route.table.candidates
-            if c.index in checked and not checked[c.index].fallback
+        kept = tuple(
+            c for c in route.table.unpaused if c.index in checked and not checked[c.index].fallback
         )
+        self.candidates: tuple[Candidate, ...] = starters(kept, [t.fallback_only for t in targets])
         self._orders: dict[tuple[str | None, int], list[int]] = {}
         self.no_start_reason = _no_start_reason(route, self.candidates, bool(checked))
         self.switch_family_on_quota = switch_family_on_quota

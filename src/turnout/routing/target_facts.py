@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Final, cast
 from turnout.routing.strategies import Candidate, try_order
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable
+    from collections.abc import Callable, Hashable, Sequence
 
     from turnout.routing.client import PricedClient
     from turnout.routing.health import Health
     from turnout.routing.target import Target
     from turnout.wire.model import Usage
 
-__all__ = ["TargetFacts", "TargetTable"]
+__all__ = ["TargetFacts", "TargetTable", "starters"]
 
 _KEY_CACHE_SIZE: Final = 4096
 
@@ -80,9 +80,13 @@ class TargetFacts:
 
 
 class TargetTable:
-    """One route's targets as the driver reads them: the `candidates` a strategy may start on
-    (the targets not paused), why no request can start (`no_start_reason`, None when one can),
-    and the try orders and health keys, each worked out once and then cached.
+    """One route's targets as the driver reads them: the `candidates` a strategy may start on,
+    why no request can start (`no_start_reason`, None when one can), and the try orders and
+    health keys, each worked out once and then cached.
+
+    `unpaused` are the targets not paused, in list order; `candidates` are those of them that
+    are not fallback-only (`starters`), or, when every target not paused is fallback-only,
+    the first of them alone.
 
     `weighted` says the route's strategy is `weighted`: then a request needs a target with a
     positive weight that is not fallback-only to start on.
@@ -98,6 +102,7 @@ class TargetTable:
         "_targets",
         "candidates",
         "no_start_reason",
+        "unpaused",
     )
 
     def __init__(
@@ -116,11 +121,12 @@ class TargetTable:
         self._fallback_only = [t.fallback_only for t in targets]
         self._orders: dict[int, list[int]] = {}
         self._keys: dict[tuple[int, str | None], Hashable] = {}
-        self.candidates = tuple(
+        self.unpaused = tuple(
             Candidate(i, t.name, t.weight, _start_price(t, facts[i]), facts[i].stats_key)
             for i, t in enumerate(targets)
             if not t.paused
         )
+        self.candidates = starters(self.unpaused, self._fallback_only)
         self.no_start_reason: str | None = None
         if not self.candidates:
             self.no_start_reason = f'every target of route "{route}" is paused'
@@ -152,6 +158,13 @@ class TargetTable:
         if len(self._keys) < _KEY_CACHE_SIZE:
             self._keys[(index, model)] = key
         return key
+
+
+def starters(unpaused: Sequence[Candidate], fallback_only: Sequence[bool]) -> tuple[Candidate, ...]:
+    """Where a request may start among `unpaused` (in list order): the targets that are not
+    fallback-only; when every one is, the first of them alone (`fallback_only` by index)."""
+    chosen = tuple(c for c in unpaused if not fallback_only[c.index])
+    return chosen or tuple(unpaused[:1])
 
 
 def _start_price(target: Target, facts: TargetFacts) -> float | None:
