@@ -96,7 +96,10 @@ class AttemptEntry:
     began (None for a target never reached); `started_at` renders it as ISO 8601 UTC.
     `duration_ms` is whole milliseconds (None for entries that are not calls). `hedge` is True
     for a call started beside a running one. `shadow` holds the decisions of observe-mode
-    policies that would have skipped the target (it was called anyway).
+    policies that would have skipped the target (it was called anyway). `family_switch` is set
+    on the first call of a cross-provider route's pass outside the family the request preferred:
+    `quota` (a quota failure moved the session to the other family) or `outage` (the preferred
+    family had no target left that could serve; the session keeps its pin); None otherwise.
     """
 
     index: int
@@ -118,6 +121,7 @@ class AttemptEntry:
     provider_request_id: str | None = None
     usage: Usage | None = None
     shadow: tuple[str, ...] = ()
+    family_switch: str | None = None
 
     @property
     def started_at(self) -> str | None:
@@ -151,6 +155,7 @@ class AttemptEntry:
             "usage": None if self.usage is None else self.usage.as_dict(),
             "hedge": self.hedge,
             "shadow": list(self.shadow),
+            "family_switch": self.family_switch,
         }
 
 

@@ -81,7 +81,8 @@ class Call:
     call's answer is `embedding` (its `response` stays None). `client` is what is called: the
     target's client, or for a caller-credential call (`credentialed`) that client bound to the
     caller's credential; `fallback` marks an org-key fallback call and `shadow` the observe-mode
-    decisions for its entry (`turnout.routing.plan`).
+    decisions for its entry (`turnout.routing.plan`); `family_switch` marks the first call of a
+    pass outside the request's preferred family (`turnout.routing.gate`).
     """
 
     __slots__ = (
@@ -94,6 +95,7 @@ class Call:
         "error",
         "error_class",
         "fallback",
+        "family_switch",
         "finished",
         "forced",
         "hedge",
@@ -131,6 +133,7 @@ class Call:
         self.credentialed = False
         self.fallback = False
         self.shadow: tuple[str, ...] = ()
+        self.family_switch: str | None = None
         self.request = request
         self.key = key
         self.admission = admission

@@ -189,6 +189,8 @@ class RequestState:
         )
         if call.shadow:
             entry.shadow = call.shadow
+        if call.family_switch is not None:
+            entry.family_switch = call.family_switch
         attempts.append(entry)
         call.entry = entry
         if call.hedge:

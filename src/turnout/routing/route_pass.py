@@ -17,11 +17,13 @@ Rule 5: an embeddings request walks the same way; every target is checked agains
 Rule 6: a request's plan (`turnout.routing.plan`, its rules there) shapes each pass: the
 targets and order come from the route's `TargetPlan`, each visit checks the target's rule
 (policy skip, the caller's credential).
-Rule 7: held-back targets (the org-key fallback, the families other than the request's own)
-end the walk while their way is closed, and are then `not_tried`; the pass's `TargetGate`
-decides when each way opens and how a pass held to one family ends (`turnout.routing.gate`,
-its rules there). Targets closed for good do not count as targets left, so a parked last
-target of the request's family is still probed.
+Rule 7: held-back targets (the org-key fallback, the families other than the preferred one)
+end the walk while their way is closed, and are then `not_tried`; the pass tells its
+`TargetGate` how each target was passed by, and the gate decides when each way opens, which
+call carries the family crossing's word, and how a pass held to one family ends
+(`turnout.routing.gate`, its rules there). Targets closed for good do not count as targets
+left, so a parked last target of the preferred family is still probed when the other
+families can no longer open.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
     from turnout.errors import ProviderError
     from turnout.routing.attempt import RoutedRequest
+    from turnout.routing.gate import PassedBy
     from turnout.routing.health import Admission
     from turnout.routing.plan import TargetPlan
     from turnout.routing.request_state import RequestState
@@ -157,13 +160,13 @@ class RoutePass:
             if reason is not None:
                 self.ineligible.append((target.name, reason))
                 state.skip(self.hop, index, target, "ineligible", reason)
-                self._passed_by(index)
+                self._passed_by(index, "aside")
                 return None
         rule = self.plan.rules[index] if self.plan is not None else None
         if rule is not None and rule.skip is not None:
             self.policy_skips.append(rule.skip)
             state.skip(self.hop, index, target, "policy_skipped", rule.skip)
-            self._passed_by(index)
+            self._passed_by(index, "aside")
             return None
         stop = state.stop_reason()
         if stop is not None:
@@ -182,14 +185,14 @@ class RoutePass:
         key = route.table.key_for(index, wire.model)
         verdict = route.health.admit(key, lease=target.timeout, breaker=route.breaker)
         if isinstance(verdict, Skip):
-            self._passed_by(index)
+            self._passed_by(index, "parked" if verdict.outcome == "parked" else "unhealthy")
             return self._skipped(index, wire, key, verdict)
         return self._call(index, wire, key, verdict)
 
-    def _passed_by(self, index: int) -> None:
-        """A target was skipped: not a failure (the gate's Rule 1)."""
+    def _passed_by(self, index: int, how: PassedBy) -> None:
+        """A target was passed by without a failed call (`turnout.routing.gate`)."""
         if self.gate is not None:
-            self.gate.passed_by(index)
+            self.gate.passed_by(index, how)
 
     def _blocked(self, index: int, wire: RoutedRequest) -> bool:
         """Skip (`not_tried`) a target of a credential that failed auth or ran out of quota,
@@ -197,10 +200,11 @@ class RoutePass:
         route, state = self.route, self.state
         target = route.targets[index]
         blocked = None
+        how: PassedBy = "held"
         gate = self.gate
-        if (self.auth_failed is not None and route.providers[index] in self.auth_failed) or (
-            gate is not None and gate.is_spent(index)
-        ):
+        if gate is not None and gate.is_spent(index):
+            blocked, how = "same credential", "spent"
+        elif self.auth_failed is not None and route.providers[index] in self.auth_failed:
             blocked = "same credential"
         elif state.cost_budget is not None and state.is_over_budget(route.facts[index], wire.model):
             blocked = "cost_budget"
@@ -208,6 +212,7 @@ class RoutePass:
             return False
         self.blocked += 1
         state.skip(self.hop, index, target, "not_tried", blocked)
+        self._passed_by(index, how)
         return True
 
     def _skipped(self, index: int, wire: RoutedRequest, key: Hashable, skip: Skip) -> Call | None:
@@ -215,8 +220,6 @@ class RoutePass:
         last one left after earlier failures (then it is probed anyway)."""
         route, state = self.route, self.state
         target = route.targets[index]
-        if skip.outcome == "parked" and self.gate is not None:
-            self.gate.parked(index)
         if skip.outcome == "parked" and self.failed and self._is_last():
             forced = route.health.admit_forced(key, lease=target.timeout)
             if forced is not None:
@@ -250,6 +253,10 @@ class RoutePass:
                 self.gate.credential_call_started()
             call.fallback = rule.fallback
             call.shadow = rule.shadow
+            gate = self.gate
+            assert gate is not None
+            if gate.family_switch is not None:
+                call.family_switch = gate.take_family_switch(index)
         return call
 
     def again(self, call: Call, admission: Admission) -> Call:
@@ -302,7 +309,7 @@ class RoutePass:
             return self._failed(call, error, settle_failure(self.state, call, error))
         if settle_answer(self.state, call):
             return "answer"
-        self._passed_by(call.index)  # a refused or rejected answer is not a failure
+        self._passed_by(call.index, "unanswered")  # a refused or rejected answer
         return "next"
 
     def _failed(self, call: Call, error: ProviderError, error_class: str) -> Decision:
