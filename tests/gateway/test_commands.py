@@ -68,7 +68,8 @@ def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_check_accepts_a_valid_file_and_prints_its_warnings(
     sample: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Exit 0, every warning, then a one-line summary."""
+    """Exit 0, every warning, one line explaining `allow_cross_provider` when a warning
+    suggests it, then a one-line summary."""
     assert run(["check", sample]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
@@ -76,6 +77,12 @@ def test_check_accepts_a_valid_file_and_prints_its_warnings(
             'warning: routes[0].targets[0]: target "openai:gpt-4o-mini" of route'
             ' "primary-with-fallback" does not serve /v1/messages: it does not speak Anthropic'
             " Messages and the route does not set allow_cross_provider"
+        ),
+        (
+            "note: allow_cross_provider: true lets a route serve a client from targets of"
+            " another provider family (each with its own key and a model mapping); a request"
+            " keeps to one family and crosses only when that family has no target left that"
+            " can serve it"
         ),
         "ok: 3 providers, 2 routes",
     ]
