@@ -88,6 +88,18 @@ def test_check_accepts_a_valid_file_and_prints_its_warnings(
     ]
 
 
+def test_check_accepts_a_family_of_eleven_providers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Eleven OpenAI providers imply an `openai-family` route over eleven targets: accepted
+    without an error or a warning about its attempts."""
+    lines = [f"  - {{name: oai-{i}, kind: openai, api_key: k}}" for i in range(11)]
+    path = tmp_path / "many.yaml"
+    path.write_text("providers:\n" + "\n".join(lines) + "\n")
+    assert run(["check", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["ok: 11 providers, 0 routes"]
+
+
 def test_check_prints_every_error_with_its_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
