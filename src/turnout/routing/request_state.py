@@ -187,10 +187,9 @@ class RequestState:
             clock.wall(),
             call.hedge,
         )
-        if call.shadow:
-            entry.shadow = call.shadow
-        if call.family_switch is not None:
-            entry.family_switch = call.family_switch
+        notes = call.notes
+        if notes is not None:
+            notes.write(entry)
         attempts.append(entry)
         call.entry = entry
         if call.hedge:

@@ -182,10 +182,8 @@ class Route:
         """A route over `targets` under `options` (built once, validated, and shared by as
         many routes as need the same policy and strategy). `clock`, `health`, `fallbacks`,
         `route_id` and `rng` (here: the retry jitter's randomness) are as for `Route`; the
-        targets are checked as `Route` checks them, except that a `generated` route (one a
-        configuration implies rather than states, such as a provider family's route) may list
-        more targets than the static budget of 10 attempts allows, silently: its options'
-        `max_attempts` caps each request instead."""
+        targets are checked as `Route` checks them, but a `generated` route (one a configuration
+        implies, such as a family route) skips the static budget: `max_attempts` caps it."""
         route = cls.__new__(cls)
         route._setup(
             name,

@@ -36,6 +36,7 @@ from turnout.routing.gate import TargetGate
 from turnout.routing.health import Skip
 from turnout.routing.outcome import settle_answer, settle_failure
 from turnout.routing.plan import caller_client
+from turnout.routing.reasons import DroppedFields, EntryNotes, skip_reason
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
 from turnout.vendors.classify import RETRYABLE
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
 
-__all__ = ["NO_CALLS", "Decision", "RoutePass", "run_call"]
+__all__ = ["NO_CALLS", "Decision", "RoutePass", "final_ending", "is_denied", "run_call"]
 
 Decision = Literal["answer", "next", "retry", "stop"]
 """What comes after a settled call: the answer wins, the next target, a same-target retry, or
@@ -76,6 +77,7 @@ class RoutePass:
         "blocked",
         "calls",
         "cursor",
+        "dropped",
         "ending",
         "failed",
         "forced",
@@ -106,6 +108,7 @@ class RoutePass:
             isinstance(request, ChatRequest)
             and any(tool.native is not None for tool in request.tools)
         )
+        self.dropped = DroppedFields.of(request, route.table.translated_origins)
         self.gate: TargetGate | None = None
         if plan is None:
             order, reason = route.start_order(state.record.session_id)
@@ -227,7 +230,7 @@ class RoutePass:
         self.health_skips.append((index, skip, key))
         state.skip_untils.append(skip.until)
         entry = state.skip(self.hop, index, target, skip.outcome)
-        entry.reason = skip.reason(state.clock.now())
+        entry.reason = skip_reason(skip.outcome, skip.reason(state.clock.now()))
         return None
 
     def _call(
@@ -242,21 +245,27 @@ class RoutePass:
         call = Call(self.route, index, wire, key, admission, forced=forced)
         if self.hop:
             call.hop = self.hop
+        shadow: tuple[str, ...] = ()
+        switch = None
         plan = self.plan
         if plan is not None:
             rule = plan.rules[index]
+            gate = self.gate
+            assert gate is not None
             if rule.caller_credential:
                 credential = self.state.plan.credential if self.state.plan is not None else None
                 call.client = caller_client(call.client, credential)
                 call.credentialed = True
-                assert self.gate is not None
-                self.gate.credential_call_started()
+                gate.credential_call_started()
             call.fallback = rule.fallback
-            call.shadow = rule.shadow
-            gate = self.gate
-            assert gate is not None
+            shadow = rule.shadow
             if gate.family_switch is not None:
-                call.family_switch = gate.take_family_switch(index)
+                switch = gate.take_family_switch(index)
+        translation = self.dropped
+        wire_format = self.route.facts[index].wire_format
+        dropped = None if translation is None else translation.reason(wire_format)
+        if shadow or switch is not None or dropped is not None:
+            call.notes = EntryNotes(shadow, switch, dropped)
         return call
 
     def again(self, call: Call, admission: Admission) -> Call:
@@ -334,32 +343,6 @@ class RoutePass:
             return "next"
         return "retry" if error_class in _SAME_TARGET_RETRY else "next"
 
-    def final_ending(self) -> Ending:
-        """How the pass ended once its order ran out without an answer."""
-        gate = self.gate
-        if (
-            gate is not None
-            and (self.calls or self.health_skips)
-            and not (self.policy_skips or self.stopped)
-        ):
-            family = gate.family_ending(self.order, self.route.targets, called=self.calls > 0)
-            if family is not None:
-                return family
-        if self.calls:
-            return Ending("exhausted")
-        if self.policy_skips or not self.ineligible:
-            return NO_CALLS  # policy skips left no call: `serve` raises PolicyDenied
-        if not (self.health_skips or self.blocked or self.stopped):
-            return Ending("ineligible", reasons=tuple(self.ineligible))
-        return NO_CALLS
-
-    def is_denied(self) -> bool:
-        """Policy skips alone left no call: every remaining target was denied by policy."""
-        return bool(
-            self.policy_skips
-            and not (self.calls or self.health_skips or self.blocked or self.stopped)
-        )
-
     def mark_not_tried(self) -> None:
         """Record the targets the pass did not reach: `paused` or `not_tried`."""
         state = self.state
@@ -370,6 +353,33 @@ class RoutePass:
                 state.skip(self.hop, index, target, "paused")
             else:
                 state.skip(self.hop, index, target, "not_tried", self.stopped)
+
+
+def final_ending(walk: RoutePass) -> Ending:
+    """How `walk` ended once its order ran out without an answer."""
+    gate = walk.gate
+    if (
+        gate is not None
+        and (walk.calls or walk.health_skips)
+        and not (walk.policy_skips or walk.stopped)
+    ):
+        family = gate.family_ending(walk.order, walk.route.targets, called=walk.calls > 0)
+        if family is not None:
+            return family
+    if walk.calls:
+        return Ending("exhausted")
+    if walk.policy_skips or not walk.ineligible:
+        return NO_CALLS  # policy skips left no call: `serve` raises PolicyDenied
+    if not (walk.health_skips or walk.blocked or walk.stopped):
+        return Ending("ineligible", reasons=tuple(walk.ineligible))
+    return NO_CALLS
+
+
+def is_denied(walk: RoutePass) -> bool:
+    """Policy skips alone left `walk` no call: every remaining target was denied by policy."""
+    return bool(
+        walk.policy_skips and not (walk.calls or walk.health_skips or walk.blocked or walk.stopped)
+    )
 
 
 def _probes(
