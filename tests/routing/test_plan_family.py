@@ -158,7 +158,7 @@ async def test_an_outage_of_every_pinned_member_opens_the_other_family(
 
 async def test_auth_failures_keep_the_other_family_closed() -> None:
     """A rejected key on every pinned member is no outage: the other family stays closed and
-    the request ends with S1's family message."""
+    the request ends with the family message."""
     health = isolated_health()
     team_a = scripted("team-a", turn.fail(401))
     team_b = scripted("team-b", turn.fail(401))
