@@ -60,7 +60,7 @@ def test_repeated_503s_open_the_breaker_and_the_next_request_skips(gateway_text:
     """Scenario 2: two failed calls, then breaker_open (60 s left) without calling upstream."""
     text = _scenario(gateway_text, 2)
     assert len(_row("openai:gpt-4o", "failed", "provider_error", "503").findall(text)) == 2
-    assert _row("openai:gpt-4o", "breaker_open", "60 s").search(text)
+    assert _row("openai:gpt-4o", "breaker_open", "breaker open, 60 s left").search(text)
     assert len(_row("local:llama-3.1-8b", "answered").findall(text)) == 3
     assert "saw 2 calls for gpt-4o" in text
 
@@ -157,8 +157,10 @@ def test_the_library_demo_shows_each_scenarios_outcomes() -> None:
     """Failover, a fatal 401, a breaker across routes, a hedge and a stream, as routed."""
     text = demo_output(library=True)
     assert "  terse     rejected     it gives no reason\n  local     answered" in text
-    assert "  primary   failed       401\n  backup    not_tried\nError: 401 Unauthorized" in text
-    assert text.count("breaker_open 60 s") == 2
+    assert (
+        "  primary   failed       401 key rejected\n  backup    not_tried\nError: 401 Unauthorized"
+    ) in text
+    assert text.count("breaker_open breaker open, 60 s left") == 2
     assert "Health: local=Available(0), northwind=HalfOpen(2)" in text
     assert "hedges 1\n  primary   lost_race\n  local     answered" in text
     assert "Streamed: Roll back deploy 412, because the error rate rose with it." in text

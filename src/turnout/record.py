@@ -90,13 +90,19 @@ class AttemptEntry:
     """One line of a routing record: a call, or a target that was skipped or not tried.
 
     `index` is 1-based; `target_index` is 0-based in the route's target list. `model` is the wire
-    model asked for. `status` is the HTTP status of a failed call (None without one); `reason` is
-    the error type (`429`, `connection`), the accept or eligibility reason, or the seconds left
-    of a skip (`60 s`); `retry_after` is in seconds. `started_wall` is the epoch time the entry
+    model asked for. `status` is the HTTP status of a failed call (None without one); `reason` says
+    what happened in a few stable words: a failure (`429 rate limited, Retry-After 2 s`,
+    `connection reset`, `timed out after 30 s`), the accept or eligibility reason, a skip with
+    the time left (`cooling down, 60 s left`), why a target was not tried (`max_attempts`), and
+    what a translation to the target's wire format dropped (`dropped logprobs, n`, joined to
+    the rest with `; `); `retry_after` is in seconds. `started_wall` is the epoch time the entry
     began (None for a target never reached); `started_at` renders it as ISO 8601 UTC.
     `duration_ms` is whole milliseconds (None for entries that are not calls). `hedge` is True
     for a call started beside a running one. `shadow` holds the decisions of observe-mode
-    policies that would have skipped the target (it was called anyway).
+    policies that would have skipped the target (it was called anyway). `family_switch` is set
+    on the first call of a cross-provider route's pass outside the family the request preferred:
+    `quota` (a quota failure moved the session to the other family) or `outage` (the preferred
+    family had no target left that could serve; the session keeps its pin); None otherwise.
     """
 
     index: int
@@ -118,6 +124,7 @@ class AttemptEntry:
     provider_request_id: str | None = None
     usage: Usage | None = None
     shadow: tuple[str, ...] = ()
+    family_switch: str | None = None
 
     @property
     def started_at(self) -> str | None:
@@ -151,6 +158,7 @@ class AttemptEntry:
             "usage": None if self.usage is None else self.usage.as_dict(),
             "hedge": self.hedge,
             "shadow": list(self.shadow),
+            "family_switch": self.family_switch,
         }
 
 
@@ -244,7 +252,7 @@ class RoutingRecord:
         """The record as a small table, one line per attempt entry::
 
         route 'triage': answered by local (llama-local), hedges 0
-          primary   failed       429
+          primary   failed       429 rate limited
           local     answered
         """
         title = (

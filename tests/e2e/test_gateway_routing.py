@@ -195,7 +195,9 @@ async def test_retry_after_cools_the_key_and_the_next_request_skips_it(
     second = (await _chat(oai, "cooldown")).parse().model_extra["routing"]
     assert [a["outcome"] for a in first["attempts"]] == ["failed", "answered"]
     assert [a["outcome"] for a in second["attempts"]] == ["cooling_down", "answered"]
-    assert second["attempts"][0]["reason"].endswith(" s")
+    assert first["attempts"][0]["reason"] == "429 rate limited, Retry-After 30 s"
+    assert second["attempts"][0]["reason"].startswith("cooling down, ")
+    assert second["attempts"][0]["reason"].endswith(" s left")
 
 
 async def test_breaker_opens_across_requests(oai: openai.AsyncOpenAI) -> None:

@@ -63,9 +63,10 @@ def _config(upstream: MockUpstream) -> dict[str, Any]:
                 "models": ["claude-strict"],
                 "allow_cross_provider": True,
                 "switch_family_on_quota": False,
+                "retry_on": ["provider_error", "rate_limited", "timeout", "auth"],
                 "targets": [
                     {"provider": "ant-a", "model": "strict-a/fault:status=429", "name": "team-a"},
-                    {"provider": "ant-b", "model": "strict-b/fault:quota", "name": "team-b"},
+                    {"provider": "ant-b", "model": "strict-b/fault:status=401", "name": "team-b"},
                     {"provider": "oai", "model": "gpt-strict", "name": "gpt"},
                 ],
             },
@@ -169,17 +170,20 @@ async def test_a_session_stays_on_the_family_of_its_first_success(
         assert message.content[0].type == "text"
 
 
-async def test_a_rate_limit_never_moves_a_pinned_session(
+async def test_a_rate_limit_crosses_once_and_the_session_returns(
     gateway: RunningGateway, upstream: MockUpstream
 ) -> None:
-    """Pinned to anthropic, a 429 there is returned as is: openai is not asked."""
+    """Pinned to anthropic, a 429 on its only target is an outage: openai answers that one
+    request, the pin stays, and the next request is anthropic's again."""
     async with _openai(gateway, "e2e-429") as client:
         assert await _ask(client) == "team-a"
         upstream.app.faults.script("claude-coder-a", ["status=429"])
         upstream.app.log.clear()
-        with pytest.raises(openai.RateLimitError):
-            await client.chat.completions.create(model="claude-coder", messages=USER)
-        assert _models(upstream) == ["claude-coder-a"]
+        reply = await client.chat.completions.with_raw_response.create(
+            model="claude-coder", messages=USER
+        )
+        assert reply.headers["x-turnout-target"] == "gpt"
+        assert _models(upstream) == ["claude-coder-a", "gpt-coder"]
         assert await _ask(client) == "team-a"
 
 
@@ -200,8 +204,9 @@ async def test_a_stream_pins_its_session(gateway: RunningGateway, upstream: Mock
 async def test_a_used_up_pinned_family_ends_with_one_named_error(
     gateway: RunningGateway, upstream: MockUpstream
 ) -> None:
-    """Every anthropic member failed and the route does not switch on quota: one 503
-    UPSTREAM_POOL_EXHAUSTED in Anthropic's format naming the family and each member."""
+    """Every anthropic member failed, one with a rejected key (no outage, so the other family
+    stays closed): one 503 UPSTREAM_POOL_EXHAUSTED in Anthropic's format naming the family and
+    each member."""
     metadata: Any = {"user_id": _claude_code_user_id("e2e-strict")}
     async with _anthropic(gateway) as client:
         with pytest.raises(anthropic.APIStatusError) as caught:
@@ -215,7 +220,7 @@ async def test_a_used_up_pinned_family_ends_with_one_named_error(
     assert body["error"]["code"] == "UPSTREAM_POOL_EXHAUSTED"
     assert body["error"]["message"] == (
         'every member of the "anthropic" provider family this session is pinned to failed'
-        " (team-a: rate_limited, team-b: quota_exhausted)"
+        " (team-a: rate_limited, team-b: auth)"
     )
     assert "gpt;outcome=not_tried" in error.response.headers["x-turnout-attempts"]
     assert "gpt-strict" not in _models(upstream)

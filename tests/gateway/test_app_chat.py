@@ -139,7 +139,12 @@ async def test_failover_is_listed_in_the_attempts_header(app: GatewayApp) -> Non
     assert failed.startswith("primary;outcome=failed;class=rate_limited;status=429;ms=")
     assert answered.startswith("backup;outcome=answered;ms=")
     assert reply.headers["x-turnout-target"] == "backup"
-    assert reply.json()["routing"]["fallbacks"] == 1
+    routing = reply.json()["routing"]
+    assert routing["fallbacks"] == 1
+    assert [(a["reason"], a["error_class"]) for a in routing["attempts"]] == [
+        ("429 rate limited", "rate_limited"),
+        (None, None),
+    ]
 
 
 async def test_fallback_route_is_named_in_headers_and_body(app: GatewayApp) -> None:
@@ -150,7 +155,10 @@ async def test_fallback_route_is_named_in_headers_and_body(app: GatewayApp) -> N
     assert reply.headers["x-turnout-route"] == "escalating"
     assert reply.headers["x-turnout-fallback-route"] == "main"
     assert reply.headers["x-turnout-fallback-kind"] == "general"
-    assert reply.json()["routing"]["fallback_route"] == "main"
+    routing = reply.json()["routing"]
+    assert routing["fallback_route"] == "main"
+    answered = [a for a in routing["attempts"] if a["outcome"] == "answered"]
+    assert [(a["error_class"], a["reason"]) for a in answered] == [(None, None)]
 
 
 async def test_fallbacks_of_two_kinds_linking_two_routes_both_ways_serve() -> None:
@@ -249,6 +257,33 @@ async def test_openai_client_to_anthropic_target_is_translated(app: GatewayApp) 
     assert answer["id"].startswith("chatcmpl-")
     assert answer["choices"][0]["message"]["content"] == "mock answer from claude-haiku"
     assert _logged(app, "ant")[-1]["path"].endswith("/v1/messages")
+
+
+async def test_fields_a_translation_drops_are_named_in_the_answering_entry(
+    app: GatewayApp,
+) -> None:
+    """`logprobs` and `n` sent through the OpenAI endpoint to an Anthropic target are dropped
+    on the way, and the answering entry's reason says so; its error class stays null."""
+    async with client_of(app) as client:
+        reply = await client.post(
+            "/v1/chat/completions", json=chat("claude-haiku", logprobs=True, n=2)
+        )
+    assert reply.status_code == 200
+    entry = reply.json()["routing"]["attempts"][0]
+    assert (entry["outcome"], entry["error_class"]) == ("answered", None)
+    assert entry["reason"] == "dropped logprobs, n"
+    sent = _logged(app, "ant")[-1]["body"]
+    assert "logprobs" not in sent
+    assert "n" not in sent
+
+
+async def test_a_same_format_answer_has_no_reason(app: GatewayApp) -> None:
+    """An OpenAI client answered by an OpenAI-format target: nothing dropped, reason null."""
+    async with client_of(app) as client:
+        reply = await client.post(
+            "/v1/chat/completions", json=chat("gpt-4o-mini", logprobs=True, n=2)
+        )
+    assert reply.json()["routing"]["attempts"][0]["reason"] is None
 
 
 async def test_messages_without_cross_provider_refuse_openai_targets(app: GatewayApp) -> None:

@@ -68,7 +68,8 @@ def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_check_accepts_a_valid_file_and_prints_its_warnings(
     sample: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Exit 0, every warning, then a one-line summary."""
+    """Exit 0, every warning, one line explaining `allow_cross_provider` when a warning
+    suggests it, then a one-line summary."""
     assert run(["check", sample]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
@@ -77,8 +78,26 @@ def test_check_accepts_a_valid_file_and_prints_its_warnings(
             ' "primary-with-fallback" does not serve /v1/messages: it does not speak Anthropic'
             " Messages and the route does not set allow_cross_provider"
         ),
+        (
+            "note: allow_cross_provider: true lets a route serve a client from targets of"
+            " another provider family (each with its own key and a model mapping); a request"
+            " keeps to one family and crosses only when that family has no target left that"
+            " can serve it"
+        ),
         "ok: 3 providers, 2 routes",
     ]
+
+
+def test_check_accepts_a_family_of_eleven_providers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Eleven OpenAI providers imply an `openai-family` route over eleven targets: accepted
+    without an error or a warning about its attempts."""
+    lines = [f"  - {{name: oai-{i}, kind: openai, api_key: k}}" for i in range(11)]
+    path = tmp_path / "many.yaml"
+    path.write_text("providers:\n" + "\n".join(lines) + "\n")
+    assert run(["check", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["ok: 11 providers, 0 routes"]
 
 
 def test_check_prints_every_error_with_its_path(

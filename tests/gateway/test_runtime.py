@@ -363,6 +363,19 @@ def test_family_less_provider_without_patterns_gets_no_route_and_a_warning() -> 
     )
 
 
+@pytest.mark.parametrize(("kind", "family"), [("openai", "openai"), ("anthropic", "anthropic")])
+def test_a_family_of_more_than_ten_providers_is_served(kind: str, family: str) -> None:
+    """12 providers of one kind: the file loads, the family route holds all 12, allows at most
+    10 calls per request, and nothing warns about its size."""
+    providers = [{"name": f"{kind}-{i}", "kind": kind, "api_key": "k"} for i in range(12)]
+    runtime = runtime_of({"providers": providers})
+    entry = runtime.routes[f"{family}-family"]
+    assert entry.route is not None
+    assert len(entry.route.targets) == 12
+    assert entry.route.retry.max_attempts == 10
+    assert not [warning for warning in runtime.warnings if f"{family}-family" in warning]
+
+
 def test_family_routes_hold_every_provider_of_their_family() -> None:
     """`openai-family` / `anthropic-family` exist per family present, routed or not."""
     runtime = runtime_of(

@@ -140,6 +140,45 @@ async def test_a_request_without_a_session_pins_nothing(
     assert (await _ask(app, session=None)).headers["x-turnout-target"] == "claude"
 
 
+async def test_an_outage_crossing_leaves_the_pin(runtime: Runtime, upstream: MockUpstream) -> None:
+    """A session pinned to anthropic whose target fails with a 503 is answered by openai for
+    that request only: the pin stays anthropic and the next request is claude's."""
+    app = GatewayApp(runtime)
+    assert (await _ask(app, session="s-outage")).headers["x-turnout-target"] == "claude"
+    upstream.app.faults.script("claude-in", ["status=503"])
+    assert (await _ask(app, session="s-outage")).headers["x-turnout-target"] == "gpt"
+    assert await runtime.pins.pins.get("coder", "s-outage") == "anthropic"
+    assert (await _ask(app, session="s-outage")).headers["x-turnout-target"] == "claude"
+
+
+async def test_an_outage_crossing_on_a_first_request_pins_nothing(
+    runtime: Runtime, upstream: MockUpstream
+) -> None:
+    """A new session whose first request crosses for an outage is not pinned to the family
+    that stood in: its next request starts on the first target's family again."""
+    app = GatewayApp(runtime)
+    upstream.app.faults.script("claude-in", ["reset"])
+    assert (await _ask(app, session="s-fresh")).headers["x-turnout-target"] == "gpt"
+    assert await runtime.pins.pins.get("coder", "s-fresh") is None
+    assert (await _ask(app, session="s-fresh")).headers["x-turnout-target"] == "claude"
+
+
+async def test_quota_on_a_route_that_never_switches_leaves_the_pin(
+    runtime: Runtime, upstream: MockUpstream
+) -> None:
+    """With `switch_family_on_quota: false`, a quota failure still lets openai answer, but
+    the session stays pinned to anthropic."""
+    app = GatewayApp(runtime)
+    headers = {"x-turnout-session-id": "s-strict"}
+    async with client_of(app) as client:
+        first = await client.post("/v1/chat/completions", json=chat("strict"), headers=headers)
+        assert first.headers["x-turnout-target"] == "ant:c2"
+        upstream.app.faults.script("c2", ["quota"])
+        second = await client.post("/v1/chat/completions", json=chat("strict"), headers=headers)
+        assert second.headers["x-turnout-target"] == "oai:g2"
+    assert await runtime.pins.pins.get("strict", "s-strict") == "anthropic"
+
+
 async def test_an_unreadable_pin_never_fails_the_call(
     runtime: Runtime, upstream: MockUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,9 +1,12 @@
 """The gate of one pass (`turnout.routing.gate`): when the org-key fallback and the other
-provider families open, and how a pass held to one family ends."""
+provider families open (a quota crossing at once, an outage once the preferred family has no
+target left), and how a pass held to one family ends."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+import pytest
 
 from tests.routing._plan_support import CALLER, FALLBACK, OWN, Passthrough, scripted
 from turnout.routing.gate import TargetGate
@@ -13,6 +16,8 @@ from turnout.testing import isolated_health
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from turnout.routing.gate import PassedBy
 
 ANTHROPIC = TargetRule(family="anthropic")
 OPENAI = TargetRule(family="openai")
@@ -76,7 +81,7 @@ def test_passing_a_caller_target_by_closes_the_fallback_again() -> None:
     """A caller-credential target skipped after the failure closes the way again."""
     gate = _caller_then_fallback()
     gate.failed(0, "provider_error", credentialed=True)
-    gate.passed_by(1)
+    gate.passed_by(1, "aside")
     assert gate.is_held_back(2)
 
 
@@ -84,7 +89,7 @@ def test_passing_a_fallback_target_by_leaves_the_way_open() -> None:
     """A fallback target skipped on the way does not close the fallback."""
     gate = _caller_then_fallback()
     gate.failed(0, "provider_error", credentialed=True)
-    gate.passed_by(2)
+    gate.passed_by(2, "unhealthy")
     assert not gate.is_held_back(2)
 
 
@@ -114,57 +119,116 @@ def test_a_pin_chooses_the_family() -> None:
 
 
 def test_a_quota_failure_of_the_familys_own_key_opens_the_others_for_good() -> None:
-    """A `quota_exhausted` failure of a target of the family opens the other families."""
+    """A `quota_exhausted` failure of a target of the family opens the other families at
+    once, as a `quota` crossing, and nothing closes them again."""
     gate = _families()
     gate.failed(0, "quota_exhausted", credentialed=False)
     assert gate.family_open
-    gate.passed_by(2)
-    gate.failed(2, "rate_limited", credentialed=False)
+    assert gate.family_switch == "quota"
+    gate.passed_by(2, "unanswered")
+    gate.failed(2, "auth", credentialed=False)
     assert not gate.is_held_back(1)
 
 
 def test_a_parked_target_of_the_family_opens_the_others() -> None:
     """A target of the family skipped as parked opens the other families."""
     gate = _families()
-    gate.parked(2)
+    gate.passed_by(2, "parked")
+    assert not gate.is_held_back(1)
+    assert gate.family_switch == "quota"
+
+
+@pytest.mark.parametrize("error_class", ["provider_error", "rate_limited", "timeout"])
+def test_an_outage_opens_the_others_once_no_member_is_left(error_class: str) -> None:
+    """A retryable failure opens nothing while another member of the family is left; once
+    every member is down the other families open as an `outage` crossing."""
+    gate = _families()
+    gate.failed(0, error_class, credentialed=False)
+    assert gate.is_held_back(1)
+    gate.failed(2, error_class, credentialed=False)
+    assert not gate.is_held_back(1)
+    assert gate.family_switch == "outage"
+
+
+@pytest.mark.parametrize("how", ["unhealthy", "parked", "spent"])
+def test_a_skip_for_health_or_a_spent_credential_counts_as_down(how: PassedBy) -> None:
+    """A member cooling down, open, parked or left with a spent credential is down: with the
+    other member failed, the others open (an outage on a route that never switches)."""
+    gate = _families(switch=False)
+    gate.failed(0, "provider_error", credentialed=False)
+    gate.passed_by(2, how)
+    assert gate.family_switch == "outage"
     assert not gate.is_held_back(1)
 
 
-def test_other_failures_never_open_the_other_families() -> None:
-    """Server errors, rate limits and timeouts keep the other families held back."""
+def test_members_that_cannot_take_the_request_are_set_aside() -> None:
+    """An ineligible (or policy-skipped) member does not keep the family: one down member
+    with the rest set aside opens the others; every member set aside opens nothing."""
     gate = _families()
-    for error_class in ("provider_error", "rate_limited", "timeout", "auth"):
-        gate.failed(0, error_class, credentialed=False)
+    gate.passed_by(2, "aside")
+    gate.failed(0, "timeout", credentialed=False)
+    assert not gate.is_held_back(1)
+    quiet = _families()
+    quiet.passed_by(0, "aside")
+    quiet.passed_by(2, "aside")
+    assert quiet.is_held_back(1)
+
+
+@pytest.mark.parametrize(
+    "hold", ["auth", "unanswered", "held"], ids=["auth failure", "refused", "cost budget"]
+)
+def test_a_member_passed_by_for_another_reason_keeps_the_others_closed(hold: str) -> None:
+    """An auth failure, a refused answer or a cost-budget skip is no outage: the family stays
+    preferred for the pass, and the other families no longer count as targets left."""
+    gate = _families()
+    assert not gate.is_closed_for_good(1)
+    if hold == "auth":
+        gate.failed(0, "auth", credentialed=False)
+    else:
+        gate.passed_by(0, cast("PassedBy", hold))
+    gate.failed(2, "provider_error", credentialed=False)
     assert gate.is_held_back(1)
+    assert gate.is_closed_for_good(1)
+    assert not gate.is_closed_for_good(2)
 
 
-def test_a_quota_failure_on_the_callers_credential_never_opens_the_families() -> None:
-    """Quota run out on the caller's own credential says nothing of the family's keys."""
+def test_the_first_call_outside_the_family_takes_the_word_once() -> None:
+    """Only the first call to another family's target carries the crossing's word."""
+    gate = _families()
+    gate.failed(0, "provider_error", credentialed=False)
+    gate.failed(2, "provider_error", credentialed=False)
+    assert gate.take_family_switch(2) is None
+    assert gate.take_family_switch(1) == "outage"
+    assert gate.take_family_switch(1) is None
+
+
+def test_a_quota_failure_on_the_callers_credential_is_no_quota_crossing() -> None:
+    """Quota run out on the caller's own credential says nothing of the family's keys: it
+    opens nothing at once, and counts only as that member being down (an outage)."""
     gate = _families()
     gate.failed(0, "quota_exhausted", credentialed=True)
     assert gate.is_held_back(1)
+    gate.failed(2, "provider_error", credentialed=False)
+    assert gate.family_switch == "outage"
 
 
 def test_a_quota_failure_of_another_family_opens_nothing() -> None:
     """Only a target of the request's own family can open the other families."""
     gate = _families(pinned="openai")
     gate.failed(0, "quota_exhausted", credentialed=False)
-    gate.parked(2)
+    gate.passed_by(2, "parked")
     assert gate.is_held_back(0)
 
 
-def test_a_route_that_never_switches_keeps_the_others_closed_for_good() -> None:
-    """Without switching on quota, a quota failure opens nothing and the others never count."""
+def test_a_route_that_never_switches_crosses_on_quota_as_an_outage() -> None:
+    """Without switching on quota, a quota failure opens nothing at once; once every member
+    is out of quota the others open, as an `outage` that leaves the pin."""
     gate = _families(switch=False)
     gate.failed(0, "quota_exhausted", credentialed=False)
-    gate.parked(2)
     assert gate.is_held_back(1)
-    assert [gate.is_closed_for_good(i) for i in range(3)] == [False, True, False]
-
-
-def test_a_switching_route_is_never_closed_for_good() -> None:
-    """On a route that switches family on quota, no target is closed for good."""
-    gate = _families()
+    gate.passed_by(2, "parked")
+    assert not gate.is_held_back(1)
+    assert gate.family_switch == "outage"
     assert not any(gate.is_closed_for_good(i) for i in range(3))
 
 
@@ -183,7 +247,7 @@ def test_a_pass_held_to_its_family_ends_naming_it() -> None:
 def test_no_family_ending_once_the_others_opened_or_without_families() -> None:
     """An opened family gate, or a plan without family order, ends the ordinary way."""
     gate = _families()
-    gate.parked(0)
+    gate.passed_by(0, "parked")
     assert gate.family_ending([0, 2, 1], _plan_targets(), called=True) is None
     assert _caller_then_fallback().family_ending([0, 1, 2], _plan_targets(), called=True) is None
 

@@ -1,5 +1,6 @@
-"""Family order on cross-provider routes (plan Rules 7 and 8): the request's family
-first, the other families held back until a quota failure or a parked target opens them."""
+"""Family order on cross-provider routes (plan Rules 7 and 8, gate Rules 3-7): the preferred
+family first; the other families open at once on a quota failure or a parked target, and once
+the preferred family has no target left that can serve (an outage)."""
 
 from __future__ import annotations
 
@@ -129,14 +130,38 @@ async def test_insufficient_quota_429_opens_the_other_family() -> None:
 
 @pytest.mark.parametrize(
     ("status", "error_class"),
-    [(429, "rate_limited"), (500, "provider_error"), (503, "provider_error"), (401, "auth")],
+    [(429, "rate_limited"), (500, "provider_error"), (503, "provider_error")],
 )
-async def test_other_failures_keep_the_other_family_closed(status: int, error_class: str) -> None:
-    """A rate limit, a server error or a rejected key on every pinned member never opens the
-    other family: the request ends with the pinned family's message."""
+async def test_an_outage_of_every_pinned_member_opens_the_other_family(
+    status: int, error_class: str
+) -> None:
+    """A rate limit or a server error on every pinned member opens the other family for this
+    request: its first call is marked as an outage crossing."""
     health = isolated_health()
     team_a = scripted("team-a", turn.fail(status))
     team_b = scripted("team-b", turn.fail(status))
+    gpt = scripted("gpt", turn.answer("from gpt"))
+    route, plan = _route(
+        health,
+        [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)],
+        pins={"mixed": "anthropic"},
+    )
+    response = await health.clock.run(route.complete(QUESTION, session_id="s-7", plan=plan))
+    assert response.text == "from gpt"
+    assert response.routing is not None
+    assert [(e.target, e.error_class, e.family_switch) for e in response.routing.attempts] == [
+        ("team-a", error_class, None),
+        ("team-b", error_class, None),
+        ("gpt", None, "outage"),
+    ]
+
+
+async def test_auth_failures_keep_the_other_family_closed() -> None:
+    """A rejected key on every pinned member is no outage: the other family stays closed and
+    the request ends with the family message."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(401))
+    team_b = scripted("team-b", turn.fail(401))
     gpt = scripted("gpt", turn.answer("never"))
     route, plan = _route(
         health,
@@ -148,45 +173,64 @@ async def test_other_failures_keep_the_other_family_closed(status: int, error_cl
     assert gpt.calls == 0
     assert str(caught.value) == (
         'every member of the "anthropic" provider family this session is pinned to failed'
-        f" (team-a: {error_class}, team-b: {error_class})"
+        " (team-a: auth, team-b: auth)"
     )
-    assert caught.value.status == status
+    assert caught.value.status == 401
     assert caught.value.code == "UPSTREAM_POOL_EXHAUSTED"
     assert caught.value.routing is not None
     assert caught.value.routing.outcomes()[-1] == ("gpt", "not_tried")
 
 
 async def test_the_family_message_lists_each_member_and_is_a_503_when_they_differ() -> None:
-    """Rate limit then quota with the switch off: 503 UPSTREAM_POOL_EXHAUSTED naming each
-    member's class, the record attached; without a session id the wording says request."""
+    """A rate limit then a rejected key: 503 UPSTREAM_POOL_EXHAUSTED naming each member's
+    class, the record attached; without a session id the wording says request."""
     health = isolated_health()
     team_a = scripted("team-a", turn.fail(429))
-    team_b = scripted("team-b", turn.fail(402))
+    team_b = scripted("team-b", turn.fail(401))
     gpt = scripted("gpt")
     route, plan = _route(
-        health, [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)], switch=False
+        health,
+        [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)],
+        retry_on=["provider_error", "rate_limited", "timeout", "quota_exhausted", "auth"],
     )
     with pytest.raises(errors.RouteExhausted) as caught:
         await health.clock.run(route.complete(QUESTION, plan=plan))
     assert str(caught.value) == (
         'every member of the "anthropic" provider family this request started on failed'
-        " (team-a: rate_limited, team-b: quota_exhausted)"
+        " (team-a: rate_limited, team-b: auth)"
     )
     assert (caught.value.status, caught.value.code) == (503, "UPSTREAM_POOL_EXHAUSTED")
     assert caught.value.routing is not None
     assert caught.value.routing.route == "mixed"
 
 
-async def test_one_failed_member_returns_its_own_error() -> None:
-    """Only one call made in the pinned family: its own error, not the family message."""
+async def test_one_failed_member_held_to_its_family_returns_its_own_error() -> None:
+    """Only one call made in a family that stays closed: its own error, not the family
+    message."""
     health = isolated_health()
-    team_a = scripted("team-a", turn.fail(429, message="slow down"))
+    team_a = scripted("team-a", turn.fail(401, message="bad key"))
     gpt = scripted("gpt")
-    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)])
+    route, plan = _route(
+        health, [(team_a, ANTHROPIC), (gpt, OPENAI)], retry_on=["provider_error", "auth"]
+    )
     with pytest.raises(errors.ProviderError) as caught:
         await health.clock.run(route.complete(QUESTION, plan=plan))
-    assert caught.value.status == 429
+    assert caught.value.status == 401
     assert gpt.calls == 0
+
+
+async def test_when_both_families_fail_the_route_is_exhausted() -> None:
+    """Once the other family opened, the request ends as any route does: every target named."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(503))
+    gpt = scripted("gpt", turn.fail(503))
+    route, plan = _route(health, [(team_a, ANTHROPIC), (gpt, OPENAI)])
+    with pytest.raises(errors.RouteExhausted) as caught:
+        await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert str(caught.value) == (
+        'every target of route "mixed" failed (team-a: provider_error, gpt: provider_error)'
+    )
+    assert caught.value.status == 503
 
 
 async def test_a_parked_member_opens_the_other_family() -> None:
@@ -204,31 +248,57 @@ async def test_a_parked_member_opens_the_other_family() -> None:
     assert team_a.calls == 1
 
 
-async def test_switch_off_keeps_the_other_family_closed_on_quota() -> None:
-    """`switch_family_on_quota` off: quota failures on every pinned member end the request."""
+async def test_switch_off_crosses_on_quota_as_an_outage() -> None:
+    """`switch_family_on_quota` off: quota failures on every pinned member still open the
+    other family for this request, marked as an outage (the pin stays)."""
     health = isolated_health()
     team_a = scripted("team-a", turn.fail(402))
     team_b = scripted("team-b", turn.fail(402))
-    gpt = scripted("gpt")
+    gpt = scripted("gpt", turn.answer("from gpt"))
     route, plan = _route(
         health, [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)], switch=False
     )
-    with pytest.raises(errors.RouteExhausted) as caught:
-        await health.clock.run(route.complete(QUESTION, session_id="s", plan=plan))
-    assert gpt.calls == 0
-    assert '"anthropic" provider family' in str(caught.value)
-    assert caught.value.status == 402
+    response = await health.clock.run(route.complete(QUESTION, session_id="s", plan=plan))
+    assert response.text == "from gpt"
+    assert response.routing is not None
+    assert response.routing.attempts[-1].family_switch == "outage"
 
 
-async def test_switch_off_probes_a_parked_last_member() -> None:
-    """With the switch off the closed family is not a target left, so a parked member that is
-    the last one after a failure is still probed."""
+async def test_a_parked_last_member_is_passed_while_the_other_family_can_open() -> None:
+    """A parked member after a failed one is skipped, not probed, when the other family can
+    still serve: the family is down and the request crosses."""
     health = isolated_health()
     team_a = scripted("team-a", turn.fail(503), turn.fail(503))
+    team_b = scripted("team-b", turn.fail(402))
+    gpt = scripted("gpt", turn.answer("first"), turn.answer("second"))
+    route, plan = _route(
+        health, [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)], switch=False
+    )
+    await health.clock.run(route.complete(QUESTION, plan=plan))
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "second"
+    assert response.routing is not None
+    assert response.routing.outcomes() == [
+        ("team-a", "failed"),
+        ("team-b", "parked"),
+        ("gpt", "answered"),
+    ]
+    assert team_b.calls == 1
+
+
+async def test_a_parked_last_member_is_probed_when_the_family_stays_closed() -> None:
+    """When a member's rejected key keeps the other family closed, a parked member that is
+    the last one left after a failure is still probed (a parked last target is called)."""
+    health = isolated_health()
+    team_a = scripted("team-a", turn.fail(503), turn.fail(503))
+    team_c = scripted("team-c", turn.fail(401), turn.fail(401))
     team_b = scripted("team-b", turn.fail(402), turn.answer("probed"))
     gpt = scripted("gpt")
     route, plan = _route(
-        health, [(team_a, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)], switch=False
+        health,
+        [(team_a, ANTHROPIC), (team_c, ANTHROPIC), (team_b, ANTHROPIC), (gpt, OPENAI)],
+        switch=False,
+        retry_on=["provider_error", "quota_exhausted", "auth"],
     )
     with pytest.raises(errors.RouteExhausted):
         await health.clock.run(route.complete(QUESTION, plan=plan))
@@ -237,28 +307,29 @@ async def test_switch_off_probes_a_parked_last_member() -> None:
     assert gpt.calls == 0
 
 
-async def test_a_quota_failure_on_the_callers_credential_moves_nothing() -> None:
-    """Quota on a caller's own forwarded credential never opens the other family: its own
-    error is returned."""
+async def test_an_outage_on_the_callers_credential_crosses_without_quota() -> None:
+    """Quota on a caller's own forwarded credential never counts as a quota crossing, but
+    that member is down: the other family's own-key target serves, as an outage."""
     health = isolated_health()
     byok = Passthrough(scripted("byok", turn.fail(402)))
-    gpt = scripted("gpt", turn.answer("never"))
+    gpt = scripted("gpt", turn.answer("from gpt"))
     route = Route("mixed", [Target("byok", byok), Target("gpt", gpt)], health=health)
     rules = {0: TargetRule(caller_credential=True, family="anthropic"), 1: OPENAI}
     plan = RequestPlan({route: TargetPlan(route, rules)}, CallerCredential(SECRET))
-    with pytest.raises(errors.ProviderError) as caught:
-        await health.clock.run(route.complete(QUESTION, plan=plan))
-    assert caught.value.status == 402
-    assert gpt.calls == 0
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "from gpt"
+    assert response.routing is not None
+    assert response.routing.attempts[-1].family_switch == "outage"
     assert byok.seen == [SECRET]
 
 
-async def test_an_ineligible_member_does_not_open_the_other_family() -> None:
-    """A pinned member that cannot take the request (ineligible) opens nothing."""
+async def test_an_ineligible_member_is_set_aside() -> None:
+    """A pinned member that cannot take the request (ineligible) does not keep the family:
+    with the other member failed, the other family serves."""
     health = isolated_health()
     team_a = scripted("team-a", turn.fail(503))
     small = scripted("small")
-    gpt = scripted("gpt", turn.answer("never"))
+    gpt = scripted("gpt", turn.answer("from gpt"))
     targets = [
         Target("team-a", team_a),
         Target("small", small, context_window=1),
@@ -267,7 +338,21 @@ async def test_an_ineligible_member_does_not_open_the_other_family() -> None:
     route = Route("mixed", targets, health=health)
     rules = {0: ANTHROPIC, 1: ANTHROPIC, 2: OPENAI}
     plan = RequestPlan({route: TargetPlan(route, rules)})
-    with pytest.raises(errors.ProviderError):
+    response = await health.clock.run(route.complete(QUESTION, plan=plan))
+    assert response.text == "from gpt"
+    assert small.calls == 0
+
+
+async def test_a_family_that_cannot_take_the_request_opens_nothing() -> None:
+    """Every pinned member ineligible is no outage: the request ends ineligible, the other
+    family untouched."""
+    health = isolated_health()
+    small = scripted("small")
+    gpt = scripted("gpt", turn.answer("never"))
+    targets = [Target("small", small, context_window=1), Target("gpt", gpt)]
+    route = Route("mixed", targets, health=health)
+    plan = RequestPlan({route: TargetPlan(route, {0: ANTHROPIC, 1: OPENAI})})
+    with pytest.raises(errors.RouteIneligible):
         await health.clock.run(route.complete(QUESTION, plan=plan))
     assert gpt.calls == 0
 

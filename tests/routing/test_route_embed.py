@@ -131,7 +131,7 @@ async def test_the_record_bills_the_serving_call_at_the_input_price() -> None:
         "failed",
         "provider_error",
         503,
-        "503",
+        "503 upstream error",
     )
     assert (answered.outcome, answered.error_class, answered.committed) == ("answered", None, False)
     assert answered.call_id == f"{record.request_id}.2"
@@ -568,7 +568,7 @@ async def test_a_retry_after_cools_the_key_for_the_next_embeddings_request() -> 
     await embed(route, health)
     record = record_of(await embed(route, health))
     assert record.outcomes() == [("primary", "cooling_down"), ("backup", "answered")]
-    assert record.attempts[0].reason == "30 s"
+    assert record.attempts[0].reason == "cooling down, 30 s left"
 
 
 async def test_a_terminal_failure_does_not_count_for_health() -> None:

@@ -166,8 +166,8 @@ async def test_zero_calls_is_503_route_exhausted_with_the_retry_hint() -> None:
     assert error.retry_after == 6
     assert error.routing is not None
     assert [(e.outcome, e.reason) for e in error.attempts] == [
-        ("cooling_down", "26 s"),
-        ("cooling_down", "6 s"),
+        ("cooling_down", "cooling down, 26 s left"),
+        ("cooling_down", "cooling down, 6 s left"),
     ]
     assert error.routing.remaining_attempts == 10
 

@@ -113,7 +113,11 @@ async def test_a_timeout_never_retries_the_same_target() -> None:
     assert primary.calls == 1
     assert health.clock.now() == 5.0
     first = record.attempts[0]
-    assert (first.outcome, first.error_class, first.reason) == ("failed", "timeout", "timeout")
+    assert (first.outcome, first.error_class, first.reason) == (
+        "failed",
+        "timeout",
+        "timed out after 5 s",
+    )
     assert first.duration_ms == 5000
 
 

@@ -120,7 +120,7 @@ async def test_a_parked_target_with_targets_after_it_is_skipped() -> None:
     response = await health.clock.run(route.complete(QUESTION))
     assert response.routing is not None
     assert [(e.outcome, e.reason) for e in response.routing.attempts] == [
-        ("parked", "120 s"),
+        ("parked", "parked, 120 s left"),
         ("answered", None),
     ]
 
@@ -142,7 +142,7 @@ async def test_a_routes_own_breaker_skips_at_its_own_threshold() -> None:
     assert again.routing is not None
     assert (again.routing.attempts[0].outcome, again.routing.attempts[0].reason) == (
         "breaker_open",
-        "30 s",
+        "breaker open, 30 s left",
     )
     response = await health.clock.run(lenient.complete(QUESTION))
     assert response.text == "ok"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from turnout.errors import ConfigError
+from turnout.errors import ConfigError, RouteExhausted
 from turnout.routing.health import Breaker
 from turnout.routing.options import RetryPolicy, RouteOptions, Timeouts
 from turnout.routing.route import Route, Target
@@ -141,6 +141,20 @@ def test_from_options_warns_at_the_callers_line() -> None:
     with pytest.warns(UserWarning, match="max_attempts is 2") as caught:
         Route.from_options("r", [t("a", max_retries=3)], options, health=isolated_health())
     assert caught[0].filename == __file__
+
+
+async def test_a_generated_route_is_never_refused_for_its_size() -> None:
+    """A generated route over 12 targets is built without an error or a warning, and its
+    `max_attempts` stops each request after 10 calls (the rest `not_tried`)."""
+    health = isolated_health()
+    targets = [t(f"p{i}", turn.fail(503)) for i in range(12)]
+    route = Route.from_options("family", targets, RouteOptions(), health=health, generated=True)
+    with pytest.raises(RouteExhausted) as caught:
+        await health.clock.run(route.complete([Message.user("hello?")]))
+    record = caught.value.routing
+    assert record is not None
+    assert [entry.outcome for entry in record.attempts] == ["failed"] * 10 + ["not_tried"] * 2
+    assert record.attempts[-1].reason == "max_attempts"
 
 
 async def test_a_route_from_options_serves_under_them() -> None:

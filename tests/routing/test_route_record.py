@@ -97,7 +97,9 @@ def test_as_dict_is_json_ready_with_every_spec_field() -> None:
         "usage",
         "hedge",
         "shadow",
+        "family_switch",
     }
+    assert entry["family_switch"] is None
     assert entry["started_at"] == "2026-01-01T00:00:00.500Z"
     assert entry["usage"] == {
         "input_tokens": 1,

@@ -43,7 +43,7 @@ async def test_triage_fails_over_past_429_refusal_and_rejection() -> None:
     assert response.routing is not None
     assert str(response.routing) == (
         "route 'triage': answered by local (llama-local), hedges 0\n"
-        "  primary   failed       429\n"
+        "  primary   failed       429 rate limited\n"
         "  careful   refused\n"
         "  terse     rejected     it gives no reason\n"
         "  local     answered"
@@ -76,7 +76,7 @@ async def test_fatal_401_stops_at_once_with_the_targets_own_error() -> None:
     assert caught.value.routing is not None
     assert str(caught.value.routing) == (
         "route 'fatal': answered by nobody (), hedges 0\n"
-        "  primary   failed       401\n"
+        "  primary   failed       401 key rejected\n"
         "  backup    not_tried"
     )
     assert backup.calls == 0
@@ -200,12 +200,12 @@ async def test_two_routes_share_one_health_and_one_breaker() -> None:
     assert [str(r.routing) for r in run2] == [
         (
             "route 'diagnose': answered by steady (llama-local), hedges 0\n"
-            "  large     breaker_open 60 s\n"
+            "  large     breaker_open breaker open, 60 s left\n"
             "  steady    answered"
         ),
         (
             "route 'summarise': answered by steady (llama-local), hedges 0\n"
-            "  small     breaker_open 60 s\n"
+            "  small     breaker_open breaker open, 60 s left\n"
             "  steady    answered"
         ),
     ]

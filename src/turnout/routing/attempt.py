@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from turnout.record import AttemptEntry
     from turnout.routing.client import EmbeddingClient
     from turnout.routing.health import Admission
+    from turnout.routing.reasons import EntryNotes
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
     from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, EmbeddingResponse
@@ -80,8 +81,10 @@ class Call:
     the first token (or the whole stream when it ended before one: `ended`). An embeddings
     call's answer is `embedding` (its `response` stays None). `client` is what is called: the
     target's client, or for a caller-credential call (`credentialed`) that client bound to the
-    caller's credential; `fallback` marks an org-key fallback call and `shadow` the observe-mode
-    decisions for its entry (`turnout.routing.plan`).
+    caller's credential; `fallback` marks an org-key fallback call (`turnout.routing.plan`);
+    `notes` is what it writes on its entry beyond the usual fields (`turnout.routing.reasons`,
+    None when nothing). `limit` is the deadline, in seconds, that cut the call short (None
+    when none did).
     """
 
     __slots__ = (
@@ -101,13 +104,14 @@ class Call:
         "hop",
         "index",
         "key",
+        "limit",
         "lost",
         "model",
+        "notes",
         "provider",
         "request",
         "response",
         "route",
-        "shadow",
         "started",
         "stats_key",
         "target",
@@ -130,7 +134,8 @@ class Call:
         self.client: Any = self.target.client
         self.credentialed = False
         self.fallback = False
-        self.shadow: tuple[str, ...] = ()
+        self.notes: EntryNotes | None = None
+        self.limit: float | None = None
         self.request = request
         self.key = key
         self.admission = admission
@@ -160,7 +165,9 @@ class Call:
         call.client = self.client
         call.credentialed = self.credentialed
         call.fallback = self.fallback
-        call.shadow = self.shadow
+        notes = self.notes
+        if notes is not None:
+            call.notes = notes.for_retry()
         return call
 
 
@@ -191,11 +198,14 @@ async def run_whole(state: RequestState, call: Call) -> None:
             raise
         call.error = as_provider_error(TimeoutError(), provider=call.provider, timeout=seconds)
         call.error.__cause__ = exc
+        call.limit = seconds
     except Exception as exc:  # noqa: BLE001 - whatever a client raises is a failed call
         cut = deadline.disarm()
         call.error = as_provider_error(
             TimeoutError() if cut else exc, provider=call.provider, timeout=seconds
         )
+        if cut:
+            call.limit = seconds
     else:
         deadline.disarm()
         entry.usage = answer.usage

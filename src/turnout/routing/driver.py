@@ -30,7 +30,7 @@ from turnout.routing.ending import ending_error
 from turnout.routing.health import Skip
 from turnout.routing.hedge import race
 from turnout.routing.options import MAX_FALLBACKS
-from turnout.routing.route_pass import NO_CALLS, RoutePass, run_call
+from turnout.routing.route_pass import NO_CALLS, RoutePass, final_ending, is_denied, run_call
 from turnout.routing.stream import open_stream
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ async def _serve_first(walk: RoutePass) -> Call:
     call, ending = await _escalate(walk.route, state, walk.ending)
     if call is not None:
         return call
-    if ending is walk.ending and walk.is_denied():
+    if ending is walk.ending and is_denied(walk):
         reasons = "; ".join(dict.fromkeys(walk.policy_skips))
         raise PolicyDenied(
             f'no target of route "{walk.route.name}" may be called: {reasons}',
@@ -135,7 +135,7 @@ async def run_pass(walk: RoutePass) -> Call | None:
                 return call
             if decision == "stop":
                 return None
-        walk.ending = walk.final_ending()
+        walk.ending = final_ending(walk)
         return None
     finally:
         walk.mark_not_tried()

@@ -9,10 +9,11 @@
 3. Zero calls: 503 `route_exhausted`.
 Every target ineligible ends with `RouteIneligible` (400 `route_ineligible`), or, for an
 embeddings request no target can serve, 400 `embeddings_not_supported` (SPEC §11).
-In a pass that tried one provider family first and never opened the others (SPEC §7.4), the
-message of 2. and 3. is S1's: `every member of the "anthropic" provider family this session is
-pinned to failed (team-a: rate_limited, team-b: quota_exhausted)`, listing that family's targets
-only (`this request started on` without a session id); status and code are unchanged.
+In a pass that preferred one provider family and never opened the others (its targets were
+passed by for reasons that are no outage, such as a rejected key), the message of 2. and 3. is
+`every member of the "anthropic" provider family this session is pinned to failed (team-a:
+rate_limited, team-b: auth)`, listing that family's targets only (`this request started on`
+without a session id); status and code are unchanged.
 Every `RouteExhausted` carries `retry_after`: the shortest time until a target that is cooling
 down, open or parked can be asked again (None when there is none).
 """

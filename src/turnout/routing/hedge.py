@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Literal
 
-from turnout.routing.route_pass import run_call
+from turnout.routing.route_pass import final_ending, run_call
 
 if TYPE_CHECKING:
     from turnout.routing.attempt import Call
@@ -40,7 +40,7 @@ async def race(walk: RoutePass) -> Call | None:
                     timer.cancel()
                 timer = asyncio.ensure_future(clock.sleep(hedge_after))
             if not running:
-                walk.ending = walk.final_ending()
+                walk.ending = final_ending(walk)
                 return None
             waiting: set[asyncio.Task[None]] = set(running)
             if timer is not None:

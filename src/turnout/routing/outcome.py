@@ -9,6 +9,8 @@ Rule 3: a failure's class is the route's `fault_classifier`'s answer when it giv
 the classifier raises is logged and ignored), else the client's class with the route's
 `retryable_statuses` applied.
 Rule 4: an embeddings answer has no refusal or `accept` check: it is vectors, not text.
+Rule 5: a failed entry's `reason` says what happened in words (`turnout.routing.reasons`),
+ahead of what a translation dropped; an answering entry keeps `error_class` None.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from turnout.routing.reasons import failure_reason, joined, timeout_reason
 from turnout.vendors.classify import RETRYABLE
 
 if TYPE_CHECKING:
@@ -46,7 +49,7 @@ def settle_answer(state: RequestState, call: Call) -> bool:
             reason = route.accept(response)
             if reason:
                 entry.outcome = "rejected"
-                entry.reason = reason
+                entry.reason = joined(reason, entry.reason)
                 route.health.release(call.admission)
                 return False
     if call.credentialed:
@@ -70,7 +73,12 @@ def settle_failure(state: RequestState, call: Call, error: ProviderError) -> str
     entry.outcome = "failed"
     entry.error_class = error_class
     entry.status = error.status
-    entry.reason = error.reason or error_class
+    limit = call.limit
+    if limit is not None:
+        words = timeout_reason(limit, first_token=state.streaming)
+    else:
+        words = failure_reason(error, error_class)
+    entry.reason = joined(words, entry.reason)  # after what a translation dropped, if anything
     entry.retry_after = error.retry_after
     state.errors[entry.index] = error
     health = route.health

@@ -1,10 +1,10 @@
 """The per-request plan: which targets one request may use, in which order, with whose credential,
-and what the policies say of each (SPEC §3.4, §3.5, §3.9, §5.2, §6.3).
+and what the policies say of each.
 
 `Route.complete/stream/embed(..., plan=RequestPlan(...))` walks the route under the plan; without
 one (the default) every target is walked as before, at no extra cost. A plan holds one
-`TargetPlan` per route it covers (the route asked and its fallback routes, SPEC §3.8: the
-credential filter is re-applied after a hop) and, apart from them, the caller's own credential.
+`TargetPlan` per route it covers (the route asked and its fallback routes: the credential
+filter is re-applied after a hop) and, apart from them, the caller's own credential.
 
 Rule 1: a target a `TargetPlan` leaves out (the credential filter) is never called and never
 appears in the routing record.
@@ -23,18 +23,21 @@ the way to the fallback targets.
 Rule 6: a target whose rule has a `skip` reason is recorded `policy_skipped` with it, and not
 called; `shadow` decisions (observe mode) are recorded on the target's call entries, and the
 target is called. When policy skips alone leave no call, the request ends 403 POLICY_DENIED.
-Rule 7: family order (SPEC §7.4, cross-provider routes). When the rules give targets of two or
-more provider families, a request tries one family first: the family the plan's `pins` name
-for the route (a session's pin), else the family of the route's first target the plan keeps
-(S1-119); a pin naming a family with no target that may start counts as no pin. The strategy
-picks the start among that family's targets; the rest of the family follows in list order,
-then every other family's targets in list order (fallback-only targets last in each part).
-Rule 8: the other families are held back, and open (for the rest of the pass) only when a
-target of the request's family fails with `quota_exhausted` or is skipped as `parked`, and the
-route switches family on quota (`switch_family_on_quota`). Any other failure (a server error,
-a rate limit, a rejected key, an ineligible target) never opens them, nor does anything on a
-caller's own credential (Rule 4). When they stay closed and the request's family is used up,
-the request ends with S1's family message (`turnout.routing.ending`).
+Rule 7: family order (cross-provider routes). When the rules give targets of two or more
+provider families, a request prefers one family: the family the plan's `pins` name for the
+route (a session's pin), else the family of the route's first target that may start; a pin
+naming a family with no target that may start counts as no pin. A target may start when it is
+not paused and not fallback-only (when every target the plan keeps is fallback-only, the first
+of them alone). The strategy picks the start among the preferred family's targets that may
+start; the rest of the family follows in list order, then every other family's targets in
+list order (fallback-only targets last in each part).
+Rule 8: the preferred family is a preference, never a wall: the other families are held back
+until it has no target left that can serve the request (an outage), or, on a route that
+switches family on quota (`switch_family_on_quota`), until one of its targets fails with
+`quota_exhausted` on its own key or is skipped as `parked` (a quota crossing). The pass's
+`TargetGate` keeps this (`turnout.routing.gate`, its rules there); when the other families
+stay closed and the preferred family is used up, the request ends with the family message
+(`turnout.routing.ending`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from turnout.routing.target_facts import starters
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -52,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["CallPlan", "CallerCredential", "RequestPlan", "TargetPlan", "TargetRule"]
 
 _HIDDEN: Final = "CallerCredential(<hidden>)"
+_NO_MEMBERS: Final[frozenset[int]] = frozenset()
 
 
 class CallerCredential:
@@ -115,8 +121,9 @@ class TargetPlan:
     left out is removed, Rule 1), with the start candidates and the orders precomputed.
 
     Build it once per (route, kind of caller) and reuse it: it keeps no per-request state.
-    `switch_family_on_quota` (default True) lets a quota failure open the other families
-    (Rule 8); `families` is empty unless the rules name two or more families.
+    `switch_family_on_quota` (default True) lets a quota failure open the other families at
+    once, as a quota crossing that moves a session's pin (Rule 8); `families` is empty unless
+    the rules name two or more families.
     Raises `ValueError` for an index outside the route, a `caller_credential` target whose
     client has no `with_credential`, or rules of which only some name a family.
     """
@@ -124,6 +131,7 @@ class TargetPlan:
     __slots__ = (
         "_by_family",
         "_first",
+        "_members",
         "_orders",
         "candidates",
         "fallback",
@@ -160,11 +168,10 @@ class TargetPlan:
         self.fallback: tuple[int, ...] = _listed(
             (i for i, rule in checked.items() if rule.fallback), route
         )
-        self.candidates: tuple[Candidate, ...] = tuple(
-            c
-            for c in route.table.candidates
-            if c.index in checked and not checked[c.index].fallback
+        kept = tuple(
+            c for c in route.table.unpaused if c.index in checked and not checked[c.index].fallback
         )
+        self.candidates: tuple[Candidate, ...] = starters(kept, [t.fallback_only for t in targets])
         self._orders: dict[tuple[str | None, int], list[int]] = {}
         self.no_start_reason = _no_start_reason(route, self.candidates, bool(checked))
         self.switch_family_on_quota = switch_family_on_quota
@@ -174,6 +181,12 @@ class TargetPlan:
             family = checked[candidate.index].family
             assert family is not None
             self._by_family[family] = (*self._by_family.get(family, ()), candidate)
+        self._members: dict[str | None, frozenset[int]] = {
+            family: frozenset(
+                i for i, rule in checked.items() if rule.family == family and not targets[i].paused
+            )
+            for family in self.families
+        }
 
     def __repr__(self) -> str:
         return f"TargetPlan({dict(self.rules)!r})"
@@ -183,9 +196,9 @@ class TargetPlan:
         return self.rules.get(index)
 
     def family_for(self, pinned: str | None) -> str | None:
-        """The family a request tries first (Rule 7): `pinned` when a target of it may start,
-        else the route's first family, else the first family that may start; None when the
-        plan does not order by family."""
+        """The family a request prefers (Rule 7): `pinned` when a target of it may start, else
+        the route's first family, else the family of the first target that may start; None
+        when the plan does not order by family."""
         if not self.families:
             return None
         for family in (pinned, self.home_family):
@@ -225,8 +238,14 @@ class TargetPlan:
             *(i for i in self.fallback if rules[i].family != family),
         ]
 
+    def members(self, family: str | None) -> frozenset[int]:
+        """The targets of `family` the plan keeps and that are not paused (empty for None or a
+        family the plan does not order by)."""
+        return self._members.get(family, _NO_MEMBERS)
+
     def is_held_back(self, index: int, family: str | None) -> bool:
-        """True when target `index` belongs to a family other than `family` (Rule 8)."""
+        """True when target `index` belongs to a family other than `family` (Rule 8): held
+        back until the pass's gate opens the other families."""
         return family is not None and self.rules[index].family != family
 
 

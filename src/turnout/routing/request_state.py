@@ -187,8 +187,9 @@ class RequestState:
             clock.wall(),
             call.hedge,
         )
-        if call.shadow:
-            entry.shadow = call.shadow
+        notes = call.notes
+        if notes is not None:
+            notes.write(entry)
         attempts.append(entry)
         call.entry = entry
         if call.hedge:

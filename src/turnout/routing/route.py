@@ -177,11 +177,13 @@ class Route:
         fallbacks: Mapping[str, Sequence[Route]] | None = None,
         route_id: str | None = None,
         rng: random.Random | None = None,
+        generated: bool = False,
     ) -> Route:
         """A route over `targets` under `options` (built once, validated, and shared by as
         many routes as need the same policy and strategy). `clock`, `health`, `fallbacks`,
         `route_id` and `rng` (here: the retry jitter's randomness) are as for `Route`; the
-        targets are checked as `Route` checks them."""
+        targets are checked as `Route` checks them, but a `generated` route (one a configuration
+        implies, such as a family route) skips the static budget: `max_attempts` caps it."""
         route = cls.__new__(cls)
         route._setup(
             name,
@@ -192,6 +194,7 @@ class Route:
             fallbacks=fallbacks,
             route_id=route_id,
             rng=rng,
+            generated=generated,
         )
         return route
 
@@ -206,12 +209,14 @@ class Route:
         fallbacks: Mapping[str, Sequence[Route]] | None,
         route_id: str | None,
         rng: random.Random | None,
+        generated: bool = False,
     ) -> None:
         self.name = name
         self.route_id = route_id or name
         self.targets = targets
-        # Four frames up is the caller of `Route(...)` or `Route.from_options(...)`.
-        check_static_budget(name, targets, options.retry.max_attempts, stacklevel=4)
+        if not generated:
+            # Four frames up is the caller of `Route(...)` or `Route.from_options(...)`.
+            check_static_budget(name, targets, options.retry.max_attempts, stacklevel=4)
         strategy = self.strategy = options.strategy
         validate_weights(
             [t.weight for t in targets],

@@ -17,11 +17,13 @@ Rule 5: an embeddings request walks the same way; every target is checked agains
 Rule 6: a request's plan (`turnout.routing.plan`, its rules there) shapes each pass: the
 targets and order come from the route's `TargetPlan`, each visit checks the target's rule
 (policy skip, the caller's credential).
-Rule 7: held-back targets (the org-key fallback, the families other than the request's own)
-end the walk while their way is closed, and are then `not_tried`; the pass's `TargetGate`
-decides when each way opens and how a pass held to one family ends (`turnout.routing.gate`,
-its rules there). Targets closed for good do not count as targets left, so a parked last
-target of the request's family is still probed.
+Rule 7: held-back targets (the org-key fallback, the families other than the preferred one)
+end the walk while their way is closed, and are then `not_tried`; the pass tells its
+`TargetGate` how each target was passed by, and the gate decides when each way opens, which
+call carries the family crossing's word, and how a pass held to one family ends
+(`turnout.routing.gate`, its rules there). Targets closed for good do not count as targets
+left, so a parked last target of the preferred family is still probed when the other
+families can no longer open.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from turnout.routing.gate import TargetGate
 from turnout.routing.health import Skip
 from turnout.routing.outcome import settle_answer, settle_failure
 from turnout.routing.plan import caller_client
+from turnout.routing.reasons import DroppedFields, EntryNotes, skip_reason
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
 from turnout.vendors.classify import RETRYABLE
@@ -44,12 +47,13 @@ if TYPE_CHECKING:
 
     from turnout.errors import ProviderError
     from turnout.routing.attempt import RoutedRequest
+    from turnout.routing.gate import PassedBy
     from turnout.routing.health import Admission
     from turnout.routing.plan import TargetPlan
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
 
-__all__ = ["NO_CALLS", "Decision", "RoutePass", "run_call"]
+__all__ = ["NO_CALLS", "Decision", "RoutePass", "final_ending", "is_denied", "run_call"]
 
 Decision = Literal["answer", "next", "retry", "stop"]
 """What comes after a settled call: the answer wins, the next target, a same-target retry, or
@@ -73,6 +77,7 @@ class RoutePass:
         "blocked",
         "calls",
         "cursor",
+        "dropped",
         "ending",
         "failed",
         "forced",
@@ -103,6 +108,7 @@ class RoutePass:
             isinstance(request, ChatRequest)
             and any(tool.native is not None for tool in request.tools)
         )
+        self.dropped = DroppedFields.of(request, route.table.translated_origins)
         self.gate: TargetGate | None = None
         if plan is None:
             order, reason = route.start_order(state.record.session_id)
@@ -157,13 +163,13 @@ class RoutePass:
             if reason is not None:
                 self.ineligible.append((target.name, reason))
                 state.skip(self.hop, index, target, "ineligible", reason)
-                self._passed_by(index)
+                self._passed_by(index, "aside")
                 return None
         rule = self.plan.rules[index] if self.plan is not None else None
         if rule is not None and rule.skip is not None:
             self.policy_skips.append(rule.skip)
             state.skip(self.hop, index, target, "policy_skipped", rule.skip)
-            self._passed_by(index)
+            self._passed_by(index, "aside")
             return None
         stop = state.stop_reason()
         if stop is not None:
@@ -182,14 +188,14 @@ class RoutePass:
         key = route.table.key_for(index, wire.model)
         verdict = route.health.admit(key, lease=target.timeout, breaker=route.breaker)
         if isinstance(verdict, Skip):
-            self._passed_by(index)
+            self._passed_by(index, "parked" if verdict.outcome == "parked" else "unhealthy")
             return self._skipped(index, wire, key, verdict)
         return self._call(index, wire, key, verdict)
 
-    def _passed_by(self, index: int) -> None:
-        """A target was skipped: not a failure (the gate's Rule 1)."""
+    def _passed_by(self, index: int, how: PassedBy) -> None:
+        """A target was passed by without a failed call (`turnout.routing.gate`)."""
         if self.gate is not None:
-            self.gate.passed_by(index)
+            self.gate.passed_by(index, how)
 
     def _blocked(self, index: int, wire: RoutedRequest) -> bool:
         """Skip (`not_tried`) a target of a credential that failed auth or ran out of quota,
@@ -197,10 +203,11 @@ class RoutePass:
         route, state = self.route, self.state
         target = route.targets[index]
         blocked = None
+        how: PassedBy = "held"
         gate = self.gate
-        if (self.auth_failed is not None and route.providers[index] in self.auth_failed) or (
-            gate is not None and gate.is_spent(index)
-        ):
+        if gate is not None and gate.is_spent(index):
+            blocked, how = "same credential", "spent"
+        elif self.auth_failed is not None and route.providers[index] in self.auth_failed:
             blocked = "same credential"
         elif state.cost_budget is not None and state.is_over_budget(route.facts[index], wire.model):
             blocked = "cost_budget"
@@ -208,6 +215,7 @@ class RoutePass:
             return False
         self.blocked += 1
         state.skip(self.hop, index, target, "not_tried", blocked)
+        self._passed_by(index, how)
         return True
 
     def _skipped(self, index: int, wire: RoutedRequest, key: Hashable, skip: Skip) -> Call | None:
@@ -215,8 +223,6 @@ class RoutePass:
         last one left after earlier failures (then it is probed anyway)."""
         route, state = self.route, self.state
         target = route.targets[index]
-        if skip.outcome == "parked" and self.gate is not None:
-            self.gate.parked(index)
         if skip.outcome == "parked" and self.failed and self._is_last():
             forced = route.health.admit_forced(key, lease=target.timeout)
             if forced is not None:
@@ -224,7 +230,7 @@ class RoutePass:
         self.health_skips.append((index, skip, key))
         state.skip_untils.append(skip.until)
         entry = state.skip(self.hop, index, target, skip.outcome)
-        entry.reason = skip.reason(state.clock.now())
+        entry.reason = skip_reason(skip.outcome, skip.reason(state.clock.now()))
         return None
 
     def _call(
@@ -239,17 +245,27 @@ class RoutePass:
         call = Call(self.route, index, wire, key, admission, forced=forced)
         if self.hop:
             call.hop = self.hop
+        shadow: tuple[str, ...] = ()
+        switch = None
         plan = self.plan
         if plan is not None:
             rule = plan.rules[index]
+            gate = self.gate
+            assert gate is not None
             if rule.caller_credential:
                 credential = self.state.plan.credential if self.state.plan is not None else None
                 call.client = caller_client(call.client, credential)
                 call.credentialed = True
-                assert self.gate is not None
-                self.gate.credential_call_started()
+                gate.credential_call_started()
             call.fallback = rule.fallback
-            call.shadow = rule.shadow
+            shadow = rule.shadow
+            if gate.family_switch is not None:
+                switch = gate.take_family_switch(index)
+        translation = self.dropped
+        wire_format = self.route.facts[index].wire_format
+        dropped = None if translation is None else translation.reason(wire_format)
+        if shadow or switch is not None or dropped is not None:
+            call.notes = EntryNotes(shadow, switch, dropped)
         return call
 
     def again(self, call: Call, admission: Admission) -> Call:
@@ -302,7 +318,7 @@ class RoutePass:
             return self._failed(call, error, settle_failure(self.state, call, error))
         if settle_answer(self.state, call):
             return "answer"
-        self._passed_by(call.index)  # a refused or rejected answer is not a failure
+        self._passed_by(call.index, "unanswered")  # a refused or rejected answer
         return "next"
 
     def _failed(self, call: Call, error: ProviderError, error_class: str) -> Decision:
@@ -327,32 +343,6 @@ class RoutePass:
             return "next"
         return "retry" if error_class in _SAME_TARGET_RETRY else "next"
 
-    def final_ending(self) -> Ending:
-        """How the pass ended once its order ran out without an answer."""
-        gate = self.gate
-        if (
-            gate is not None
-            and (self.calls or self.health_skips)
-            and not (self.policy_skips or self.stopped)
-        ):
-            family = gate.family_ending(self.order, self.route.targets, called=self.calls > 0)
-            if family is not None:
-                return family
-        if self.calls:
-            return Ending("exhausted")
-        if self.policy_skips or not self.ineligible:
-            return NO_CALLS  # policy skips left no call: `serve` raises PolicyDenied
-        if not (self.health_skips or self.blocked or self.stopped):
-            return Ending("ineligible", reasons=tuple(self.ineligible))
-        return NO_CALLS
-
-    def is_denied(self) -> bool:
-        """Policy skips alone left no call: every remaining target was denied by policy."""
-        return bool(
-            self.policy_skips
-            and not (self.calls or self.health_skips or self.blocked or self.stopped)
-        )
-
     def mark_not_tried(self) -> None:
         """Record the targets the pass did not reach: `paused` or `not_tried`."""
         state = self.state
@@ -363,6 +353,33 @@ class RoutePass:
                 state.skip(self.hop, index, target, "paused")
             else:
                 state.skip(self.hop, index, target, "not_tried", self.stopped)
+
+
+def final_ending(walk: RoutePass) -> Ending:
+    """How `walk` ended once its order ran out without an answer."""
+    gate = walk.gate
+    if (
+        gate is not None
+        and (walk.calls or walk.health_skips)
+        and not (walk.policy_skips or walk.stopped)
+    ):
+        family = gate.family_ending(walk.order, walk.route.targets, called=walk.calls > 0)
+        if family is not None:
+            return family
+    if walk.calls:
+        return Ending("exhausted")
+    if walk.policy_skips or not walk.ineligible:
+        return NO_CALLS  # policy skips left no call: `serve` raises PolicyDenied
+    if not (walk.health_skips or walk.blocked or walk.stopped):
+        return Ending("ineligible", reasons=tuple(walk.ineligible))
+    return NO_CALLS
+
+
+def is_denied(walk: RoutePass) -> bool:
+    """Policy skips alone left `walk` no call: every remaining target was denied by policy."""
+    return bool(
+        walk.policy_skips and not (walk.calls or walk.health_skips or walk.blocked or walk.stopped)
+    )
 
 
 def _probes(

@@ -24,6 +24,7 @@ from turnout.errors import ProviderError, StreamBroken, StreamRejected
 from turnout.routing.attempt import as_provider_error, cancelled
 from turnout.routing.deadline import call_deadline
 from turnout.routing.health import Admission
+from turnout.routing.reasons import failure_reason, joined
 from turnout.vendors.classify import RETRYABLE
 from turnout.wire.model import ChatChunk, ChatResponse, TextPart
 
@@ -69,7 +70,7 @@ async def open_stream(state: RequestState, call: Call) -> None:
         await _close(upstream)
         raise
     except Exception as exc:  # noqa: BLE001 - whatever a client raises is a failed call
-        call.error = as_provider_error(exc, provider=call.provider, timeout=seconds)
+        _failed(call, exc, seconds)
         await _close(upstream)
     finally:
         strategy.call_finished(call.stats_key)
@@ -92,6 +93,13 @@ async def open_stream(state: RequestState, call: Call) -> None:
             )
         else:
             call.response = relay.response(call)
+
+
+def _failed(call: Call, exc: Exception, seconds: float) -> None:
+    """`call` failed with `exc` before its first token, under a deadline of `seconds`."""
+    call.error = as_provider_error(exc, provider=call.provider, timeout=seconds)
+    if isinstance(exc, TimeoutError) and isinstance(exc.__cause__, asyncio.CancelledError):
+        call.limit = seconds  # the call's own deadline cut it
 
 
 async def _close(upstream: AsyncIterator[ChatChunk] | None) -> None:
@@ -261,7 +269,7 @@ def _ended(
     entry.committed = True
     entry.usage = relay.usage
     if reason is not None:
-        entry.reason = reason
+        entry.reason = joined(reason, entry.reason)
     entry.duration_ms = int((state.clock.now() - call.started) * 1000)
 
 
@@ -272,7 +280,10 @@ def _broken(
     error = as_provider_error(exc, provider=call.provider, timeout=idle)
     if isinstance(exc, TimeoutError):
         error.reason = "stream_idle_timeout"
-    _ended(state, call, relay, "failed", error.reason)
+        words = f"silent for {idle or 0:g} s after the first token"
+    else:
+        words = f"broken after the first token: {failure_reason(error, error.error_class)}"
+    _ended(state, call, relay, "failed", words)
     entry = call.entry
     assert entry is not None
     entry.error_class = error.error_class

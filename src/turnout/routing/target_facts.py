@@ -7,21 +7,23 @@ the keys its health and statistics are kept under, and whether requests are chec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final, cast, get_args
 
 from turnout.routing.strategies import Candidate, try_order
+from turnout.wire.model import WireFormat
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable
+    from collections.abc import Callable, Hashable, Sequence
 
     from turnout.routing.client import PricedClient
     from turnout.routing.health import Health
     from turnout.routing.target import Target
     from turnout.wire.model import Usage
 
-__all__ = ["TargetFacts", "TargetTable"]
+__all__ = ["TargetFacts", "TargetTable", "starters"]
 
 _KEY_CACHE_SIZE: Final = 4096
+_WIRE_FORMATS: Final[frozenset[str]] = frozenset(get_args(WireFormat))
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +37,9 @@ class TargetFacts:
       each None when the client does not offer it;
     - `health_key`: the target's own health key (None: the health's default key);
     - `stats_key`: what the strategy keeps the target's call statistics under;
-    - `has_eligibility_rules`: requests are checked against the target before it is called.
+    - `has_eligibility_rules`: requests are checked against the target before it is called;
+    - `wire_format`: the wire format the client speaks (a provider adapter's `wire_format`),
+      None when it does not say (a route used as a target, a test double).
     """
 
     provider: str
@@ -46,6 +50,7 @@ class TargetFacts:
     health_key: str | None
     stats_key: Hashable
     has_eligibility_rules: bool
+    wire_format: WireFormat | None = None
 
     @classmethod
     def of(cls, route: str, target: Target, *, health_key: str | None) -> TargetFacts:
@@ -64,6 +69,7 @@ class TargetFacts:
             health_key,
             (route, target.name),
             target.has_eligibility_rules,
+            _wire_format(client),
         )
 
     def price(self, model: str | None) -> tuple[float, float] | None:
@@ -80,9 +86,14 @@ class TargetFacts:
 
 
 class TargetTable:
-    """One route's targets as the driver reads them: the `candidates` a strategy may start on
-    (the targets not paused), why no request can start (`no_start_reason`, None when one can),
-    and the try orders and health keys, each worked out once and then cached.
+    """One route's targets as the driver reads them: the `candidates` a strategy may start on,
+    why no request can start (`no_start_reason`, None when one can), and the try orders and
+    health keys, each worked out once and then cached.
+
+    `unpaused` are the targets not paused, in list order; `candidates` are those of them that
+    are not fallback-only (`starters`), or, when every target not paused is fallback-only,
+    the first of them alone. `translated_origins` are the wire formats a request may come in
+    that some target would translate from (a target that speaks another format).
 
     `weighted` says the route's strategy is `weighted`: then a request needs a target with a
     positive weight that is not fallback-only to start on.
@@ -98,6 +109,8 @@ class TargetTable:
         "_targets",
         "candidates",
         "no_start_reason",
+        "translated_origins",
+        "unpaused",
     )
 
     def __init__(
@@ -116,10 +129,15 @@ class TargetTable:
         self._fallback_only = [t.fallback_only for t in targets]
         self._orders: dict[int, list[int]] = {}
         self._keys: dict[tuple[int, str | None], Hashable] = {}
-        self.candidates = tuple(
+        self.unpaused = tuple(
             Candidate(i, t.name, t.weight, _start_price(t, facts[i]), facts[i].stats_key)
             for i, t in enumerate(targets)
             if not t.paused
+        )
+        self.candidates = starters(self.unpaused, self._fallback_only)
+        spoken = {each.wire_format for each in facts if each.wire_format is not None}
+        self.translated_origins: frozenset[str] = frozenset(
+            origin for origin in _WIRE_FORMATS if spoken - {origin}
         )
         self.no_start_reason: str | None = None
         if not self.candidates:
@@ -152,6 +170,18 @@ class TargetTable:
         if len(self._keys) < _KEY_CACHE_SIZE:
             self._keys[(index, model)] = key
         return key
+
+
+def _wire_format(client: object) -> WireFormat | None:
+    wire = getattr(client, "wire_format", None)
+    return cast("WireFormat", wire) if wire in _WIRE_FORMATS else None
+
+
+def starters(unpaused: Sequence[Candidate], fallback_only: Sequence[bool]) -> tuple[Candidate, ...]:
+    """Where a request may start among `unpaused` (in list order): the targets that are not
+    fallback-only; when every one is, the first of them alone (`fallback_only` by index)."""
+    chosen = tuple(c for c in unpaused if not fallback_only[c.index])
+    return chosen or tuple(unpaused[:1])
 
 
 def _start_price(target: Target, facts: TargetFacts) -> float | None:

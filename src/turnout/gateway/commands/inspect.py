@@ -31,6 +31,12 @@ __all__ = ["add_check_parser", "add_routes_parser", "main_check", "main_routes"]
 
 _ENDPOINTS = ("chat", "messages", "embeddings", "count_tokens")
 _KINDS = ("general", "context", "content")  # fallback kinds, in the configuration's order
+_SUGGESTS_CROSS_PROVIDER = "does not set allow_cross_provider"
+_CROSS_PROVIDER_NOTE = (
+    "note: allow_cross_provider: true lets a route serve a client from targets of another"
+    " provider family (each with its own key and a model mapping); a request keeps to one"
+    " family and crosses only when that family has no target left that can serve it\n"
+)
 
 
 def add_check_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -101,6 +107,8 @@ def main_check(args: argparse.Namespace) -> int:
         warnings = tuple(f"{path}: {text}" for path, text in check_config_warnings(config))
     for warning in warnings:
         out.write(f"warning: {warning}\n")
+    if any(_SUGGESTS_CROSS_PROVIDER in warning for warning in warnings):
+        out.write(_CROSS_PROVIDER_NOTE)
     providers, routes = len(config.providers), len(config.routes)
     out.write(f"ok: {_count(providers, 'provider')}, {_count(routes, 'route')}\n")
     return 0

@@ -9,7 +9,9 @@ carries the pins (`RequestPlan.with_pins`).
 Rule 3: after a success (an accepted answer, or a stream that ended cleanly) the session is
 pinned to the family of the target that served, on the route that served it (the route asked
 or a fallback route): a success on another family re-pins, one on the pinned family was
-already refreshed by Rule 2.
+already refreshed by Rule 2. A success reached by an outage crossing (the engine marks the
+first call in the other family `family_switch: outage`) writes nothing: only a quota crossing
+moves a session, so after an outage it returns to its family.
 Rule 5: a request without a pin (a new session's first request, or one without a session id)
 that carries server tools of one wire format (an Anthropic `web_search`) starts on that format's
 family, whose targets can run them; the other family's targets are ineligible for it anyway
@@ -97,6 +99,8 @@ class PinStep:
             return
         if family == plan.pinned_family(route) and _server_tool_family(request) is None:
             return
+        if _crossing(record) == "outage":
+            return
         try:
             await self.pins.pin(route.route_id, session_id, family)
         except Exception as exc:  # noqa: BLE001 - Rule 4: a pin never fails a call
@@ -125,6 +129,17 @@ def _server_tool_family(request: ChatRequest | None) -> str | None:
     for tool in request.tools:
         if tool.native is not None:
             return WIRE_FAMILIES.get(tool.native.format)
+    return None
+
+
+def _crossing(record: RoutingRecord) -> str | None:
+    """How the serving call's pass crossed to another family: the `family_switch` of the
+    last entry up to the answering one that has one (None: no crossing)."""
+    answered = False
+    for entry in reversed(record.attempts):
+        answered = answered or entry.outcome == "answered"
+        if answered and entry.family_switch is not None:
+            return entry.family_switch
     return None
 
 

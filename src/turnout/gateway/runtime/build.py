@@ -42,7 +42,7 @@ from turnout.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from turnout.providers.azure_openai import DEFAULT_API_VERSION as AZURE_API_VERSION
 from turnout.providers.openai import DEFAULT_BASE_URL as OPENAI_URL
 from turnout.routing.health import Breaker, Health
-from turnout.routing.options import FALLBACK_KINDS, RouteOptions
+from turnout.routing.options import FALLBACK_KINDS, MAX_STATIC_ATTEMPTS, RouteOptions
 from turnout.routing.route import Route
 from turnout.routing.target import Target
 
@@ -265,11 +265,17 @@ class _Builder:
 
     def _provider_route(self, served_route: ServedRoute) -> RouteEntry:
         targets = [Target(name, self.providers[name]) for name in served_route.providers]
-        options = RouteOptions.build(session_pin_ttl_seconds=self.pin_ttl)
+        # A generated route is never refused for its size: a family of more than ten
+        # providers is served, each request capped at the most calls any route may make.
+        options = RouteOptions.build(
+            session_pin_ttl_seconds=self.pin_ttl, max_attempts=MAX_STATIC_ATTEMPTS
+        )
 
         def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
             del endpoint  # provider routes have no fallbacks
-            return Route.from_options(served_route.name, subset, options, health=self.health)
+            return Route.from_options(
+                served_route.name, subset, options, health=self.health, generated=True
+            )
 
         subsets: dict[Endpoint, frozenset[int]] = {
             "messages": frozenset(
