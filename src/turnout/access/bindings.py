@@ -1,4 +1,4 @@
-"""Access bindings and grants: who may use which model, and through which route (SPEC §6.3).
+"""Access bindings and grants: who may use which model, and through which route.
 
 An `AccessPolicy` is built once per project from its bindings (`from_config`, which validates
 them) and never changes afterwards: a binding change builds a new policy, with an empty cache.
@@ -165,8 +165,8 @@ def check_bindings(
     bindings: Sequence[BindingConfig], routes: Mapping[str, RouteModels] | None = None
 ) -> list[Problem]:
     """Every problem with `bindings`, each with its path, status and code (one validator for
-    the file and the admin API). `routes` (by name) enables the checks of the routes grants
-    name; None skips them."""
+    the file and the planned admin API). `routes` (by name) enables the checks of the routes
+    grants name; None skips them."""
     return compile_bindings(bindings, routes)[1]
 
 
