@@ -112,7 +112,7 @@ class Decision:
 
     @property
     def granted_by(self) -> str:
-        """For the routing record and audit: `binding "x" (team "t": claude-* via r)`."""
+        """The decision in words, e.g. `binding "x" (team "t": claude-* via r)`."""
         if self.grant is None:
             return "everyone (implicit grant)"
         via = f" via {self.grant.route}" if self.grant.route else ""
@@ -280,7 +280,8 @@ class AccessPolicy:
         return self._routes.get(route)
 
     def granted_by(self, route: str) -> tuple[str, ...]:
-        """Bindings whose grants reach `route`, in name order (the dashboard's "Granted by").
+        """Bindings whose grants reach `route`, in name order (for the planned dashboard's
+        "Granted by").
 
         Grants that name the route, and grants that name no route whose pattern overlaps one
         of the route's; `("everyone",)` while the implicit grant is on.

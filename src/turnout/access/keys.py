@@ -77,7 +77,7 @@ def hash_key(key: str) -> str:
     slow hashes (bcrypt, scrypt) exist to make guessing low-entropy passwords expensive, and
     guessing a 256-bit key is out of reach at any hash speed, while a leaked digest reveals
     nothing thanks to SHA-256's preimage resistance. It is unkeyed on purpose, so a hash in a
-    configuration file or the store means the same on every replica. Keys written into a
+    configuration file (or the planned store) means the same on every replica. Keys written into a
     configuration file by hand should be just as random: their strength is the operator's.
     The hash runs on every request, in about a microsecond.
     """
@@ -158,7 +158,8 @@ class Caller:
 class KeyRing:
     """The known keys of a project, by hash (see Rules 1 and 2).
 
-    Build it with `from_config`, or from `(hash, Caller)` pairs read from the store.
+    Build it with `from_config`, or from `(hash, Caller)` pairs (as the planned store will
+    hold them).
     """
 
     __slots__ = ("_buckets", "_size")
