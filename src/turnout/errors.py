@@ -111,7 +111,7 @@ class ConfigError(TurnoutError, ValueError):
     """An invalid option or configuration. The message names the field and the rule.
 
     `errors` holds every problem found, each as `(path, message)`, when a validator collected
-    several at once. `status` and `code` are what the admin API answers with: 400
+    several at once. `status` and `code` are what the planned admin API will answer with: 400
     `VALIDATION_FAILED` by default, 409 for a save that clashes with other objects (e.g.
     `route_grant_conflict`).
     """

@@ -1,8 +1,8 @@
-"""Validation and compilation of access bindings (SPEC §6.3), behind `turnout.access.bindings`.
+"""Validation and compilation of access bindings, behind `turnout.access.bindings`.
 
 `compile_bindings` turns configured bindings into one `GrantRow` per (enabled binding, subject,
 grant) and lists every problem with its path, HTTP status and code, so that the config file
-and the admin API share one validator and the API can tell a 400 from a 409.
+and the planned admin API can share one validator and the API can tell a 400 from a 409.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ EVERYONE: Final = Subject("everyone", "")
 
 
 class Problem(NamedTuple):
-    """One validation problem: where, what, and how the admin API answers it."""
+    """One validation problem: where, what, and the status and code the planned admin API
+    would answer it with."""
 
     path: str
     message: str
@@ -123,7 +124,7 @@ class RouteModels:
 
     def serves(self, model: str) -> bool:
         """A pattern of the route matches `model` (any case), or `model` is an alias or the
-        route's name (a route is reached by its name, §5.3 step 4)."""
+        route's name (a route is reached by its name too)."""
         lowered = model.lower()
         return (
             lowered in self.aliases

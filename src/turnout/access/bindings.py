@@ -1,4 +1,4 @@
-"""Access bindings and grants: who may use which model, and through which route (SPEC §6.3).
+"""Access bindings and grants: who may use which model, and through which route.
 
 An `AccessPolicy` is built once per project from its bindings (`from_config`, which validates
 them) and never changes afterwards: a binding change builds a new policy, with an empty cache.
@@ -112,7 +112,7 @@ class Decision:
 
     @property
     def granted_by(self) -> str:
-        """For the routing record and audit: `binding "x" (team "t": claude-* via r)`."""
+        """The decision in words, e.g. `binding "x" (team "t": claude-* via r)`."""
         if self.grant is None:
             return "everyone (implicit grant)"
         via = f" via {self.grant.route}" if self.grant.route else ""
@@ -165,8 +165,8 @@ def check_bindings(
     bindings: Sequence[BindingConfig], routes: Mapping[str, RouteModels] | None = None
 ) -> list[Problem]:
     """Every problem with `bindings`, each with its path, status and code (one validator for
-    the file and the admin API). `routes` (by name) enables the checks of the routes grants
-    name; None skips them."""
+    the file and the planned admin API). `routes` (by name) enables the checks of the routes
+    grants name; None skips them."""
     return compile_bindings(bindings, routes)[1]
 
 
@@ -280,7 +280,8 @@ class AccessPolicy:
         return self._routes.get(route)
 
     def granted_by(self, route: str) -> tuple[str, ...]:
-        """Bindings whose grants reach `route`, in name order (the dashboard's "Granted by").
+        """Bindings whose grants reach `route`, in name order (for the planned dashboard's
+        "Granted by").
 
         Grants that name the route, and grants that name no route whose pattern overlaps one
         of the route's; `("everyone",)` while the implicit grant is on.

@@ -1,4 +1,4 @@
-"""Caller keys and identity (SPEC §5.2, §5.3): hashing, the key ring, which header holds what,
+"""Caller keys and identity: hashing, the key ring, which header holds what,
 the key's ceilings and the route of a request that names no model.
 
 Pure logic: no I/O, no HTTP framework. The gateway hands in a header mapping and gets back a
@@ -77,7 +77,7 @@ def hash_key(key: str) -> str:
     slow hashes (bcrypt, scrypt) exist to make guessing low-entropy passwords expensive, and
     guessing a 256-bit key is out of reach at any hash speed, while a leaked digest reveals
     nothing thanks to SHA-256's preimage resistance. It is unkeyed on purpose, so a hash in a
-    configuration file or the store means the same on every replica. Keys written into a
+    configuration file (or the planned store) means the same on every replica. Keys written into a
     configuration file by hand should be just as random: their strength is the operator's.
     The hash runs on every request, in about a microsecond.
     """
@@ -105,7 +105,8 @@ class Caller:
     - `routes`: the only routes the key may call (empty = no limit);
     - `allowed_models`: the only models it may ask for (empty = no limit);
     - `recording`: `full` (default) or `usage_only` (the response cache is read, never written);
-    - `require`: data-handling requirements on every target that serves it (§6.3).
+    - `require`: data-handling requirements on every target that serves it (see
+      `docs/configuration.md`, Require).
     """
 
     project: str
@@ -157,7 +158,8 @@ class Caller:
 class KeyRing:
     """The known keys of a project, by hash (see Rules 1 and 2).
 
-    Build it with `from_config`, or from `(hash, Caller)` pairs read from the store.
+    Build it with `from_config`, or from `(hash, Caller)` pairs (as the planned store will
+    hold them).
     """
 
     __slots__ = ("_buckets", "_size")
@@ -283,7 +285,8 @@ class Credentials:
 
 
 def split_credentials(headers: Mapping[str, str], ring: KeyRing | None) -> Credentials:
-    """Apply §5.2's header rules to a request's headers (names in any case).
+    """Split a request's headers (names in any case) into the turnout key and the caller's own
+    provider credential.
 
     - `x-turnout-key` present: it is the key; `Authorization: Bearer`, else `x-api-key`, is
       the caller's own credential.

@@ -1,4 +1,5 @@
-"""The pattern index: which route's model pattern serves a model (SPEC §5.3 steps 5-7, §6.1-§6.2).
+"""The pattern index: which route's model pattern serves a model, once no grant, alias or route
+name has picked the route (the last steps of route resolution, see `docs/concepts.md`, Route).
 
 An index is built once per configuration (one per project) from the patterns of every enabled
 route and every implicit provider route (`RoutePatterns`, re-exported here), and never changes
@@ -224,7 +225,8 @@ def _family_entries(families: Iterable[str]) -> list[RoutePatterns]:
 
 
 class PatternIndex:
-    """Resolves a model to the route whose model pattern serves it (§5.3 steps 5-7).
+    """Resolves a model to the route whose model pattern serves it, else a family route, else
+    names the closest route for the NO_ROUTE message.
 
     Build it with `PatternIndex.build`; see the module notes for its rules.
     """
@@ -274,7 +276,7 @@ class PatternIndex:
         return self._entries
 
     def resolve(self, model: str) -> Match | None:
-        """The most specific pattern's route for `model` (any case), or None (§5.3 step 5).
+        """The most specific pattern's route for `model` (any case), or None.
 
         Answers for model names up to 256 characters are cached (see `build`).
         """
@@ -291,7 +293,7 @@ class PatternIndex:
         return result
 
     def resolve_family(self, model: str) -> Match | None:
-        """The family route serving `model` by its family's default patterns (§5.3 step 6).
+        """The family route serving `model` by its family's default patterns.
 
         Call it only after `resolve` found nothing, so a family route never changes where an
         already-routed model goes.
@@ -300,7 +302,7 @@ class PatternIndex:
         return _decide(lowered, self._family.lookup(lowered))
 
     def closest(self, model: str) -> tuple[str, ModelPattern] | None:
-        """The route and pattern nearest to `model`, for the NO_ROUTE message (§5.3 step 7).
+        """The route and pattern nearest to `model`, for the NO_ROUTE message.
 
         Nearest: the longest common prefix of pattern text and model, then the higher
         specificity, then the route name. None when the index holds no pattern.
@@ -328,7 +330,8 @@ def _conflict_error(found: list[Conflict]) -> ConfigError:
 
 
 def no_route_message(model: str, closest: tuple[str, ModelPattern] | None) -> str:
-    """The NO_ROUTE message of §5.3 step 7, naming the closest route and pattern if any."""
+    """The NO_ROUTE message when no route serves `model`, naming the closest route and pattern
+    if any."""
     advice = "add the model to a route's model patterns"
     if closest is None:
         return f'no route serves model "{model}"; {advice}'

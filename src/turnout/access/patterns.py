@@ -1,4 +1,4 @@
-"""Model patterns: parsing, specificity and overlap (SPEC §6.1), and family defaults (§6.2).
+"""Model patterns: parsing, specificity and overlap, and the family defaults of implicit routes.
 
 A model pattern is an exact model name or a glob with one `*` at the start, the end, or both.
 Only `*` is special; every other character is literal. Patterns and models are compared in
@@ -11,18 +11,18 @@ lower case.
     infix    *gpt-4*           literal occurs in m
     any      *                 always: the catch-all, below every other pattern
 
-A lone `*` is accepted as the catch-all ("claude-opus-4-1 beats claude-opus-*, which beats
-claude-*, which beats *", S1). Rejected: an empty pattern, whitespace, a `*` in the middle, two
+A lone `*` is accepted as the catch-all (claude-opus-4-1 beats claude-opus-*, which beats
+claude-*, which beats *). Rejected: an empty pattern, whitespace, a `*` in the middle, two
 stars at one end, and stars with nothing between them (`**`).
 
 Specificity: an exact name beats every glob; among globs, more literal characters win.
 `Specificity(is_exact, literals)` orders that way as a tuple.
 
-Same specificity and conflicts. §6.1 says two routes' patterns conflict at "the same specificity
-(same kind and literal count, and some model matches both)", with the examples `claude-*` vs
-`*-mini-4` conflict and `claude-*` vs `claude*` do not. The first example is a prefix glob against
-a suffix glob, seven literals each, so "kind" there can only mean exact-name-or-glob: two patterns
-have the same specificity when both are exact names, or both are globs, with equal literal counts.
+Same specificity and conflicts. Two enabled routes' patterns conflict when they have the same
+specificity (same kind and literal count) and some model matches both: `claude-*` vs `*-mini-4`
+conflict, `claude-*` vs `claude*` do not. The first example is a prefix glob against a suffix
+glob, seven literals each, so "kind" there can only mean exact-name-or-glob: two patterns have
+the same specificity when both are exact names, or both are globs, with equal literal counts.
 That reading makes both examples come out as stated, and it is the only one under which "the most
 specific pattern wins" always names one route: a prefix and a suffix glob of equal length that
 both match a model would otherwise tie with nothing to decide between them.
@@ -69,12 +69,13 @@ FAMILY_DEFAULT_PATTERNS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "google": ("gemini-*", "google/*"),
     }
 )
-"""The model patterns a provider of each family serves when it has none of its own (§6.2)."""
+"""The model patterns a provider of each family serves, through its implicit route, when it
+has none of its own."""
 
 FAMILY_ROUTES: Mapping[str, str] = MappingProxyType(
     {"anthropic": "anthropic-family", "openai": "openai-family"}
 )
-"""The family routes, by family: they serve family defaults that no route covers (§6.2)."""
+"""The family routes, by family: they serve family defaults that no enabled route covers."""
 
 
 class PatternKind(StrEnum):
@@ -162,8 +163,9 @@ class ModelPattern:
 class RoutePatterns:
     """One route's model patterns, as the index sees them.
 
-    `is_implicit` marks a provider's own route (§6.2) and `family` its provider's family
-    (`anthropic`, `openai`, `google` or `none`), which settles ties between implicit routes.
+    `is_implicit` marks a provider's own route (its implicit route) and `family` its provider's
+    family (`anthropic`, `openai`, `google` or `none`), which settles ties between implicit
+    routes.
     `created` is the creation order, used only to name the later route first in a conflict.
     `path` prefixes error paths (default: the route name), e.g. `routes[2]` gives
     `routes[2].models[1]`.
@@ -273,7 +275,8 @@ def implicit_patterns(
     family: str,
     stored_patterns: Iterable[ModelPattern | str],
 ) -> tuple[ModelPattern, ...]:
-    """The patterns of a provider's implicit route (§6.2).
+    """The patterns of a provider's implicit route: the route named after a provider that is in
+    no enabled route.
 
     The provider's own `model_patterns` if it has any, else its family's defaults (none for an
     unknown family or `none`), less every pattern that `stored_patterns` (the patterns of the

@@ -1,4 +1,4 @@
-"""Routing policies and data-handling requirements, checked for every target (SPEC §6.3).
+"""Routing policies and data-handling requirements, checked for every target before it is called.
 
 `Policies.from_config(policies)` compiles a project's policies once; `check_target` says whether
 one target may be called for one caller, and `check_route` refuses a request before any call
@@ -53,8 +53,8 @@ _PolicyPart = tuple[str | None, tuple[str, ...]]
 
 
 def provider_family(provider: ProviderConfig) -> str:
-    """The family of a provider kind (§4): `openai`, `anthropic`, the family of an Azure
-    provider's `wire`, else `none`."""
+    """The family of a provider kind (see `docs/concepts.md`, Family): `openai`, `anthropic`,
+    the family of an Azure provider's `wire`, else `none`."""
     if provider.kind in ("openai", "anthropic"):
         return provider.kind
     if provider.kind == "azure-openai" and provider.wire is not None:

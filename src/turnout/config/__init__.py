@@ -1,3 +1,4 @@
-"""Configuration: load, validate (one validator for file and API) -> frozen objects (SPEC §7)."""
+"""Configuration: load, validate (one validator, for the file and the planned admin API) ->
+frozen objects. The file's keys are described in `docs/configuration.md`."""
 
 from __future__ import annotations

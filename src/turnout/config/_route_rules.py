@@ -1,5 +1,5 @@
-"""The route rules of the one validator (SPEC §3.1, §3.3, §3.5, §3.8, §6.1), behind
-`turnout.config.rules`.
+"""The route rules of the one validator (strategy and weights, attempt budget, breaker,
+fallbacks, names, aliases and model patterns), behind `turnout.config.rules`.
 
 Each rule reuses the engine's own check where one exists (strategies, weights, breaker, static
 budget, fallbacks) and moves its error to the route's path, so that a route is refused with the
@@ -101,7 +101,7 @@ def _as_targets(route: RouteConfig) -> Sequence[Target]:
 
 
 def static_budget_warnings(config: FileConfig) -> Problems:
-    """A route whose targets allow more attempts than its own `max_attempts` (§3.3): accepted,
+    """A route whose targets allow more attempts than its own `max_attempts`: accepted,
     with the engine's warning naming both numbers."""
     found: Problems = []
     for r, route in enumerate(config.routes):
@@ -119,7 +119,7 @@ def static_budget_warnings(config: FileConfig) -> Problems:
 
 
 def check_fallbacks(config: FileConfig) -> Problems:
-    """Fallback routes (§3.8): each exists in the project and is enabled when the route is;
+    """Fallback routes: each exists in the project and is enabled when the route is;
     then the engine's rules: at most 3 in total, no self-reference, no cycle across routes
     within one kind."""
     by_name: dict[str, RouteConfig] = {}
@@ -171,7 +171,8 @@ def _fallback_problems(
 
 
 def check_reserved_names(config: FileConfig) -> Problems:
-    """The family route names belong to the family routes (§6.2)."""
+    """The family route names (`openai-family`, `anthropic-family`) belong to the family
+    routes: no provider or route may take them."""
     reserved = set(FAMILY_ROUTES.values())
     named = [("providers", i, p.name) for i, p in enumerate(config.providers)]
     named += [("routes", i, r.name) for i, r in enumerate(config.routes)]
@@ -193,7 +194,7 @@ def _exact_patterns(config: FileConfig) -> dict[str, str]:
 
 
 def check_aliases(config: FileConfig) -> Problems:
-    """Aliases (§5.3 step 3, §6.1): no wildcard, no repeat within the route (aliases ignore
+    """Aliases: no wildcard, no repeat within the route (aliases ignore
     case), not another route's name, exact pattern or alias; each entry names a target or a
     provider of the route. A route name may not be another route's alias or exact pattern.
     A clash between a name and an alias is reported once, on the later route in the file."""
@@ -273,7 +274,7 @@ def _alias_entries(where: str, route: RouteConfig, mapping: Mapping[str, str]) -
 
 
 def check_patterns(config: FileConfig) -> Problems:
-    """Model patterns (§6.1): each valid; no two enabled routes overlap at the same
+    """Model patterns: each valid; no two enabled routes overlap at the same
     specificity (naming both routes and both patterns). Invalid patterns are reported and
     left out, so the overlaps of the valid ones are reported in the same pass."""
     problems: Problems = []

@@ -1,8 +1,9 @@
-"""Rules that relate configuration objects to one another (SPEC §7.2): the one validator.
+"""Rules that relate configuration objects to one another: the one validator.
 
 `check_config(config)` returns every violation as `(path, message)`, with paths like
-`routes[2].targets[0].max_retries`; the file loader and the admin API call it alike, so a rule
-has one wording wherever it fires. Every message names the field and the rule.
+`routes[2].targets[0].max_retries`; the file loader calls it, and the planned admin API will
+call it alike, so a rule has one wording wherever it fires. Every message names the field and
+the rule.
 `check_config_warnings(config)` returns what loads but deserves a word (a route capped below
 its static attempt total, a provider that gets no implicit route, a target excluded from
 `/v1/messages`), in the same form.
@@ -85,8 +86,8 @@ def _check_not_supported(config: FileConfig) -> Problems:
 
 
 def _check_state(config: FileConfig) -> Problems:
-    """`state` is `memory` or a Redis URL (SPEC §10); only the scheme is repeated, since a URL
-    may hold a password."""
+    """`state` is `memory` or a Redis URL (state shared by replicas); only the scheme is
+    repeated, since a URL may hold a password."""
     state = config.state
     if state == "memory" or state.startswith(("redis://", "rediss://")):
         return []
@@ -156,7 +157,8 @@ _KIND_OPTIONS: Mapping[str, frozenset[str]] = {
 
 
 def _check_providers(config: FileConfig) -> Problems:
-    """Per-kind options (§4), prices by model name, mock scripts."""
+    """Per-kind options (each only on the kinds that take it), prices by model name, mock
+    scripts."""
     errors: Problems = []
     for p, provider in enumerate(config.providers):
         errors.extend(_provider_problems(f"providers[{p}]", provider))
@@ -247,7 +249,7 @@ def _check_keys(config: FileConfig, served_routes: ServedRoutes) -> Problems:
 
 
 def _check_access(config: FileConfig, served_routes: ServedRoutes) -> Problems:
-    """Bindings (a grant's route exists and serves its models) and policies (§6.3)."""
+    """Bindings (a grant's route exists and serves its models) and policies."""
     configured = {
         name: served_route.config
         for name, served_route in served_routes.routes.items()
@@ -269,7 +271,9 @@ def _check_access(config: FileConfig, served_routes: ServedRoutes) -> Problems:
 
 def _endpoint_warnings(config: FileConfig) -> Problems:
     """Targets left out of `/v1/messages` on a route that serves it, or out of
-    `/v1/chat/completions` on a cross-provider route (§5.1, §7.4)."""
+    `/v1/chat/completions` on a cross-provider route. A target that does not speak Anthropic
+    Messages serves `/v1/messages` only on a cross-provider route; there, a target of another
+    format or family also needs its own credential and a model mapping."""
     providers = {p.name: p for p in config.providers}
     found: Problems = []
     for r, route in enumerate(config.routes):

@@ -1,3 +1,3 @@
-"""The gateway: ASGI app, resolution, responses (SPEC §5, §6)."""
+"""The gateway: ASGI app, resolution, responses (its HTTP API: `docs/gateway-api.md`)."""
 
 from __future__ import annotations

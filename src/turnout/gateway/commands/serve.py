@@ -1,4 +1,4 @@
-"""`turnout serve [--config FILE] [--host H] [--port P] [--workers N]` (SPEC §12)."""
+"""`turnout serve [--config FILE] [--host H] [--port P] [--workers N]`: run the gateway."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The gateway's endpoint handlers (SPEC §5.1): each takes one `Exchange` and answers it."""
+"""The gateway's endpoint handlers (`docs/gateway-api.md`, Endpoints): each takes one
+`Exchange` and answers it."""
 
 from __future__ import annotations
 

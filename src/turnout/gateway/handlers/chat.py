@@ -1,4 +1,4 @@
-"""`POST /v1/chat/completions` and `POST /v1/messages`: one routed chat request (SPEC §5).
+"""`POST /v1/chat/completions` and `POST /v1/messages`: one routed chat request.
 
 The body is decoded with the caller's codec into a neutral request that keeps the caller's own
 bytes (`source`), so a target of the same format receives them with only `model` replaced;
@@ -69,8 +69,9 @@ def _forwarded(headers: Mapping[str, str], fmt: ClientFormat) -> tuple[tuple[str
 
 
 def session_of(headers: Mapping[str, str], request: ChatRequest | None) -> str | None:
-    """The request's session id (SPEC §7.4, `session_id_from`), skipping the search when no
-    header names one and the body has no user (the common case)."""
+    """The request's session id (`session_id_from`; where it is read from:
+    `docs/gateway-api.md`, Session id), skipping the search when no header names one and the
+    body has no user (the common case)."""
     user = request.user if request is not None else None
     if user is None and not any(name in headers for name in SESSION_HEADERS):
         return None
@@ -92,7 +93,7 @@ async def handle_chat(exchange: Exchange) -> None:
     route = resolution.route
     visit: CacheVisit | None = None
     config = resolution.entry.config
-    if config is not None and config.cache.enabled:  # §5.3: after the grant check
+    if config is not None and config.cache.enabled:  # after the key, ceiling and grant checks
         visit = await runtime.cache.look_up(resolution, request, caller, session_id=session_id)
         if visit.answer is not None:
             await visit.serve(exchange, include_usage=_include_usage(obj))
@@ -100,7 +101,7 @@ async def handle_chat(exchange: Exchange) -> None:
     plan = runtime.plan_for(
         resolution, caller, exchange.credentials, endpoint=exchange.fmt.endpoint
     )
-    plan = await runtime.pins.before(plan, session_id, request)  # §7.4: the session's family first
+    plan = await runtime.pins.before(plan, session_id, request)  # the session's pinned family first
     if request.stream:
         await stream_answer(
             exchange,

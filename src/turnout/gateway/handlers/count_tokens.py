@@ -1,9 +1,9 @@
-"""`POST /v1/messages/count_tokens` (SPEC §5.1): the first target of the resolved route that
-speaks Anthropic Messages answers, without failover; with none, 404 in Anthropic's format.
-Never a made-up count (S1-94). Only a target the request's plan lets start may count, with the
-caller's credential when it is a passthrough target (§5.2). A session pinned to a family on a
-cross-provider route counts with the first such target of that family (§5.1, §7.4), or not at
-all: a count from another family's tokenizer would be a made-up one for the session."""
+"""`POST /v1/messages/count_tokens`: the first target of the resolved route that speaks
+Anthropic Messages answers, without failover; with none, 404 in Anthropic's format. Never a
+made-up count. Only a target the request's plan lets start may count, with the caller's
+credential when it is a passthrough target. A session pinned to a family on a cross-provider
+route counts with the first such target of that family, or not at all: a count from another
+family's tokenizer would be a made-up one for the session."""
 
 from __future__ import annotations
 

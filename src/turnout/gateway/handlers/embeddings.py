@@ -1,5 +1,5 @@
-"""`POST /v1/embeddings` (SPEC §5.1): the resolved route's embeddings targets, with the same
-failover, health and routing record as chat (S4), through `Route.embed`."""
+"""`POST /v1/embeddings`: the resolved route's embeddings targets, with the same failover,
+health and routing record as chat, through `Route.embed`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The response cache in front of a chat route (SPEC §5.3, §5.5).
+"""The response cache in front of a chat route (`docs/configuration.md`, Cache).
 
 A chat request whose resolved route has `cache.enabled` visits the cache after the key, ceiling
 and grant checks (`Runtime.resolve`) and before the credential filter and any call.

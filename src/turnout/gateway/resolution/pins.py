@@ -1,4 +1,5 @@
-"""The session pins of cross-provider routes around one routed request (SPEC §7.4, §10).
+"""The session pins of cross-provider routes around one routed request, kept in the state
+store (in memory, or in Redis so that every replica sees them).
 
 Rule 1: only a request with a session id whose plan orders some route by family reads or
 writes pins; every other request costs one check. Without a session id the engine still tries

@@ -1,6 +1,6 @@
-"""The per-request plan of a route (SPEC §5.2, §5.3, §6.3): the credential filter, the org-key
-fallback for callers' own credentials, and the policy and data-handling verdict of each target,
-handed to the engine as a `turnout.routing.plan.RequestPlan`.
+"""The per-request plan of a route: the credential filter, the org-key fallback for callers'
+own credentials, and the policy and data-handling verdict of each target, handed to the engine
+as a `turnout.routing.plan.RequestPlan`.
 
 Rule 1: the credential filter. A caller with its own provider credential is served only by
 passthrough targets, any other caller only by org-key targets. Under `auth: open` nothing is
@@ -14,12 +14,13 @@ other passthrough targets are removed by the filter, on fallback routes too.
 Rule 3: with the route's `org_key_fallback_for_caller_credentials` and at least one
 passthrough target left, the org-key targets of the client's family (or of no family) follow
 as fallbacks (the engine's plan Rule 3).
-Rule 4: an empty filter on the route asked is 503 NO_ROUTE with S1's message; on a fallback
-route it only leaves that hop nothing to call (§3.8: the filter is re-applied).
+Rule 4: an empty filter on the route asked is 503 NO_ROUTE, with a message naming the kind of
+target the route lacks for this caller; on a fallback route it only leaves that hop nothing to
+call (the filter is re-applied on every fallback hop).
 Rule 5: policies and data-handling requirements (of the key, and of the winning binding) give
 each target its verdict; when every target left that could start is denied and none of them
 has an eligibility rule, the request is refused with 403 POLICY_DENIED before any call (else
-the engine finds it out the same way, after eligibility, §3.4).
+the engine finds it out the same way, after eligibility).
 Rule 6: plans are kept per (route, client family, kind of caller, requirements) in a bounded
 LRU; a request only adds its credential. A keyed caller without a credential of its own, on a
 configuration without passthrough providers, policies or requirements, costs one check (two
@@ -178,7 +179,7 @@ class RequestPlanner:
 
     def serves(self, resolution: Resolution, *, own_credential: bool, endpoint: Endpoint) -> bool:
         """Would the credential filter leave `resolution.route` a target for a caller with (or
-        without) its own credential? (`GET /v1/models`, §5.1.)"""
+        without) its own credential? (For `GET /v1/models`.)"""
         kind: CallerKind
         if self._open:
             kind = "open_own" if own_credential else "open"
@@ -419,13 +420,14 @@ def _denial(route: Route, rules: Mapping[int, TargetRule]) -> str | None:
     if not starting or any(rule.skip is None for _, rule in starting):
         return None
     if any(targets[index].has_eligibility_rules for index, _ in starting):
-        return None  # an ineligible target would decide first (§3.4): the engine checks
+        return None  # ineligibility decides before policy: the engine checks
     reasons = "; ".join(dict.fromkeys(rule.skip or "" for _, rule in starting))
     return f'no target of route "{route.name}" may be called: {reasons}'
 
 
 def _empty_filter_message(route: str, kind: CallerKind) -> str:
-    """S1's NO_ROUTE messages (Rule 4); `{model}` is filled in per request."""
+    """The NO_ROUTE messages of an empty credential filter (Rule 4); `{model}` is filled in
+    per request."""
     name = route.replace("{", "{{").replace("}", "}}")
     if kind in ("own", "open_own"):
         return (

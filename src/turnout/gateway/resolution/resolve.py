@@ -1,4 +1,5 @@
-"""How a request finds its route (SPEC §5.3 steps 2-7, the empty model, the key's ceilings).
+"""How a request finds its route: the empty model, the grant's route, aliases, route names,
+model patterns and family routes, and the key's ceilings (overview: `docs/concepts.md`, Route).
 
 Rule 0: after the empty-model rule, the access policy picks the winning grant. A
 winning grant that names a route sends the model to that route when the route serves it (its
@@ -213,7 +214,7 @@ class Resolver:
     def _find_granted(
         self, model: str, endpoint: Endpoint, decision: Decision
     ) -> Resolution | _Refusal:
-        """§5.3 step 2: the route the winning grant names, or NO_ROUTE (never another)."""
+        """The route the winning grant names, or NO_ROUTE (never another route)."""
         name = decision.route or ""
         entry = self._entries.get(name)
         served = self._access.models_of(name)
@@ -221,7 +222,7 @@ class Resolver:
             return _Refusal(grant_route_missing(model, decision).message)
         if not served.serves(model):
             if model.lower() in self._member_aliases[name]:
-                return self._find(model, endpoint)  # S1-37: as without the grant
+                return self._find(model, endpoint)  # a provider alias only: as without the grant
             return _Refusal(grant_route_not_serving(model, decision).message)
         lowered = model.lower()
         alias = entry.aliases.get(lowered)

@@ -1,5 +1,5 @@
 """What the gateway knows of each route it serves, and where one request goes (the values the
-runtime hands to the HTTP side; SPEC §5.1, §5.3).
+runtime hands to the HTTP side).
 
 A configured route serves four endpoints through up to three engine `Route`s built from the
 same targets: every target for chat completions, the targets that may answer Anthropic
@@ -47,7 +47,7 @@ _NO_ALIASES: Final[Mapping[str, AliasRoutes]] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class AliasRoutes:
-    """The routes one alias of a route resolves to (§5.3 step 3): per endpoint, the route's
+    """The routes one alias of a route resolves to: per endpoint, the route's
     targets that the alias maps, each asking for the alias's wire model.
 
     `routes` has `chat`, `messages` and `embeddings` when some target is left for them;
@@ -65,7 +65,7 @@ class AliasRoutes:
 class RouteEntry:
     """One route the gateway serves.
 
-    - `kind`: `configured` (from the file), `implicit` (a provider's own route, §6.2) or
+    - `kind`: `configured` (from the file), `implicit` (a provider's own route) or
       `family` (`openai-family`, `anthropic-family`); `config` is None unless configured.
     - `route`: serves `/v1/chat/completions` (every target).
     - `messages_route`: serves `/v1/messages`: targets speaking Anthropic Messages, or every
@@ -101,8 +101,8 @@ class Resolution:
 
     `route` is the engine route to call for the endpoint (for an alias: the alias's targets and
     wire models); `requested_model` what the caller asked for (`""` when empty and the key's
-    only route was used); `matched_by` which step of §5.3 matched; `pattern` the model pattern
-    that matched (pattern, implicit and family matches only).
+    only route was used); `matched_by` how the route was found (an alias, its name, a pattern,
+    ...); `pattern` the model pattern that matched (pattern, implicit and family matches only).
     """
 
     entry: RouteEntry

@@ -1,4 +1,5 @@
-"""The wire formats a caller may speak to the gateway, as the gateway uses them (SPEC §4, §5.4).
+"""The wire formats a caller may speak to the gateway for chat (OpenAI Chat Completions,
+Anthropic Messages), as the gateway uses them.
 
 A `ClientFormat` bundles what the HTTP side needs of one codec: decoding the caller's body,
 encoding an answer or a stream for the caller when the target spoke another format, the
@@ -59,7 +60,7 @@ class ClientFormat:
     - `terminator`: the bytes that end a successful stream (`data: [DONE]`, `message_stop`).
     - `error_event(status, message, code, type)`: an in-stream error event that replaces it
       (`type` as for `error_body`).
-    - `error_body`: the error envelope (SPEC §5.4).
+    - `error_body`: the error envelope in the caller's format (`docs/gateway-api.md`, Errors).
     - `forwarded_headers`: the caller's request headers a same-format target receives.
     """
 

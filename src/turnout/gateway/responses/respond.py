@@ -1,4 +1,5 @@
-"""What the gateway sends back: routing headers, the `routing` body object, and errors (SPEC §5.4).
+"""What the gateway sends back: routing headers, the `routing` body object, and errors (see
+`docs/gateway-api.md`).
 
 Every routed response carries `x-request-id`, `x-turnout-route`, `x-turnout-target`,
 `x-turnout-model`, `x-turnout-attempts` (one `target;outcome=…;class=…;status=…;ms=…` item per
@@ -170,7 +171,7 @@ def routing_headers(
     model: str | None,
     with_cost: bool,
 ) -> list[Header]:
-    """The routing headers of a response (SPEC §5.4). `target`/`model` are who served (None on
+    """The routing headers of a response. `target`/`model` are who served (None on
     an error); `with_cost` adds `x-turnout-cost` when the record has a cost."""
     headers: list[Header] = [
         request_id_header(record.request_id),
@@ -193,7 +194,7 @@ def routing_headers(
 
 
 def routing_object(record: RoutingRecord) -> dict[str, Any]:
-    """The `routing` object of a whole answer's body (SPEC §5.4)."""
+    """The `routing` object of a whole answer's body."""
     routing: dict[str, Any] = {
         "request_id": record.request_id,
         "route_id": record.route_id,

@@ -1,4 +1,4 @@
-"""Streamed answers as server-sent events, with the commit semantics of SPEC §3.7.
+"""Streamed answers as server-sent events: no failover once the first token is sent (commit).
 
 Rule 1: nothing is sent before the route yields its first chunk, which it does only once a
 target produced its first token (the chunks held back before it, such as Anthropic's

@@ -1,4 +1,4 @@
-"""The configuration the gateway starts on without a configuration file (SPEC §6.2, §10).
+"""The configuration the gateway starts on without a configuration file.
 
 Providers come from the environment: `openai` when `OPENAI_API_KEY` is set, `anthropic` when
 `ANTHROPIC_API_KEY` is (each serving its family's models through its implicit route, so no
