@@ -1,10 +1,10 @@
-"""Which routes a configuration serves, decided from the configuration alone (SPEC §6.1, §6.2,
-§7.4): the enabled configured routes, the implicit provider routes and the family routes, each
+"""Which routes a configuration serves, decided from the configuration alone: the enabled
+configured routes, the implicit provider routes and the family routes, each
 with its model patterns; and which targets of a route may serve Anthropic Messages and Chat
 Completions.
 
-Cross-family targets (§7.4): on `/v1/messages` a target of another wire format serves only on
-a route with `allow_cross_provider`; on `/v1/chat/completions` every family serves (§5.1),
+Cross-family targets: on `/v1/messages` a target of another wire format serves only on
+a route with `allow_cross_provider`; on `/v1/chat/completions` every family serves,
 except that on a route with `allow_cross_provider` a target of another family than the
 route's first target (the family a request starts on) is held to the same rule. Such a target
 needs its own credential (`org_key`: a caller's credential never goes to another vendor) and a
@@ -58,7 +58,7 @@ _OPENAI_WIRE: Final = "openai-chat"
 
 
 def provider_wire(provider: ProviderConfig) -> str:
-    """The wire format a provider speaks: `anthropic-messages` or `openai-chat` (§4)."""
+    """The wire format a provider speaks: `anthropic-messages` or `openai-chat`."""
     if provider.kind == "anthropic":
         return MESSAGES_WIRE
     if provider.kind in ("azure-openai", "mock") and provider.wire is not None:
@@ -69,7 +69,7 @@ def provider_wire(provider: ProviderConfig) -> str:
 def credential_mode(provider: ProviderConfig) -> Literal["org_key", "passthrough"]:
     """`org_key` when the provider has an `api_key` or needs none by nature (`mock`, the
     `ollama`/`vllm` presets, an `openai-compatible` server on loopback without a key), else
-    `passthrough`; an explicit `credential_mode` wins (§4)."""
+    `passthrough`; an explicit `credential_mode` wins."""
     if provider.credential_mode is not None:
         return provider.credential_mode
     if provider.api_key or provider.kind == "mock":
@@ -208,7 +208,7 @@ def alias_wire_model(mapping: Mapping[str, str], target_name: str, provider: str
 def messages_split(
     route: RouteConfig, providers: Mapping[str, ProviderConfig]
 ) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...]]:
-    """Which targets of `route` may serve `/v1/messages` (§5.1, §7.4): their indices, and each
+    """Which targets of `route` may serve `/v1/messages`: their indices, and each
     excluded target's index with the reason.
 
     Without `allow_cross_provider` only targets speaking Anthropic Messages serve it. With it,
@@ -232,7 +232,7 @@ def messages_split(
 def chat_split(
     route: RouteConfig, providers: Mapping[str, ProviderConfig]
 ) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...]]:
-    """Which targets of `route` may serve `/v1/chat/completions` (§5.1, §7.4): their indices,
+    """Which targets of `route` may serve `/v1/chat/completions`: their indices,
     and each excluded target's index with the reason.
 
     Every target, unless the route sets `allow_cross_provider`: then a target of another
@@ -273,7 +273,7 @@ def _messages_gap(
 def _cross_family_gap(
     route: RouteConfig, target_name: str, model: str | None, provider: ProviderConfig
 ) -> str | None:
-    """Why a cross-family target of a cross-provider route cannot serve (§7.4), or None."""
+    """Why a cross-family target of a cross-provider route cannot serve, or None."""
     if credential_mode(provider) != "org_key":
         return "a cross-family target needs its own credential"
     if not _has_mapping(route, target_name, model, provider):

@@ -1,4 +1,4 @@
-"""Waits between same-target retries (SPEC §3.3).
+"""Waits between same-target retries.
 
 Exponential backoff from 0.25 s, doubling, capped at 8 s, with full jitter (a uniform draw
 between 0 and the cap of that retry). A `Retry-After` longer than the drawn wait replaces it. No

@@ -1,4 +1,4 @@
-"""Deadlines of calls: cancel the awaiting task when its time is up (SPEC §3.3).
+"""Deadlines of calls: cancel the awaiting task when its time is up.
 
 Rule 1: a deadline cancels only the task that armed it, and `disarm()` tells a cancellation it
 caused (a timeout) from one that came from elsewhere (which stays a cancellation), exactly as

@@ -1,4 +1,4 @@
-"""How a routed request ends when no answer is accepted (SPEC §3.4).
+"""How a routed request ends when no answer is accepted.
 
 1. A terminal failure: that call's own error, whatever failed before it.
 2. Retryable failures left no target: one call -> its own error; two or more -> `RouteExhausted`
@@ -8,7 +8,7 @@
    calls with status 502.
 3. Zero calls: 503 `route_exhausted`.
 Every target ineligible ends with `RouteIneligible` (400 `route_ineligible`), or, for an
-embeddings request no target can serve, 400 `embeddings_not_supported` (SPEC §11).
+embeddings request no target can serve, 400 `embeddings_not_supported`.
 In a pass that preferred one provider family and never opened the others (its targets were
 passed by for reasons that are no outage, such as a rejected key), the message of 2. and 3. is
 `every member of the "anthropic" provider family this session is pinned to failed (team-a:
@@ -121,7 +121,7 @@ def pool_status(calls: list[AttemptEntry]) -> tuple[int, str]:
 
 
 def _family_message(state: RequestState, ending: Ending) -> str | None:
-    """S1's message for a pass held to one family: that family's targets and their words
+    """The message for a pass held to one family: that family's targets and their words
     (None when the pass was not held to a family)."""
     if ending.family is None:
         return None

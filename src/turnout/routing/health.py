@@ -1,5 +1,5 @@
 """The health registry: cooldowns, the circuit breaker and quota parking per health key
-(SPEC §3.5). The per-key state and its pure transitions live in `health_state`.
+(docs/timeouts-and-health.md). The per-key state and its pure transitions live in `health_state`.
 
 Rule 1: `Health` is a thin registry over a dict of immutable `KeyState`s; it reads the clock,
 calls a pure transition and stores the result, under one lock.

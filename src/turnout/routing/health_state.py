@@ -1,4 +1,4 @@
-"""Per-key health state and its pure transitions (SPEC §3.5): the policy (`Breaker`), the
+"""Per-key health state and its pure transitions: the policy (`Breaker`), the
 decisions (`Skip`, `Admission`) and `(state, event, now) -> state` functions.
 
 Rule 1: `KeyState` is immutable; every change is a function below returning a new state.

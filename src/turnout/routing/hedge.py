@@ -1,4 +1,4 @@
-"""Hedging (SPEC §3.6): a call that has not answered within `hedge_after` keeps running and the
+"""Hedging: a call that has not answered within `hedge_after` keeps running and the
 next available target starts beside it; after another delay the next, and so on.
 
 Rule 1: each target is called at most once per pass, without same-target retries.

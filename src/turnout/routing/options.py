@@ -1,4 +1,4 @@
-"""A route's policy as frozen value objects, each validated once, at construction (SPEC §3, §7.3).
+"""A route's policy as frozen value objects, each validated once, at construction.
 
 Every check raises `turnout.errors.ConfigError` naming the option and the rule.
 """
@@ -256,7 +256,7 @@ def _breaker(spec: Breaker | Mapping[str, Any] | None) -> Breaker | None:
 
 @dataclass(frozen=True, slots=True)
 class Fallbacks(Generic[R]):
-    """Routes to escalate to after this route fails (SPEC §3.8): `general` after retryable
+    """Routes to escalate to after this route fails: `general` after retryable
     failures left no target, `context` after `context_length`, `content` after
     `content_filtered`. At most 3 in total; no self-reference and no cycles within one kind
     (a request hops along one kind only, so a chain of two kinds never runs)."""

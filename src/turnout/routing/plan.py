@@ -211,7 +211,7 @@ class TargetPlan:
     ) -> tuple[list[int], str]:
         """The try order of one request and the strategy's reason: the strategy's start among
         the non-fallback targets, the others as `try_order` puts them, then the fallback
-        targets (SPEC §3.1, Rule 3). With `family` (from `family_for`), the start is among
+        targets (Rule 3). With `family` (from `family_for`), the start is among
         that family's targets and the other families follow (Rule 7)."""
         candidates = self.candidates if family is None else self._by_family.get(family, ())
         candidates = candidates or self.candidates
@@ -277,7 +277,8 @@ def _families(route: Route, rules: Mapping[int, TargetRule]) -> tuple[frozenset[
 
 
 def _no_start_reason(route: Route, candidates: tuple[Candidate, ...], any_left: bool) -> str | None:
-    """Why no request can start (SPEC §3.4 `no_deployment_available`), or None."""
+    """Why no request can start (`no_deployment_available`: every target paused, or no
+    positive weight under `weighted`), or None."""
     if not any_left:
         return f'the credential filter leaves route "{route.name}" no target'
     if not candidates:

@@ -65,7 +65,7 @@ new_request_id = _request_ids.next
 class RequestState:
     """What one routed request shares across its calls and fallback hops: the routing record,
     the request budget (`max_attempts`, `request_timeout`, `cost_budget` of the first route),
-    money spent so far, the errors of failed calls (for the ending, SPEC §3.4), and the
+    money spent so far, the errors of failed calls (for the ending), and the
     request's `plan` (None: every target).
 
     `embedding` is True for an embeddings request (`Route.embed`): its calls are whole answers,

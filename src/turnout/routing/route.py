@@ -1,4 +1,4 @@
-"""`Route`: an async chat client over an ordered list of targets (SPEC §2, §3).
+"""`Route`: an async chat client over an ordered list of targets.
 
 A route is built once (every option validated here, raising `ConfigError`) and then serves any
 number of concurrent requests; the per-request walk lives in `routing.driver`. A `Route` is

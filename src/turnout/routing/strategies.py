@@ -1,4 +1,4 @@
-"""Start-target selection (SPEC §3.1): the try order and one small class per strategy.
+"""Start-target selection: the try order and one small class per strategy.
 
 Rule 1: a strategy only picks where a request starts; `try_order` gives the rest of the order.
 Rule 2: randomness comes from the injected `rng`; session-derived starts come from

@@ -1,4 +1,4 @@
-"""Streaming through a route, and the commit point (SPEC §3.7).
+"""Streaming through a route, and the commit point.
 
 Rule 1: the first token is the first chunk that carries content (`ChatChunk.has_content`);
 chunks before it are held back. Failover is allowed until the first token, never after.

@@ -1,9 +1,9 @@
-"""`Target`: one entry of a route, and whether it can take a given request (SPEC §2, §7.3).
+"""`Target`: one entry of a route, and whether it can take a given request.
 
 A chat request is ineligible on a target that lacks a needed capability, whose context window
 it overflows, whose client speaks another wire format than the request's server tools (an
 Anthropic `web_search`, say: no other family can run it, and translation would drop it
-silently, S1 "a feature translation can't carry"), or whose own `eligible` rule says no.
+silently), or whose own `eligible` rule says no.
 """
 
 from __future__ import annotations

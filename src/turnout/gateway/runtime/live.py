@@ -1,5 +1,5 @@
 """The gateway runtime: a configuration turned into live providers, routes and resolution
-(SPEC §5.3, §6.1-§6.2, §7). The HTTP side holds one `Runtime` per loaded configuration.
+(see docs/architecture.md). The HTTP side holds one `Runtime` per loaded configuration.
 
 Rule 1: a `Runtime` never changes after it is built: a new configuration builds a new one, with
 empty caches, and the old one is closed (`aclose`) once its requests are done.
@@ -64,15 +64,15 @@ class Runtime:
     - `project`, `config`: the project name and the validated configuration;
     - `health`: the one health registry every route shares;
     - `providers`: provider name -> adapter; `credential_modes`: provider name -> `org_key` or
-      `passthrough` (§4);
+      `passthrough`;
     - `routes`: route name -> `RouteEntry` (configured, then implicit, then family routes);
     - `keys`: the key ring, None when `server.auth` is `open`;
-    - `access`: the access policy compiled from `config.bindings` (§6.3);
+    - `access`: the access policy compiled from `config.bindings`;
     - `warnings`: load-time warnings, each `path: message`;
     - `clock`: the clock it was built with (None: the event loop's);
     - `state`, `cache`: the shared state store of `config.state` and the response cache over
-      it (§5.5, §10), made on first use and closed by `aclose`;
-    - `pins`: the session family pins of cross-provider routes over `state` (§7.4).
+      it, made on first use and closed by `aclose`;
+    - `pins`: the session family pins of cross-provider routes over `state`.
     """
 
     __slots__ = (
@@ -204,8 +204,9 @@ class Runtime:
     def resolve(
         self, model: str | None, *, endpoint: Endpoint, caller: Caller | None = None
     ) -> Resolution:
-        """Where a request for `model` on `endpoint` goes (the empty-model rule, §5.3 steps
-        2-7 with the caller's grant, then the key's ceilings); see
+        """Where a request for `model` on `endpoint` goes (the empty-model rule, then the
+        caller's grant, alias, route name, model pattern and family route, then the key's
+        ceilings); see
         `turnout.gateway.resolution.resolve`.
         `caller` None is the anonymous caller, without ceilings.
 
@@ -235,7 +236,7 @@ class Runtime:
     ) -> list[str]:
         """The models `caller` could use, for `GET /v1/models`: configured route names,
         aliases and exact model patterns that resolve for it, sorted; with `credentials`,
-        only those whose route keeps a target for the caller's credential mode (§5.1)."""
+        only those whose route keeps a target for the caller's credential mode."""
         names = self._resolver.models(caller)
         if credentials is None:
             return names
