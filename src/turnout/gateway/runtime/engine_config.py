@@ -5,7 +5,7 @@ become engine options, so a new option is added here once."""
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from turnout.routing.options import RouteOptions
 from turnout.routing.target import Target
@@ -14,7 +14,61 @@ if TYPE_CHECKING:
     from turnout.routing.client import ChatClient
     from turnout.schema import RouteConfig, TargetConfig
 
-__all__ = ["build_route_options", "build_target"]
+__all__ = [
+    "GATEWAY_ROUTE_FIELDS",
+    "GATEWAY_TARGET_FIELDS",
+    "ROUTE_OPTION_FIELDS",
+    "TARGET_OPTION_FIELDS",
+    "build_route_options",
+    "build_target",
+]
+
+ROUTE_OPTION_FIELDS: Final = (
+    "strategy",
+    "retry_on",
+    "retryable_statuses",
+    "fail_over_on_refusal",
+    "max_attempts",
+    "request_timeout",
+    "stream_idle_timeout",
+    "cost_budget",
+    "hedge_after",
+    "when_all_unhealthy",
+)
+"""Route fields the engine takes under the same name and meaning, passed on as they are."""
+
+GATEWAY_ROUTE_FIELDS: Final = frozenset(
+    {
+        "name",
+        "models",
+        "aliases",
+        "targets",
+        "enabled",
+        "commit_on_headers",
+        "circuit_breaker",
+        "fallbacks",
+        "cache",
+        "allow_cross_provider",
+        "switch_family_on_quota",
+        "org_key_fallback_for_caller_credentials",
+    }
+)
+"""Route fields the gateway reads itself, or converts before the engine sees them."""
+
+TARGET_OPTION_FIELDS: Final = (
+    "timeout",
+    "first_token_timeout",
+    "max_retries",
+    "weight",
+    "fallback_only",
+    "paused",
+    "health_key",
+    "context_window",
+)
+"""Target fields `Target` takes under the same name and meaning, passed on as they are."""
+
+GATEWAY_TARGET_FIELDS: Final = frozenset({"provider", "model", "name", "capabilities"})
+"""Target fields the gateway reads itself, or converts before the engine sees them."""
 
 
 def build_route_options(config: RouteConfig, *, session_pin_ttl: float) -> RouteOptions:
@@ -23,16 +77,7 @@ def build_route_options(config: RouteConfig, *, session_pin_ttl: float) -> Route
     configuration's default, in seconds."""
     breaker = config.circuit_breaker
     return RouteOptions.build(
-        strategy=config.strategy,
-        retry_on=config.retry_on,
-        retryable_statuses=config.retryable_statuses,
-        fail_over_on_refusal=config.fail_over_on_refusal,
-        max_attempts=config.max_attempts,
-        request_timeout=config.request_timeout,
-        stream_idle_timeout=config.stream_idle_timeout,
-        cost_budget=config.cost_budget,
-        hedge_after=config.hedge_after,
-        when_all_unhealthy=config.when_all_unhealthy,
+        **{field: getattr(config, field) for field in ROUTE_OPTION_FIELDS},
         circuit_breaker=breaker.model_dump() if breaker is not None else None,
         session_pin_ttl_seconds=session_pin_ttl,
         rng=random.Random(),
@@ -41,17 +86,11 @@ def build_route_options(config: RouteConfig, *, session_pin_ttl: float) -> Route
 
 def build_target(config: TargetConfig, client: ChatClient) -> Target:
     """The target `config` describes, calling `client` (its provider's adapter)."""
+    capabilities = config.capabilities
     return Target(
         config.display_name,
         client,
         config.model,
-        timeout=config.timeout,
-        first_token_timeout=config.first_token_timeout,
-        max_retries=config.max_retries,
-        weight=config.weight,
-        fallback_only=config.fallback_only,
-        paused=config.paused,
-        health_key=config.health_key,
-        context_window=config.context_window,
-        capabilities=None if config.capabilities is None else frozenset(config.capabilities),
+        **{field: getattr(config, field) for field in TARGET_OPTION_FIELDS},
+        capabilities=None if capabilities is None else frozenset(capabilities),
     )
