@@ -7,6 +7,8 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
 
     TurnoutError                       status, code                  when
     ├── ConfigError (also ValueError)  400 VALIDATION_FAILED         invalid options (409: a clash)
+    │   └── SecretKeyMissing           500 SECRET_KEY_MISSING        a stored secret needs
+    │                                                                TURNOUT_SECRET_KEY
     ├── RoutingError                   each subclass sets its own    no answer, for turnout's reason
     │   ├── RouteExhausted             503 UPSTREAM_POOL_EXHAUSTED   retryable failures left no
     │   │                              or as the failed calls say    target (transient)
@@ -35,6 +37,9 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
     │   ├── AuthenticationFailed                                     auth
     │   └── InvalidRequest                                           invalid_request
     │       └── MalformedRequest       400 invalid_request           a codec refused a request body
+    ├── StoreError                     each subclass sets its own    a stored object refused a write
+    │   ├── ObjectNotFound             404 NOT_FOUND                 no such stored object
+    │   └── NameTaken                  409 NAME_TAKEN                a route/provider name is taken
     ├── StreamBroken                   502 stream_broken             a committed stream failed
     └── StreamRejected                 502 stream_rejected           a finished stream was rejected
                                        or stream_refused             or refused
@@ -78,10 +83,12 @@ __all__ = [
     "MethodNotAllowed",
     "ModelDenied",
     "ModelNotAllowed",
+    "NameTaken",
     "NoDeploymentAvailable",
     "NoRoute",
     "NotFound",
     "NotReady",
+    "ObjectNotFound",
     "PolicyDenied",
     "ProviderError",
     "ProviderTimeout",
@@ -92,6 +99,8 @@ __all__ = [
     "RouteExhausted",
     "RouteIneligible",
     "RoutingError",
+    "SecretKeyMissing",
+    "StoreError",
     "StreamBroken",
     "StreamRejected",
     "TurnoutError",
@@ -133,6 +142,42 @@ class ConfigError(TurnoutError, ValueError):
             self.status = status
         if code is not None:
             self.code = code
+
+
+class SecretKeyMissing(ConfigError):
+    """A provider secret is to be stored or read but `TURNOUT_SECRET_KEY` is not set (or does
+    not open it). A fault of the deployment, not of the request: 500."""
+
+    status = 500
+    code = "SECRET_KEY_MISSING"
+
+
+class StoreError(TurnoutError):
+    """A write or read of a stored object was refused. `status` and `code` are what the admin
+    API answers with; `meta` is the error's `meta` object (empty by default)."""
+
+    status: int = 400
+    code: str = "VALIDATION_FAILED"
+
+    def __init__(self, message: str, *, meta: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.meta: dict[str, Any] = dict(meta or {})
+
+
+class ObjectNotFound(StoreError):
+    """No stored object of that kind and id in the project."""
+
+    status = 404
+    code = "NOT_FOUND"
+
+
+class NameTaken(StoreError):
+    """A route or provider name is already used in the project: routes and providers share
+    one name space, ignoring case."""
+
+    status = 409
+    code = "NAME_TAKEN"
 
 
 class RoutingError(TurnoutError):

@@ -1,0 +1,118 @@
+"""Opening the store and migrating its schema.
+
+`open_store(url)` takes `sqlite:///path` (the file and its folder are created; WAL journal,
+foreign keys enforced) or `postgresql://…` (driven by psycopg 3). `migrate(store)` brings the
+schema to the newest revision; on PostgreSQL it holds an advisory lock meanwhile, so replicas
+that start together migrate once and the others wait, then find nothing to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from turnout.errors import ConfigError
+from turnout.store.secret_box import SecretBox
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+__all__ = ["MIGRATIONS", "Store", "downgrade", "migrate", "open_store"]
+
+MIGRATIONS: Final = Path(__file__).parent / "migrations"
+"""The folder of the store's migrations, shipped in the package."""
+# An arbitrary constant that names turnout's migration lock among the database's advisory locks.
+_MIGRATION_LOCK: Final = 0x7475726E6F7574
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """An open store: its engine, a session factory and the box for provider secrets."""
+
+    engine: Engine
+    sessions: sessionmaker[Session]
+    secrets: SecretBox
+
+    @property
+    def is_postgres(self) -> bool:
+        """Whether the database is PostgreSQL (else SQLite)."""
+        return self.engine.dialect.name == "postgresql"
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def open_store(url: str, *, secrets: SecretBox | None = None, **engine_options: Any) -> Store:
+    """Open the store at `url` (`sqlite:///path` or `postgresql://…`); no schema change.
+
+    `secrets` defaults to the box keyed by `TURNOUT_SECRET_KEY`; `engine_options` go to
+    SQLAlchemy's `create_engine`.
+    """
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        engine = _sqlite_engine(url, parsed.database, engine_options)
+    elif backend == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+        engine = create_engine(parsed, pool_pre_ping=True, **engine_options)
+    else:
+        raise ConfigError(f"store: {backend!r} is not supported: use sqlite:/// or postgresql://")
+    box = secrets if secrets is not None else SecretBox.from_env()
+    return Store(engine, sessionmaker(engine, expire_on_commit=False), box)
+
+
+def _sqlite_engine(url: str, database: str | None, options: dict[str, Any]) -> Engine:
+    in_memory = not database or database == ":memory:"
+    if not in_memory:
+        Path(str(database)).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, **options)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        if not in_memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    return engine
+
+
+def migrate(store: Store, revision: str = "head") -> None:
+    """Upgrade the schema to `revision` (default: the newest)."""
+    _run(store, lambda config: command.upgrade(config, revision))
+
+
+def downgrade(store: Store, revision: str) -> None:
+    """Downgrade the schema to `revision` (`-1`: one step; `base`: empty)."""
+    _run(store, lambda config: command.downgrade(config, revision))
+
+
+def _run(store: Store, step: Any) -> None:
+    with store.engine.connect() as connection:
+        if store.is_postgres:
+            connection.execute(select(text(f"pg_advisory_lock({_MIGRATION_LOCK})")))
+            connection.commit()
+        try:
+            step(_alembic_config(connection))
+            connection.commit()
+        finally:
+            if store.is_postgres:
+                connection.rollback()
+                connection.execute(select(text(f"pg_advisory_unlock({_MIGRATION_LOCK})")))
+                connection.commit()
+
+
+def _alembic_config(connection: Connection) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config

@@ -1,0 +1,188 @@
+"""The store's tables, as SQLAlchemy 2 typed declarative models; the same for SQLite and
+PostgreSQL.
+
+Rule 1: every object belongs to one project and is deleted with it.
+Rule 2: routes and providers share one name space per project, ignoring case. Each table holds a
+unique index on `(project_id, name)`; the case-insensitive check across both tables is the
+service functions' job.
+Rule 3: a provider's secret is stored only encrypted (`secret`), a key only as its hash.
+Rule 4: every write bumps the one `meta` row's `version` and leaves a `config_changes` row, in
+the same transaction, so a replica can see that anything changed by reading one number.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = [
+    "Base",
+    "Binding",
+    "ConfigChange",
+    "Consumer",
+    "Key",
+    "Meta",
+    "Policy",
+    "Project",
+    "Provider",
+    "Route",
+]
+
+_ID = String(40)
+_NAME = String(128)
+_NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    """The current time, in UTC."""
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    """The declarative base: constraint names fixed by convention, so migrations can name them."""
+
+    metadata = MetaData(naming_convention=_NAMING)
+    type_annotation_map = {  # noqa: RUF012 (read by SQLAlchemy once, at class creation)
+        dict[str, Any]: JSON,
+        datetime: DateTime(timezone=True),
+    }
+
+
+class _Stamped:
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+def _project_fk() -> Mapped[str]:
+    return mapped_column(_ID, ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+
+
+class Meta(Base):
+    """One row: the version counter every write bumps."""
+
+    __tablename__ = "meta"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(Integer)
+
+
+class Project(_Stamped, Base):
+    """A tenant. `default_model_route_id` is checked to be one of its routes by the service
+    functions (not a foreign key: projects and routes would point at each other)."""
+
+    __tablename__ = "projects"
+    id: Mapped[str] = mapped_column(_ID, primary_key=True)
+    name: Mapped[str] = mapped_column(_NAME, unique=True)
+    default_model_route_id: Mapped[str | None] = mapped_column(_ID)
+
+
+class Provider(_Stamped, Base):
+    """A provider; `settings` holds its config fields but `name`, `kind` and `api_key`."""
+
+    __tablename__ = "providers"
+    __table_args__ = (Index("uq_providers_project_name", "project_id", "name", unique=True),)
+    id: Mapped[str] = mapped_column(_ID, primary_key=True)
+    project_id: Mapped[str] = _project_fk()
+    name: Mapped[str] = mapped_column(_NAME)
+    kind: Mapped[str] = mapped_column(String(32))
+    settings: Mapped[dict[str, Any]]
+    secret: Mapped[bytes | None] = mapped_column(LargeBinary)
+    source: Mapped[str] = mapped_column(String(8), default="api")
+
+
+class Route(_Stamped, Base):
+    """A route; `settings` holds its config fields but `name` (targets included)."""
+
+    __tablename__ = "routes"
+    __table_args__ = (Index("uq_routes_project_name", "project_id", "name", unique=True),)
+    id: Mapped[str] = mapped_column(_ID, primary_key=True)
+    project_id: Mapped[str] = _project_fk()
+    name: Mapped[str] = mapped_column(_NAME)
+    settings: Mapped[dict[str, Any]]
+    source: Mapped[str] = mapped_column(String(8), default="api")
+
+
+class Consumer(_Stamped, Base):
+    """A consumer (agent, chat, discussion, memory) and its assignment."""
+
+    __tablename__ = "consumers"
+    __table_args__ = (Index("uq_consumers_project_name", "project_id", "name", unique=True),)
+    id: Mapped[str] = mapped_column(_ID, primary_key=True)
+    project_id: Mapped[str] = _project_fk()
+    name: Mapped[str] = mapped_column(_NAME)
+    kind: Mapped[str] = mapped_column(String(16))
+    model_route_id: Mapped[str | None] = mapped_column(_ID, ForeignKey("routes.id"))
+    ai_provider_id: Mapped[str | None] = mapped_column(_ID, ForeignKey("providers.id"))
+    model: Mapped[str | None] = mapped_column(String(256))
+    agent_id: Mapped[str | None] = mapped_column(
+        _ID, ForeignKey("consumers.id", ondelete="CASCADE")
+    )
+
+
+class Key(_Stamped, Base):
+    """A caller key: its hash (never the key), a prefix to recognise it by, its identity."""
+
+    __tablename__ = "keys"
+    __table_args__ = (Index("uq_keys_project_name", "project_id", "name", unique=True),)
+    id: Mapped[str] = mapped_column(_ID, primary_key=True)
+    project_id: Mapped[str] = _project_fk()
+    name: Mapped[str] = mapped_column(_NAME)
+    key_hash: Mapped[str] = mapped_column(String(80), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    identity: Mapped[dict[str, Any]]
+    revoked_at: Mapped[datetime | None]
+
+
+class Binding(_Stamped, Base):
+    """An access binding; `settings` holds its config fields but `name`."""
+
+    __tablename__ = "bindings"
+    __table_args__ = (Index("uq_bindings_project_name", "project_id", "name", unique=True),)
+    id: Mapped[str] = mapped_column(_ID, primary_key=True)
+    project_id: Mapped[str] = _project_fk()
+    name: Mapped[str] = mapped_column(_NAME)
+    settings: Mapped[dict[str, Any]]
+
+
+class Policy(_Stamped, Base):
+    """A routing policy; `settings` holds its config fields but `name`."""
+
+    __tablename__ = "policies"
+    __table_args__ = (Index("uq_policies_project_name", "project_id", "name", unique=True),)
+    id: Mapped[str] = mapped_column(_ID, primary_key=True)
+    project_id: Mapped[str] = _project_fk()
+    name: Mapped[str] = mapped_column(_NAME)
+    settings: Mapped[dict[str, Any]]
+
+
+class ConfigChange(Base):
+    """The audit of one write: who (admin key id), what, and the object before and after, with
+    secrets masked. Kept when the object or its project is deleted (no foreign keys)."""
+
+    __tablename__ = "config_changes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    admin_key_id: Mapped[str | None] = mapped_column(_ID)
+    action: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(16))
+    object_id: Mapped[str] = mapped_column(_ID)
+    project_id: Mapped[str | None] = mapped_column(_ID)
+    before: Mapped[dict[str, Any] | None]
+    after: Mapped[dict[str, Any] | None]
