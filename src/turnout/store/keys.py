@@ -1,0 +1,141 @@
+"""Service functions for caller keys. A key is generated here and its plaintext returned once,
+by `create_key`; only its hash (`turnout.access.keys.hash_key`) and a short prefix to recognise
+it by are stored. The identity fields are the config file's (`user`, `teams`, `routes` …)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from sqlalchemy import select
+
+from turnout.access.keys import generate_key, hash_key
+from turnout.schema import KeyConfig
+from turnout.store._writes import (
+    audit,
+    get_row,
+    merge_patch,
+    require_project,
+    stamps,
+    to_config_error,
+    write,
+)
+from turnout.store.ids import new_id
+from turnout.store.models import Key, utcnow
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from turnout.store.engine import Store
+
+__all__ = ["create_key", "delete_key", "get_key", "list_keys", "revoke_key", "update_key"]
+
+_PREFIX_CHARS = 8
+
+
+def create_key(
+    store: Store, project_id: str, body: Mapping[str, Any], *, actor: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """Create a key with `body`'s name and identity; returns it and its plaintext (only now)."""
+    plaintext = generate_key()
+    name, identity = _validate(dict(body), hash_key(plaintext))
+    with write(store) as session:
+        require_project(session, project_id)
+        row = Key(
+            id=new_id("key"),
+            project_id=project_id,
+            name=name,
+            key_hash=hash_key(plaintext),
+            prefix=plaintext[:_PREFIX_CHARS],
+            identity=identity,
+        )
+        session.add(row)
+        session.flush()
+        after = _read(row)
+        audit(session, actor=actor, action="create", kind="key", object_id=row.id,
+              project_id=project_id, before=None, after=after)  # fmt: skip
+    return after, plaintext
+
+
+def get_key(store: Store, project_id: str, key_id: str) -> dict[str, Any]:
+    """The key (without its hash), or `ObjectNotFound`."""
+    with store.sessions() as session:
+        return _read(get_row(session, Key, "key", project_id, key_id))
+
+
+def list_keys(store: Store, project_id: str) -> list[dict[str, Any]]:
+    """Every key of the project, oldest first."""
+    with store.sessions() as session:
+        require_project(session, project_id)
+        query = select(Key).where(Key.project_id == project_id).order_by(Key.created_at, Key.id)
+        return [_read(row) for row in session.scalars(query)]
+
+
+def update_key(
+    store: Store,
+    project_id: str,
+    key_id: str,
+    patch: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+) -> dict[str, Any]:
+    """Merge-patch the key's name and identity (the key itself never changes)."""
+    with write(store) as session:
+        row = get_row(session, Key, "key", project_id, key_id)
+        before = _read(row)
+        row.name, row.identity = _validate(
+            merge_patch({"name": row.name} | row.identity, patch), row.key_hash
+        )
+        session.flush()
+        after = _read(row)
+        audit(session, actor=actor, action="update", kind="key", object_id=row.id,
+              project_id=project_id, before=before, after=after)  # fmt: skip
+    return after
+
+
+def revoke_key(
+    store: Store, project_id: str, key_id: str, *, actor: str | None = None
+) -> dict[str, Any]:
+    """Mark the key revoked (now); revoking twice keeps the first time."""
+    with write(store) as session:
+        row = get_row(session, Key, "key", project_id, key_id)
+        before = _read(row)
+        row.revoked_at = row.revoked_at or utcnow()
+        session.flush()
+        after = _read(row)
+        audit(session, actor=actor, action="revoke", kind="key", object_id=row.id,
+              project_id=project_id, before=before, after=after)  # fmt: skip
+    return after
+
+
+def delete_key(store: Store, project_id: str, key_id: str, *, actor: str | None = None) -> None:
+    """Delete the key, or `ObjectNotFound`."""
+    with write(store) as session:
+        row = get_row(session, Key, "key", project_id, key_id)
+        before = _read(row)
+        session.delete(row)
+        audit(session, actor=actor, action="delete", kind="key", object_id=key_id,
+              project_id=project_id, before=before, after=None)  # fmt: skip
+
+
+def _validate(body: dict[str, Any], key_hash: str) -> tuple[str, dict[str, Any]]:
+    body.pop("key", None)
+    try:
+        fields = KeyConfig.model_validate(body | {"hash": key_hash}).model_dump(
+            mode="json", exclude_unset=True
+        )
+    except ValidationError as exc:
+        raise to_config_error("key", exc) from None
+    fields.pop("hash")
+    name = fields.pop("name")
+    return name, fields
+
+
+def _read(row: Key) -> dict[str, Any]:
+    revoked = stamps(row.revoked_at, row.revoked_at)["created_at"] if row.revoked_at else None
+    return (
+        {"id": row.id, "project_id": row.project_id, "name": row.name, "prefix": row.prefix}
+        | row.identity
+        | {"revoked_at": revoked}
+        | stamps(row.created_at, row.updated_at)
+    )

@@ -1,0 +1,213 @@
+"""Service functions for the settings objects of a project: providers, routes, bindings and
+policies. Bodies use the config file's field names and are validated by its models.
+
+Rule 1: routes and providers share one name space per project, ignoring case (`NameTaken`);
+bindings and policies each have their own.
+Rule 2: a provider's `api_key` is stored encrypted and reads back masked; the plaintext is only
+for `provider_secret`, which the snapshot loader will call.
+Rule 3: an update is a JSON merge-patch of the object's fields, validated whole afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import func, select
+
+from turnout.errors import ConfigError, NameTaken
+from turnout.schema import BindingConfig, PolicyConfig, ProviderConfig, RouteConfig
+from turnout.store._writes import (
+    MASK,
+    audit,
+    get_row,
+    merge_patch,
+    require_project,
+    stamps,
+    to_config_error,
+    write,
+)
+from turnout.store.ids import new_id
+from turnout.store.models import Binding, Policy, Provider, Route
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sqlalchemy.orm import Session
+
+    from turnout.store.engine import Store
+
+__all__ = [
+    "ObjectKind",
+    "create_object",
+    "delete_object",
+    "get_object",
+    "list_objects",
+    "provider_secret",
+    "update_object",
+]
+
+ObjectKind = Literal["provider", "route", "binding", "policy"]
+_Row = Provider | Route | Binding | Policy
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    model: type[Provider] | type[Route] | type[Binding] | type[Policy]
+    schema: type[BaseModel]
+    columns: tuple[str, ...]
+    shared_names: bool
+
+
+_KINDS: dict[str, _Kind] = {
+    "provider": _Kind(Provider, ProviderConfig, ("name", "kind"), shared_names=True),
+    "route": _Kind(Route, RouteConfig, ("name",), shared_names=True),
+    "binding": _Kind(Binding, BindingConfig, ("name",), shared_names=False),
+    "policy": _Kind(Policy, PolicyConfig, ("name",), shared_names=False),
+}
+
+
+def create_object(
+    store: Store,
+    kind: ObjectKind,
+    project_id: str,
+    body: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+) -> dict[str, Any]:
+    """Create a provider, route, binding or policy from `body`; returns it with its id."""
+    spec = _KINDS[kind]
+    fields, secret = _validate(store, kind, dict(body), keep_secret=None)
+    with write(store) as session:
+        require_project(session, project_id)
+        _check_name(session, spec, project_id, fields["name"], None)
+        row = spec.model(id=new_id(kind), project_id=project_id)
+        _assign(row, spec, fields, secret)
+        session.add(row)
+        session.flush()
+        after = _read(row, spec)
+        audit(session, actor=actor, action="create", kind=kind, object_id=row.id,
+              project_id=project_id, before=None, after=after)  # fmt: skip
+    return after
+
+
+def get_object(store: Store, kind: ObjectKind, project_id: str, object_id: str) -> dict[str, Any]:
+    """The object, or `ObjectNotFound`."""
+    spec = _KINDS[kind]
+    with store.sessions() as session:
+        return _read(get_row(session, spec.model, kind, project_id, object_id), spec)
+
+
+def list_objects(store: Store, kind: ObjectKind, project_id: str) -> list[dict[str, Any]]:
+    """Every object of `kind` in the project, oldest first."""
+    spec = _KINDS[kind]
+    with store.sessions() as session:
+        require_project(session, project_id)
+        query = (
+            select(spec.model)
+            .where(spec.model.project_id == project_id)
+            .order_by(spec.model.created_at, spec.model.id)
+        )
+        return [_read(cast("_Row", row), spec) for row in session.scalars(query)]
+
+
+def update_object(
+    store: Store,
+    kind: ObjectKind,
+    project_id: str,
+    object_id: str,
+    patch: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+) -> dict[str, Any]:
+    """Merge-patch the object (absent: unchanged; None: cleared) and validate it whole."""
+    spec = _KINDS[kind]
+    with write(store) as session:
+        row = get_row(session, spec.model, kind, project_id, object_id)
+        before = _read(row, spec)
+        current = {name: getattr(row, name) for name in spec.columns} | row.settings
+        secret = row.secret if isinstance(row, Provider) else None
+        body = merge_patch(current, {k: v for k, v in patch.items() if k != "api_key"})
+        if "api_key" in patch:
+            body["api_key"], secret = patch["api_key"], None
+        fields, new_secret = _validate(store, kind, body, keep_secret=secret)
+        _check_name(session, spec, project_id, fields["name"], row.id)
+        _assign(row, spec, fields, new_secret if new_secret is not None else secret)
+        session.flush()
+        after = _read(row, spec)
+        audit(session, actor=actor, action="update", kind=kind, object_id=row.id,
+              project_id=project_id, before=before, after=after)  # fmt: skip
+    return after
+
+
+def delete_object(
+    store: Store, kind: ObjectKind, project_id: str, object_id: str, *, actor: str | None = None
+) -> None:
+    """Delete the object, or `ObjectNotFound`."""
+    spec = _KINDS[kind]
+    with write(store) as session:
+        row = get_row(session, spec.model, kind, project_id, object_id)
+        before = _read(row, spec)
+        session.delete(row)
+        audit(session, actor=actor, action="delete", kind=kind, object_id=object_id,
+              project_id=project_id, before=before, after=None)  # fmt: skip
+
+
+def provider_secret(store: Store, project_id: str, provider_id: str) -> str | None:
+    """The provider's `api_key` in plaintext (None without one); needs `TURNOUT_SECRET_KEY`."""
+    with store.sessions() as session:
+        row = get_row(session, Provider, "provider", project_id, provider_id)
+        return None if row.secret is None else store.secrets.decrypt(row.secret)
+
+
+def _validate(
+    store: Store, kind: str, body: dict[str, Any], *, keep_secret: bytes | None
+) -> tuple[dict[str, Any], bytes | None]:
+    """The validated fields without `api_key`, and the new encrypted secret (None: none new)."""
+    plaintext = body.get("api_key")
+    if plaintext is None and keep_secret is not None:
+        body["api_key"] = MASK  # a stored secret still counts as a credential
+    try:
+        fields = (
+            _KINDS[kind].schema.model_validate(body).model_dump(mode="json", exclude_unset=True)
+        )
+    except ValidationError as exc:
+        raise to_config_error(kind, exc) from None
+    fields.pop("api_key", None)
+    if plaintext is not None and not isinstance(plaintext, str):
+        raise ConfigError(f"invalid {kind}: api_key: must be a string")
+    return fields, (store.secrets.encrypt(plaintext) if plaintext else None)
+
+
+def _assign(row: _Row, spec: _Kind, fields: dict[str, Any], secret: bytes | None) -> None:
+    for name in spec.columns:
+        setattr(row, name, fields[name])
+    row.settings = {k: v for k, v in fields.items() if k not in spec.columns}
+    if isinstance(row, Provider):
+        row.secret = secret
+
+
+def _check_name(
+    session: Session, spec: _Kind, project_id: str, name: str, own_id: str | None
+) -> None:
+    models = (Provider, Route) if spec.shared_names else (spec.model,)
+    for model in models:
+        query = select(model.id).where(
+            model.project_id == project_id, func.lower(model.name) == name.lower()
+        )
+        if any(found != own_id for found in session.scalars(query)):
+            raise NameTaken(
+                f"the name {name!r} is already used by a {model.__name__.lower()} of this project",
+                meta={"name": name},
+            )
+
+
+def _read(row: _Row, spec: _Kind) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": row.id, "project_id": row.project_id}
+    out |= {name: getattr(row, name) for name in spec.columns} | row.settings
+    if isinstance(row, Provider):
+        out["api_key"] = MASK if row.secret is not None else None
+    if isinstance(row, Provider | Route):
+        out["source"] = row.source
+    return out | stamps(row.created_at, row.updated_at)

@@ -1,0 +1,110 @@
+"""Service functions for projects: create, read, list, merge-patch, delete (with everything the
+project owns). A project's `default_model_route_id` must name one of its own routes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from turnout.errors import ConfigError, NameTaken
+from turnout.store._writes import audit, get_row, merge_patch, require_project, stamps, write
+from turnout.store.ids import new_id
+from turnout.store.models import Project, Route
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sqlalchemy.orm import Session
+
+    from turnout.store.engine import Store
+
+__all__ = ["create_project", "delete_project", "get_project", "list_projects", "update_project"]
+
+_FIELDS = frozenset({"name", "default_model_route_id"})
+
+
+def create_project(
+    store: Store, body: Mapping[str, Any], *, actor: str | None = None
+) -> dict[str, Any]:
+    """Create a project (`name`, optional `default_model_route_id`: none on a new project)."""
+    fields = _checked(dict(body))
+    if fields.get("default_model_route_id") is not None:
+        raise ConfigError("default_model_route_id: a new project has no routes yet")
+    with write(store) as session:
+        _check_name(session, fields["name"], None)
+        row = Project(id=new_id("project"), name=fields["name"])
+        session.add(row)
+        session.flush()
+        after = _read(row)
+        audit(session, actor=actor, action="create", kind="project", object_id=row.id,
+              project_id=row.id, before=None, after=after)  # fmt: skip
+    return after
+
+
+def get_project(store: Store, project_id: str) -> dict[str, Any]:
+    """The project, or `ObjectNotFound`."""
+    with store.sessions() as session:
+        return _read(require_project(session, project_id))
+
+
+def list_projects(store: Store) -> list[dict[str, Any]]:
+    """Every project, oldest first."""
+    with store.sessions() as session:
+        query = select(Project).order_by(Project.created_at, Project.id)
+        return [_read(row) for row in session.scalars(query)]
+
+
+def update_project(
+    store: Store, project_id: str, patch: Mapping[str, Any], *, actor: str | None = None
+) -> dict[str, Any]:
+    """Merge-patch the project: `name`, `default_model_route_id` (None clears it)."""
+    with write(store) as session:
+        row = require_project(session, project_id)
+        before = _read(row)
+        current = {"name": row.name, "default_model_route_id": row.default_model_route_id}
+        fields = _checked(merge_patch(current, patch))
+        _check_name(session, fields["name"], row.id)
+        route_id = fields.get("default_model_route_id")
+        if route_id is not None:
+            get_row(session, Route, "route", project_id, route_id)
+        row.name, row.default_model_route_id = fields["name"], route_id
+        session.flush()
+        after = _read(row)
+        audit(session, actor=actor, action="update", kind="project", object_id=row.id,
+              project_id=row.id, before=before, after=after)  # fmt: skip
+    return after
+
+
+def delete_project(store: Store, project_id: str, *, actor: str | None = None) -> None:
+    """Delete the project and every object it owns."""
+    with write(store) as session:
+        row = require_project(session, project_id)
+        before = _read(row)
+        session.delete(row)
+        audit(session, actor=actor, action="delete", kind="project", object_id=project_id,
+              project_id=project_id, before=before, after=None)  # fmt: skip
+
+
+def _checked(fields: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(fields) - _FIELDS)
+    if unknown:
+        raise ConfigError(f"invalid project: unknown field {unknown[0]!r}")
+    name = fields.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 128:
+        raise ConfigError("invalid project: name: 1 to 128 characters")
+    return fields | {"name": name.strip()}
+
+
+def _check_name(session: Session, name: str, own_id: str | None) -> None:
+    found = session.scalars(select(Project.id).where(Project.name == name)).first()
+    if found is not None and found != own_id:
+        raise NameTaken(f"a project is already named {name!r}", meta={"name": name})
+
+
+def _read(row: Project) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "name": row.name,
+        "default_model_route_id": row.default_model_route_id,
+    } | stamps(row.created_at, row.updated_at)
