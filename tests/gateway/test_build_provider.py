@@ -32,6 +32,15 @@ def test_http_options_come_from_headers_and_connect_timeout() -> None:
     assert build_http_options(provider("openai")) == HttpOptions()
 
 
+def test_max_response_bytes_reaches_the_client() -> None:
+    """A provider's `max_response_bytes` reaches its options and its HTTP client; left out,
+    it is 32 MiB."""
+    adapter = build_provider(provider("openai", max_response_bytes=4096))
+    assert adapter.options.max_response_bytes == 4096
+    assert adapter._transport.max_response_bytes == 4096
+    assert build_http_options(provider("openai")).max_response_bytes == 32 * 1024 * 1024
+
+
 @pytest.mark.parametrize("kind", HTTP_KINDS)
 def test_every_http_kind_gets_the_options(kind: str) -> None:
     """Each HTTP kind's adapter is built with the options of its configuration."""

@@ -8,6 +8,11 @@ Rule 2: bytes after the response, or a second response, make the connection unus
 Rule 3: a slow reader pauses the socket once `HIGH_WATER` bytes wait unread.
 Rule 4: a reused connection the server closed with no response byte within `STALE_WINDOW`
 seconds of the request is a `StaleConnection` (the caller sends once more, `http1` Rule 7).
+Rule 5: a whole answer (`read_all`) never holds more than the response's `limit` of decoded
+bytes: past it (or at once, when its Content-Length says so) it fails as `AnswerTooLarge` and
+its bytes are dropped. A compressed body is inflated piece by piece with at most the room left
+under the limit as output, so a small bomb is never inflated whole, streamed or not. A stream's
+bytes are handed over as they come (the provider bounds each of its events).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from urllib.parse import quote, urlsplit
 import httptools
 
 from turnout.providers.transport import (
+    AnswerTooLarge,
     BodyCutShort,
     InvalidHeader,
     InvalidURL,
@@ -157,17 +163,19 @@ class Inflater:
         self._decoder = zlib.decompressobj(zlib.MAX_WBITS if self._deflate else 16 + zlib.MAX_WBITS)
         self._fed = False
 
-    def feed(self, data: bytes) -> bytes:
+    def feed(self, data: bytes, room: int) -> bytes | None:
+        """The bytes `data` decodes to, or None when they would be more than `room` bytes
+        (Rule 5: zlib stops one byte past `room`, whatever the ratio)."""
         try:
-            out = self._decoder.decompress(data)
+            out = self._decoder.decompress(data, max(room, 0) + 1)
         except zlib.error as exc:
             if not (self._deflate and not self._fed):
                 message = f"unreadable response: bad compressed body ({exc})"
                 raise UnreadableResponse(message) from None
             self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # a raw deflate stream
-            return self.feed(data)
+            return self.feed(data, room)
         self._fed = True
-        return out
+        return None if len(out) > room else out
 
     def flush(self) -> bytes:
         return self._decoder.flush()
@@ -186,6 +194,8 @@ class Response:
         "_head_done",
         "_inflater",
         "_informational",
+        "_limit",
+        "_mark",
         "_parser",
         "_paused",
         "_pausing",
@@ -201,7 +211,7 @@ class Response:
         "status",
     )
 
-    def __init__(self, conn: _Connection, read_timeout: float, provider: str) -> None:
+    def __init__(self, conn: _Connection, read_timeout: float, provider: str, limit: int) -> None:
         self.status = 0
         self._fields: dict[str, str] = {}
         self.headers: Mapping[str, str] = self._fields
@@ -212,6 +222,10 @@ class Response:
         self._parser = httptools.HttpResponseParser(self)
         self._chunks: list[bytes] = []
         self._unread = 0
+        self._limit = limit
+        # Unread bytes past which `on_body` looks closer: pause (a stream), or the limit (a
+        # whole answer, where every byte stays unread until the end).
+        self._mark = HIGH_WATER
         self._head_done = False
         self._done = False
         self._informational = False
@@ -267,15 +281,25 @@ class Response:
             return
         if self._inflater is not None:
             try:
-                body = self._inflater.feed(body)
+                inflated = self._inflater.feed(body, self._limit - self._unread)
             except TransportFailure as exc:
                 self._fail(exc)
                 return
-            if not body:
+            if inflated is None:
+                self._too_large()
                 return
+            if not inflated:
+                return
+            body = inflated
         self._chunks.append(body)
         self._unread += len(body)
-        if self._unread > HIGH_WATER and self._pausing and not self._paused:
+        if self._unread > self._mark:
+            self._past_mark()
+
+    def _past_mark(self) -> None:
+        if not self._pausing:
+            self._too_large()  # a whole answer over the limit
+        elif not self._paused:
             self._paused = True
             self._conn.transport.pause_reading()
 
@@ -323,16 +347,27 @@ class Response:
 
     def _finish(self) -> None:
         if self._inflater is not None:
-            rest = self._inflater.flush()
+            rest = self._inflater.flush()  # all input was taken: at most a few bytes
             if rest:
                 self._chunks.append(rest)
                 self._unread += len(rest)
+                if self._unread > self._limit:
+                    self._too_large()
+                    return
         self._done = True
 
     def _fail(self, error: TransportFailure) -> None:
         if self._error is None and not self._done:
             self._error = error
             self._conn.close()
+
+    def _too_large(self) -> None:
+        """Rule 5: fail, even after the end, and free the bytes: they are never handed over."""
+        self._chunks.clear()
+        self._unread = 0
+        if self._error is None:
+            self._error = AnswerTooLarge(self._limit)
+        self._conn.close()
 
     def _wake(self, fresh: bool) -> None:
         waiter = self._waiter
@@ -367,14 +402,26 @@ class Response:
         raise self._error
 
     async def read_all(self) -> bytes:
-        """The whole remaining body (TransportFailure on a failure)."""
+        """The whole remaining body (TransportFailure on a failure; `AnswerTooLarge` past the
+        limit, Rule 5)."""
         self._pausing = False
+        self._mark = self._limit
+        if self._unread > self._limit or self._declares_too_much():
+            self._too_large()
         self._resume()
         while self._error is None:
             if self._done:
                 return self._take()
             await self._wait()
         raise self._error
+
+    def _declares_too_much(self) -> bool:
+        """Whether the Content-Length of an uncompressed body is over the limit already."""
+        length = self._fields.get("content-length")
+        if length is None or self._inflater is not None:
+            return False
+        length = length.strip()
+        return length.isdigit() and int(length) > self._limit
 
     def _take(self) -> bytes:
         chunks = self._chunks

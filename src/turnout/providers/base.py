@@ -9,7 +9,8 @@ Rule 1: when `request.source` is in the provider's own format, the caller's byte
 only `model` replaced (`forward_body`), and the upstream's bytes come back in `raw`.
 Rule 2: a malformed stream event is skipped and counted (`malformed_events`); a stream that ends
 after a finish reason is complete even without its terminator; one that ends without a finish
-reason raises `ProviderUnavailable` ("stream ended early").
+reason raises `ProviderUnavailable` ("stream ended early"); an event larger than
+`max_response_bytes` raises `ProviderUnavailable` ("answer larger than …") where it is met.
 Rule 3: every error raised by a call names the provider and, when the upstream sent one, its
 request id.
 Rule 4: credentials. An `org_key` provider sends its own `api_key` on every
@@ -43,9 +44,10 @@ from turnout.providers.transport import (
     default_transport,
     error_for_status,
     request_id_of,
+    too_large_error,
 )
 from turnout.wire import anthropic_messages, openai_chat, openai_embeddings
-from turnout.wire.sse import SSEDecoder
+from turnout.wire.sse import EventTooLarge, SSEDecoder
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -209,23 +211,23 @@ def _prices(prices: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
 class HttpProvider:
     """A `ChatClient` for one account of one vendor, speaking one wire format over HTTP.
 
-    Subclasses set `kind`, implement `chat_url(model)` and say what they speak: `wire` (the
-    wire format and its codecs; required), `family` (default none) and `vendor` (the vendor
-    catalog entry that reads its errors; default none), as class attributes or, where they
-    vary per instance, as keywords of `HttpProvider.__init__`, which also takes `auth_headers`
-    (the kind's own protocol headers, e.g. `anthropic-version`) and reads the environment
-    variable `api_key_env` when no `api_key` is given. Every kind takes `name` (the
-    provider id, part of the default health key), `api_key` (sent in the kind's credential
-    header, `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool
-    size; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`: `model` (used
-    when neither the target nor the request names one; default none), `prices` (USD per 1M
-    input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`),
-    `model_aliases` (requested -> wire model), `transport` (an alternative `Transport`, e.g.
-    for tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`:
-    `org_key` (default: the provider's own `api_key`, or none) or `passthrough` (no key of its
-    own: each call carries the caller's credential through `with_credential`; `api_key` is
-    ignored; see Rule 4); and `headers`, `timeouts`, `max_connections`, each setting that field
-    of `options` (when `options` is not given).
+    Subclasses set `kind`, implement `chat_url(model)` and say what they speak: `wire` (the wire
+    format and its codecs; required), `family` (default none) and `vendor` (the vendor catalog
+    entry that reads its errors; default none), as class attributes or, where they vary per
+    instance, as keywords of `HttpProvider.__init__`, which also takes `auth_headers` (the
+    kind's own protocol headers, e.g. `anthropic-version`) and reads the environment variable
+    `api_key_env` when no `api_key` is given. Every kind takes `name` (the provider id, part of
+    the default health key), `api_key` (sent in the kind's credential header,
+    `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool size, the
+    largest answer; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`:
+    `model` (used when neither the target nor the request names one; default none), `prices`
+    (USD per 1M input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`),
+    `model_aliases` (requested -> wire model), `transport` (an alternative `Transport`, e.g. for
+    tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`: `org_key`
+    (default: the provider's own `api_key`, or none) or `passthrough` (no key of its own: each
+    call carries the caller's credential through `with_credential`; `api_key` is ignored; see
+    Rule 4); and `headers`, `timeouts`, `max_connections`, each setting that field of `options`
+    (when `options` is not given).
     """
 
     kind: ClassVar[str] = "http"
@@ -281,7 +283,10 @@ class HttpProvider:
             transport
             if transport is not None
             else default_transport(
-                provider=name, timeouts=options.timeouts, max_connections=options.max_connections
+                provider=name,
+                timeouts=options.timeouts,
+                max_connections=options.max_connections,
+                max_response_bytes=options.max_response_bytes,
             )
         )
 
@@ -419,7 +424,7 @@ class HttpProvider:
             request_id = request_id_of(reply.headers)
             if not 200 <= reply.status < 300:
                 self._check_status(reply.status, reply.headers, await reply.read())
-            events = SSEDecoder()
+            events = SSEDecoder(max_event_bytes=self.options.max_response_bytes)
             decoder = self.wire.decoder()
             try:
                 async for data in reply.chunks():
@@ -429,6 +434,9 @@ class HttpProvider:
                 for event in events.flush():
                     for chunk in self._decode(decoder, event, request_id):
                         yield chunk
+            except EventTooLarge as exc:
+                error = too_large_error(exc.limit, provider=self.name)
+                raise self._named(error, request_id) from None
             finally:
                 self.malformed_events += decoder.malformed
             if decoder.finish_reason is None:

@@ -19,7 +19,8 @@ the connection of the response it interrupted.
 Rule 5: a slow reader of `chunks()` pauses the socket once `HIGH_WATER` bytes wait unread, and
 resumes it when it takes them.
 Rule 6: no compression is asked for; a body the server compresses anyway (gzip, deflate) is
-decoded, and its headers are kept as sent.
+decoded, and its headers are kept as sent. A whole answer holds at most `max_response_bytes`
+once decoded (`_http1_message` Rule 5).
 Rule 7: a request that finds its reused connection closed by the server before any response
 byte, within `STALE_WINDOW` seconds of being written, met the server's idle-timeout close (it
 never reached the server), and is sent once more on a new connection; a server's
@@ -49,6 +50,7 @@ from turnout.providers._http1_message import (
     request_head,
 )
 from turnout.providers.transport import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     ConnectFailed,
     ConnectTimeout,
     HttpReply,
@@ -122,10 +124,12 @@ class _Connection(asyncio.Protocol):
         if response is not None:
             response.end(exc)
 
-    def send(self, head: bytes, body: bytes, read_timeout: float, provider: str) -> Response:
+    def send(self, head: bytes, body: bytes, transport: Http1Transport) -> Response:
         """Write one request and return its response (being read)."""
         self.exchanges += 1
-        response = self.response = Response(self, read_timeout, provider)
+        response = self.response = Response(
+            self, transport.timeouts.read, transport.provider, transport.max_response_bytes
+        )
         if len(body) <= _SMALL_BODY:
             self.transport.write(head + body)
         else:
@@ -374,8 +378,9 @@ class Http1Transport:
     `provider` names it in errors; `timeouts` (default `HttpTimeouts()`: 10 s connect, 600 s read)
     bound opening a connection and each silence while reading; `max_connections` (default 100)
     caps the connections to each origin (scheme, host, port); idle connections are closed after
-    `keepalive` seconds (default 30). https uses `ssl_context` (default: the system's trusted
-    certificates via `ssl.create_default_context()`) with SNI.
+    `keepalive` seconds (default 30); a whole answer larger than `max_response_bytes` (default
+    32 MiB, after decompression) fails as `provider_error`. https uses `ssl_context` (default:
+    the system's trusted certificates via `ssl.create_default_context()`) with SNI.
     """
 
     def __init__(
@@ -386,14 +391,18 @@ class Http1Transport:
         max_connections: int = 100,
         keepalive: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        if max_response_bytes < 1:
+            raise ValueError("max_response_bytes must be at least 1")
         if not keepalive > 0:
             raise ValueError("keepalive must be a positive number of seconds")
         self.provider = provider
         self.timeouts = timeouts if timeouts is not None else HttpTimeouts()
         self._max_connections = max_connections
+        self.max_response_bytes = max_response_bytes
         self._keepalive = keepalive
         self._ssl = ssl_context
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -440,7 +449,7 @@ class Http1Transport:
         pool = self._pool_for(parsed.origin)
         conn = await pool.acquire()
         for fresh in (False, True):
-            response = conn.send(head, body, self.timeouts.read, self.provider)
+            response = conn.send(head, body, self)
             try:
                 await response.wait_head()
             except StaleConnection:

@@ -19,6 +19,9 @@ Rule 3: every wait on the network is bounded: `HttpTimeouts.connect` for the con
 ever even when no route deadline is running.
 Rule 4: cancellation is never mapped: it propagates, and the response is released (a partly
 read response closes its connection instead of returning it to the pool).
+Rule 5: every answer is bounded: a whole answer, once decompressed, and each event of a stream
+hold at most `HttpOptions.max_response_bytes` (default 32 MiB); a larger one fails the call as
+`provider_error` ("answer larger than 32 MiB"), so the route moves on.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "AnswerTooLarge",
     "BodyCutShort",
     "ConnectFailed",
     "ConnectTimeout",
@@ -55,9 +60,14 @@ __all__ = [
     "error_for_exception",
     "error_for_status",
     "request_id_of",
+    "size_text",
+    "too_large_error",
 ]
 
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id", "x-ms-request-id")
+
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The largest answer (decompressed) or stream event a provider takes by default: 32 MiB."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,18 +100,23 @@ class HttpOptions:
     `headers` (default none): sent with every call, after the provider's own defaults and
     before its credential headers (names are case-insensitive); `timeouts` (default
     `HttpTimeouts()`: 10 s to connect, 600 s of read silence); `max_connections` (default
-    100): open connections to each origin. `timeouts` and `max_connections` configure the
-    provider's own client: a provider given its own `transport` sends `headers` but uses
-    neither.
+    100): open connections to each origin; `max_response_bytes` (default 32 MiB): the largest
+    whole answer (after decompression) and the largest single event of a stream, in bytes (a
+    larger one fails the call as `provider_error`). `timeouts` and `max_connections` configure
+    the provider's own client: a provider given its own `transport` sends `headers` but uses
+    neither, and bounds only its streams' events by `max_response_bytes`.
     """
 
     headers: Mapping[str, str] = field(default_factory=dict, hash=False)
     timeouts: HttpTimeouts = HttpTimeouts()
     max_connections: int = 100
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     def __post_init__(self) -> None:
         # A frozen value: a copy, read-only, so a caller's later change to its dict is not seen.
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
+        if self.max_response_bytes < 1:
+            raise ValueError("HttpOptions.max_response_bytes must be at least 1")
 
 
 class HttpReply(NamedTuple):
@@ -174,6 +189,14 @@ class UnreadableResponse(TransportFailure):
     """The response bytes are not HTTP/1.1 (or its compressed body does not decode)."""
 
 
+class AnswerTooLarge(TransportFailure):
+    """The answer (after decompression) is larger than the transport's `max_response_bytes`."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"answer larger than {size_text(limit)}")
+        self.limit = limit
+
+
 class InvalidURL(TransportFailure, ValueError):
     """The URL is not an absolute `http://` or `https://` URL with a host."""
 
@@ -241,10 +264,31 @@ def error_for_exception(exc: BaseException, *, provider: str) -> ProviderError:
         return ProviderError.for_class(
             "invalid_request", str(exc), reason="invalid header", provider=provider
         )
+    if isinstance(exc, AnswerTooLarge):
+        return too_large_error(exc.limit, provider=provider)
     message = _connection_message(exc)
     return ProviderError.for_class(
         "provider_error", message, reason="connection", provider=provider
     )
+
+
+def too_large_error(limit: int, *, provider: str) -> ProviderError:
+    """The `provider_error` for an answer, or one stream event, over `limit` bytes (Rule 5)."""
+    reason = f"answer larger than {size_text(limit)}"
+    return ProviderError.for_class(
+        "provider_error",
+        f"the answer passed the provider's max_response_bytes ({size_text(limit)})",
+        reason=reason,
+        provider=provider,
+    )
+
+
+def size_text(size: int) -> str:
+    """`size` bytes in words: `32 MiB`, `64 KiB`, `1.5 MiB`, `1000 bytes`."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size} bytes"
 
 
 def _connection_message(exc: BaseException) -> str:
@@ -254,11 +298,21 @@ def _connection_message(exc: BaseException) -> str:
 
 
 def default_transport(
-    *, provider: str, timeouts: HttpTimeouts | None = None, max_connections: int = 100
+    *,
+    provider: str,
+    timeouts: HttpTimeouts | None = None,
+    max_connections: int = 100,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> Transport:
     """The providers' transport: an `Http1Transport` named `provider` (in its errors), with
-    `timeouts` (default `HttpTimeouts()`) and at most `max_connections` (default 100) connections
-    to each origin; idle connections are kept 30 s."""
+    `timeouts` (default `HttpTimeouts()`), at most `max_connections` (default 100) connections
+    to each origin and answers of at most `max_response_bytes` (default 32 MiB); idle
+    connections are kept 30 s."""
     from turnout.providers.http1 import Http1Transport  # noqa: PLC0415 - http1 imports this module
 
-    return Http1Transport(provider=provider, timeouts=timeouts, max_connections=max_connections)
+    return Http1Transport(
+        provider=provider,
+        timeouts=timeouts,
+        max_connections=max_connections,
+        max_response_bytes=max_response_bytes,
+    )

@@ -70,10 +70,12 @@ _DERIVED: tuple[Endpoint, ...] = ("messages", "embeddings")
 
 
 def build_http_options(config: ProviderConfig) -> HttpOptions:
-    """The HTTP options of a configured provider: its `headers`, and its `connect_timeout`
-    (seconds) with the default read timeout and connection cap."""
+    """The HTTP options of a configured provider: its `headers`, its `connect_timeout`
+    (seconds) with the default read timeout and connection cap, and its `max_response_bytes`."""
     return HttpOptions(
-        headers=config.headers, timeouts=HttpTimeouts(connect=config.connect_timeout)
+        headers=config.headers,
+        timeouts=HttpTimeouts(connect=config.connect_timeout),
+        max_response_bytes=config.max_response_bytes,
     )
 
 
