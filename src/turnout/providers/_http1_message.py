@@ -6,8 +6,10 @@ Rule 1: a response is read by one `httptools` parser: 1xx heads are skipped, chu
 ignored, and a body without length ends with the connection.
 Rule 2: bytes after the response, or a second response, make the connection unusable.
 Rule 3: a slow reader pauses the socket once `HIGH_WATER` bytes wait unread.
-Rule 4: a reused connection the server closed with no response byte within `STALE_WINDOW`
-seconds of the request is a `StaleConnection` (the caller sends once more, `http1` Rule 7).
+Rule 4: a connection whose socket refused the request's write is a `RequestNotSent` (the
+server cannot have read it: the caller may send it once more, `http1` Rule 7); once the
+request was written, a close before the response head is `UpstreamClosed`, however soon it
+came: the server may have read the request and started work on it.
 Rule 5: a whole answer (`read_all`) never holds more than the response's `limit` of decoded
 bytes: past it (or at once, when its Content-Length says so) it fails as `AnswerTooLarge` and
 its bytes are dropped. A compressed body is inflated piece by piece with at most the room left
@@ -43,21 +45,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HIGH_WATER",
-    "STALE_WINDOW",
     "Origin",
     "ParsedURL",
+    "RequestNotSent",
     "Response",
-    "StaleConnection",
     "parse_url",
     "request_head",
 ]
 
 HIGH_WATER = 256 * 1024
 """Unread body bytes (per response) above which the socket stops being read."""
-
-STALE_WINDOW = 1.0
-"""Seconds after writing a request on a reused connection within which a close with no
-response byte counts as the server's idle close (Rule 7)."""
 
 _FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 """Headers the client writes itself; the caller's copies are dropped."""
@@ -68,8 +65,8 @@ _URL_SAFE = "".join(chr(code) for code in range(0x21, 0x7F))
 Origin: TypeAlias = tuple[str, str, int]
 
 
-class StaleConnection(UpstreamClosed):
-    """Rule 7: a reused connection the server had closed as the request went out."""
+class RequestNotSent(UpstreamClosed):
+    """Rule 4: the socket refused the request's write; the server cannot have read it."""
 
 
 class ParsedURL(NamedTuple):
@@ -201,8 +198,6 @@ class Response:
         "_pausing",
         "_provider",
         "_read_timeout",
-        "_received",
-        "_sent_at",
         "_unread",
         "_until_eof",
         "_waiter",
@@ -235,8 +230,6 @@ class Response:
         self._waiter: asyncio.Future[bool] | None = None
         self._pausing = True
         self._paused = False
-        self._received = False
-        self._sent_at = conn.loop.time()
 
     # parser callbacks ---------------------------------------------------------------------
     def on_message_begin(self) -> None:
@@ -314,7 +307,6 @@ class Response:
 
     # fed by the connection ---------------------------------------------------------------
     def feed(self, data: bytes) -> None:
-        self._received = True
         try:
             self._parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
@@ -329,13 +321,8 @@ class Response:
         if self._done or self._error is not None:
             return
         if not self._head_done:
-            conn = self._conn
-            if (
-                conn.exchanges > 1
-                and not self._received
-                and conn.loop.time() - self._sent_at < STALE_WINDOW
-            ):
-                self._fail(StaleConnection("the upstream closed an idle connection"))
+            if self._conn.write_failed:
+                self._fail(RequestNotSent("the connection closed before the request was sent"))
             else:
                 self._fail(UpstreamClosed("the upstream closed the connection"))
         elif self._until_eof and exc is None:

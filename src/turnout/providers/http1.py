@@ -21,10 +21,13 @@ resumes it when it takes them.
 Rule 6: no compression is asked for; a body the server compresses anyway (gzip, deflate) is
 decoded, and its headers are kept as sent. A whole answer holds at most `max_response_bytes`
 once decoded (`_http1_message` Rule 5).
-Rule 7: a request that finds its reused connection closed by the server before any response
-byte, within `STALE_WINDOW` seconds of being written, met the server's idle-timeout close (it
-never reached the server), and is sent once more on a new connection; a server's
-`Keep-Alive: timeout=N` header shortens how long its connections are kept idle, to N - 1 s.
+Rule 7: a request is sent once more, on a new connection, only when it never left: the socket
+refused its write (the server's reset was already there). A pooled connection idle for
+`LIVENESS_AFTER` seconds or more is looked at before reuse: one on which the server's FIN, a
+reset or any byte already waits is closed, not used. A request written whole is never sent
+again, however soon its connection closes unanswered: the server may have read it and begun a
+billable call. A server's `Keep-Alive: timeout=N` header shortens how long its connections are
+kept idle, to N - 1 s.
 Nothing else is ever resent (Rule 2 of `transport`: the route is the only retry authority).
 
 The bytes of one exchange (request head, response parsing) live in `_http1_message`; this
@@ -35,17 +38,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 import ssl
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
 from turnout.providers._http1_message import (
     HIGH_WATER,
-    STALE_WINDOW,
     Origin,
     ParsedURL,
+    RequestNotSent,
     Response,
-    StaleConnection,
     parse_url,
     request_head,
 )
@@ -64,10 +67,18 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from types import TracebackType
 
-__all__ = ["HIGH_WATER", "STALE_WINDOW", "Http1Transport"]
+__all__ = ["HIGH_WATER", "LIVENESS_AFTER", "Http1Transport"]
 
 _SMALL_BODY = 64 * 1024
 """Bodies up to this size go out in the same write as the head."""
+
+LIVENESS_AFTER = 0.1
+"""Seconds idle after which a pooled connection's socket is polled before reuse (Rule 7).
+Servers close idle connections after seconds, not milliseconds; a connection reused sooner is
+not polled, so a busy pool makes no extra system call."""
+
+_GONE = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0)
+"""Poll events that make an idle connection unusable (POLLHUP and POLLERR always count)."""
 
 
 class _Connection(asyncio.Protocol):
@@ -75,7 +86,7 @@ class _Connection(asyncio.Protocol):
 
     __slots__ = (
         "closed",
-        "exchanges",
+        "fd",
         "idle_limit",
         "idle_since",
         "loop",
@@ -85,6 +96,7 @@ class _Connection(asyncio.Protocol):
         "response",
         "reusable",
         "transport",
+        "write_failed",
     )
 
     def __init__(self, pool: _Pool) -> None:
@@ -94,7 +106,8 @@ class _Connection(asyncio.Protocol):
         self.response: Response | None = None
         self.reusable = True
         self.closed = False
-        self.exchanges = 0
+        self.fd = -1
+        self.write_failed = False  # Rule 7: the last request's write failed at once
         self.idle_limit: float | None = None  # the server's Keep-Alive hint (Rule 7)
         # Counted by the pool once `_connect` has it; until then, the slot is the opener's.
         self.registered = False
@@ -104,6 +117,9 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport, but have its methods.
         self.transport = cast("asyncio.Transport", transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            self.fd = sock.fileno()
 
     def data_received(self, data: bytes) -> None:
         response = self.response
@@ -126,21 +142,33 @@ class _Connection(asyncio.Protocol):
 
     def send(self, head: bytes, body: bytes, transport: Http1Transport) -> Response:
         """Write one request and return its response (being read)."""
-        self.exchanges += 1
         response = self.response = Response(
             self, transport.timeouts.read, transport.provider, transport.max_response_bytes
         )
+        writer = self.transport
         if len(body) <= _SMALL_BODY:
-            self.transport.write(head + body)
+            writer.write(head + body)
         else:
-            self.transport.write(head)
-            self.transport.write(body)
+            writer.write(head)
+            writer.write(body)
+        # A write the socket refuses (the server's reset already there) closes the transport
+        # at once; the loop reports the loss later. Bytes left buffered count as written: a
+        # TLS layer's buffers say nothing sure about what reached the server.
+        self.write_failed = writer.is_closing()
         return response
 
     @property
     def is_usable(self) -> bool:
         """True while the connection may carry another request."""
         return self.reusable and not self.closed and not self.transport.is_closing()
+
+    def is_alive(self) -> bool:
+        """Rule 7: no FIN, reset or byte waits on the socket (one poll, no wait)."""
+        if self.fd < 0:
+            return True
+        poller = select.poll()
+        poller.register(self.fd, _GONE)
+        return not poller.poll(0)
 
     def close(self) -> None:
         """Close now, whatever is in flight (idempotent)."""
@@ -181,7 +209,8 @@ class _Pool:
         while idle:
             conn = idle.pop()
             limit = self._keepalive if conn.idle_limit is None else conn.idle_limit
-            if conn.is_usable and self.loop.time() - conn.idle_since < limit:
+            idled = self.loop.time() - conn.idle_since
+            if conn.is_usable and idled < limit and (idled < LIVENESS_AFTER or conn.is_alive()):
                 return conn
             conn.close()
         return await self.acquire_new()
@@ -442,19 +471,19 @@ class Http1Transport:
         self, url: str, body: bytes, headers: Mapping[str, str]
     ) -> tuple[_Connection, Response]:
         """Write the request on a pooled connection and wait for the response's head
-        (TransportFailure on a failure); once more on a new connection after a stale one
-        (Rule 7). The connection is closed on any failure."""
+        (TransportFailure on a failure); once more on a new connection when the first never
+        left (Rule 7). The connection is closed on any failure."""
         parsed = self._parsed(url)
         head = request_head(parsed.prefix, len(body), headers)
         pool = self._pool_for(parsed.origin)
         conn = await pool.acquire()
-        for fresh in (False, True):
+        for again in (False, True):
             response = conn.send(head, body, self)
             try:
                 await response.wait_head()
-            except StaleConnection:
+            except RequestNotSent:
                 conn.close()
-                if fresh:
+                if again:
                     raise
                 conn = await pool.acquire_new()
                 continue

@@ -12,8 +12,8 @@ passed instead (tests do). A client reports its failures with the exceptions bel
 Rule 1: a transport's connections belong to the event loop that first used it; used from
 another loop, it starts new ones there (close each with `aclose()` before its loop ends).
 Rule 2: no retries here: the route is the only retry authority. The one resend a
-client may make is of a request that never reached the server: one written on a reused
-connection the server had just closed as idle (`http1` Rule 7).
+client may make is of a request that never left: one whose write the socket refused
+(`http1` Rule 7). A request written whole is never sent twice.
 Rule 3: every wait on the network is bounded: `HttpTimeouts.connect` for the connection,
 `HttpTimeouts.read` for each silence while reading, so a hung upstream never holds a socket for
 ever even when no route deadline is running.
