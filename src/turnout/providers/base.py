@@ -15,8 +15,13 @@ Rule 3: every error raised by a call names the provider and, when the upstream s
 request id.
 Rule 4: credentials. An `org_key` provider sends its own `api_key` on every
 call. A `passthrough` provider has no key of its own: only the per-call view that
-`with_credential` returns carries the caller's credential, and the provider itself refuses a
-call (`AuthenticationFailed`, nothing sent) rather than send it upstream without one.
+`with_credential` returns carries the caller's credential (its header is made when the call
+is), and the provider itself refuses a call (`AuthenticationFailed`, nothing sent) rather than
+send it upstream without one.
+Rule 5: whatever fails while a call is prepared (model, body, headers, credential, URL) is
+raised as a `ProviderError` that is never the provider's fault: a request that cannot be
+encoded (nested too deeply, say) is `MalformedRequest` (400), anything else turnout's own
+`local_error` (500); health never counts either (`transport` Rule 5).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from turnout.errors import (
     AuthenticationFailed,
     ConfigError,
     InvalidRequest,
+    MalformedRequest,
     ProviderError,
     ProviderUnavailable,
 )
@@ -43,6 +49,7 @@ from turnout.providers.transport import (
     Transport,
     default_transport,
     error_for_status,
+    local_error,
     request_id_of,
     too_large_error,
 )
@@ -154,6 +161,9 @@ class Wire:
 
 
 _FORWARDED_HEADERS = frozenset({"anthropic-version", "anthropic-beta"})
+_UNENCODABLE = (RecursionError, orjson.JSONEncodeError)
+"""What encoding a request raises when the request itself cannot be encoded (Rule 5);
+`orjson.JSONEncodeError` is `TypeError`, so only the encoding step is read this way."""
 _USER_AGENT = "turnout"
 
 
@@ -260,6 +270,7 @@ class HttpProvider:
         self._speak(wire, family, vendor)
         self.credential_mode: CredentialMode = credential_mode
         self._needs_credential = credential_mode == "passthrough"
+        self._caller: CallerCredential | None = None
         if api_key is None and self.api_key_env is not None:
             api_key = os.environ.get(self.api_key_env)
         own_key = self.credential_headers(api_key) if api_key and not self._needs_credential else {}
@@ -358,24 +369,24 @@ class HttpProvider:
                 " it never takes a caller's"
             )
         view = copy.copy(self)
-        view._headers = {
-            **self._headers,
-            **self.credential_headers(credential.reveal(), bearer=credential.bearer),
-        }
-        view._needs_credential = False
+        view._caller = credential
         return view
 
     def sent_headers(self) -> Mapping[str, str]:
         """The headers every call sends; a passthrough provider with no caller's credential
         refuses (Rule 4) with `AuthenticationFailed` (401), before anything is sent."""
         if self._needs_credential:
-            raise AuthenticationFailed(
-                f"provider {self.name!r} forwards the caller's own credential"
-                " (credential_mode passthrough) and this call carries none; nothing was sent",
-                status=401,
-                reason="no caller credential",
-                provider=self.name,
-            )
+            caller = self._caller
+            if caller is None:
+                raise AuthenticationFailed(
+                    f"provider {self.name!r} forwards the caller's own credential"
+                    " (credential_mode passthrough) and this call carries none; nothing was sent",
+                    status=401,
+                    reason="no caller credential",
+                    provider=self.name,
+                )
+            secret = self.credential_headers(caller.reveal(), bearer=caller.bearer)
+            return {**self._headers, **secret}
         return self._headers
 
     def call_headers(self, request: ChatRequest) -> Mapping[str, str]:
@@ -399,11 +410,40 @@ class HttpProvider:
             request = dataclasses.replace(request, stream=stream)
         return orjson.dumps(self.wire.encode(request, model))
 
+    def _prepare(
+        self, request: ChatRequest, *, stream: bool
+    ) -> tuple[str, str, bytes, Mapping[str, str]]:
+        """The wire model, URL, body and headers of one chat call (Rule 5 on a failure)."""
+        try:
+            model = self.wire_model(request.model)
+            try:
+                body = self.body_for(request, model, stream=stream)
+            except _UNENCODABLE as exc:
+                raise self._unencodable(exc) from exc
+            headers = self.call_headers(request)
+            if stream:
+                headers = {**headers, "accept": "text/event-stream"}
+            return model, self.chat_url(model), body, headers
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise local_error(exc, provider=self.name) from exc
+
+    def _unencodable(self, exc: Exception) -> MalformedRequest:
+        """Rule 5: the request holds what the JSON encoder refuses (nested too deeply, say)."""
+        text = str(exc)
+        too_deep = isinstance(exc, RecursionError) or "recursion" in text.lower()
+        why = "it is nested too deeply" if too_deep else text
+        return MalformedRequest(
+            f"the request cannot be encoded for provider {self.name!r}: {why}",
+            reason="cannot encode",
+            provider=self.name,
+        )
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One whole answer. Failures raise `ProviderError` subclasses."""
-        model = self.wire_model(request.model)
-        body = self.body_for(request, model, stream=False)
-        reply = await self._transport.post(self.chat_url(model), body, self.call_headers(request))
+        model, url, body, headers = self._prepare(request, stream=False)
+        reply = await self._transport.post(url, body, headers)
         request_id = request_id_of(reply.headers)
         self._check_status(reply.status, reply.headers, reply.body)
         try:
@@ -417,10 +457,8 @@ class HttpProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
         """The answer as neutral chunks; the last ones carry the finish reason and usage."""
-        model = self.wire_model(request.model)
-        body = self.body_for(request, model, stream=True)
-        headers = {**self.call_headers(request), "accept": "text/event-stream"}
-        async with self._transport.stream(self.chat_url(model), body, headers) as reply:
+        _, url, body, headers = self._prepare(request, stream=True)
+        async with self._transport.stream(url, body, headers) as reply:
             request_id = request_id_of(reply.headers)
             if not 200 <= reply.status < 300:
                 self._check_status(reply.status, reply.headers, await reply.read())
@@ -491,6 +529,13 @@ class EmbeddingsSupport(HttpProvider):
         """The URL of the embeddings endpoint for `model`."""
         return f"{self.base_url}/embeddings"
 
+    @staticmethod
+    def _embeddings_body(request: EmbeddingRequest, model: str) -> bytes:
+        source = request.source
+        if source is not None and source.format == "openai-embeddings":
+            return openai_embeddings.forward_body(source.body, model=model)
+        return orjson.dumps(openai_embeddings.encode_request(request, model=model))
+
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         """Embedding vectors for `request.input`, in input order."""
         if not self.supports_embeddings:
@@ -500,13 +545,19 @@ class EmbeddingsSupport(HttpProvider):
                 reason="embeddings_not_supported",
                 provider=self.name,
             )
-        model = self.wire_model(request.model)
-        source = request.source
-        if source is not None and source.format == "openai-embeddings":
-            body = openai_embeddings.forward_body(source.body, model=model)
-        else:
-            body = orjson.dumps(openai_embeddings.encode_request(request, model=model))
-        reply = await self._transport.post(self.embeddings_url(model), body, self.sent_headers())
+        try:
+            model = self.wire_model(request.model)
+            try:
+                body = self._embeddings_body(request, model)
+            except _UNENCODABLE as exc:
+                raise self._unencodable(exc) from exc
+            headers = self.sent_headers()
+            url = self.embeddings_url(model)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise local_error(exc, provider=self.name) from exc
+        reply = await self._transport.post(url, body, headers)
         self._check_status(reply.status, reply.headers, reply.body)
         request_id = request_id_of(reply.headers)
         try:

@@ -15,7 +15,9 @@ Rule 3: every wait is bounded: waiting for a connection and opening it (TLS incl
 `HttpTimeouts.connect`, each silence while waiting for response bytes by `HttpTimeouts.read`.
 Rule 4: failures are raised as the `transport` module's `TransportFailure`s and mapped to
 `ProviderError` by `transport.error_for_exception`; a cancellation propagates untouched and closes
-the connection of the response it interrupted.
+the connection of the response it interrupted. Anything that fails here before the request is
+written, for this machine's reasons (no file descriptors or ports left, a bug), is a
+`LocalFailure`: never the provider's fault.
 Rule 5: a slow reader of `chunks()` pauses the socket once `HIGH_WATER` bytes wait unread, and
 resumes it when it takes them.
 Rule 6: no compression is asked for; a body the server compresses anyway (gzip, deflate) is
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import select
 import ssl
 from collections import deque
@@ -58,6 +61,7 @@ from turnout.providers.transport import (
     ConnectTimeout,
     HttpReply,
     HttpTimeouts,
+    LocalFailure,
     TransportFailure,
     UpstreamClosed,
     error_for_exception,
@@ -76,6 +80,11 @@ LIVENESS_AFTER = 0.1
 """Seconds idle after which a pooled connection's socket is polled before reuse (Rule 7).
 Servers close idle connections after seconds, not milliseconds; a connection reused sooner is
 not polled, so a busy pool makes no extra system call."""
+
+_LOCAL_ERRNOS = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.EADDRNOTAVAIL}
+)
+"""Socket errors that say this machine ran out of something (descriptors, memory, ports)."""
 
 _GONE = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0)
 """Poll events that make an idle connection unusable (POLLHUP and POLLERR always count)."""
@@ -277,6 +286,8 @@ class _Pool:
         except TimeoutError as exc:
             raise ConnectTimeout(f"no connection to {host}:{port}: {exc}") from None
         except OSError as exc:
+            if exc.errno in _LOCAL_ERRNOS:
+                raise LocalFailure(f"cannot open a connection here: {exc}") from exc
             raise ConnectFailed(f"cannot connect: {exc}") from None
         if conn.closed:  # closed as it opened: the opener still holds the slot
             raise UpstreamClosed(f"{host}:{port} closed the connection as it opened")
@@ -473,10 +484,15 @@ class Http1Transport:
         """Write the request on a pooled connection and wait for the response's head
         (TransportFailure on a failure); once more on a new connection when the first never
         left (Rule 7). The connection is closed on any failure."""
-        parsed = self._parsed(url)
-        head = request_head(parsed.prefix, len(body), headers)
-        pool = self._pool_for(parsed.origin)
-        conn = await pool.acquire()
+        try:
+            parsed = self._parsed(url)
+            head = request_head(parsed.prefix, len(body), headers)
+            pool = self._pool_for(parsed.origin)
+            conn = await pool.acquire()
+        except TransportFailure:
+            raise
+        except Exception as exc:
+            raise LocalFailure(f"{type(exc).__name__} before the request was sent") from exc
         for again in (False, True):
             response = conn.send(head, body, self)
             try:

@@ -19,13 +19,19 @@ Rule 3: every wait on the network is bounded: `HttpTimeouts.connect` for the con
 ever even when no route deadline is running.
 Rule 4: cancellation is never mapped: it propagates, and the response is released (a partly
 read response closes its connection instead of returning it to the pool).
-Rule 5: every answer is bounded: a whole answer, once decompressed, and each event of a stream
+Rule 5: a failure before anything was sent is never the provider's: it is the request's
+(`invalid_request`, 400: input that cannot be encoded, a bad URL or header) or turnout's own
+(`local_error`: `invalid_request` with status 500, reason `internal error`, logged with its
+traceback), so health never counts it and the route does not fail over as if the provider
+had failed.
+Rule 6: every answer is bounded: a whole answer, once decompressed, and each event of a stream
 hold at most `HttpOptions.max_response_bytes` (default 32 MiB); a larger one fails the call as
 `provider_error` ("answer larger than 32 MiB"), so the route moves on.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -49,6 +55,7 @@ __all__ = [
     "HttpTimeouts",
     "InvalidHeader",
     "InvalidURL",
+    "LocalFailure",
     "ReadTimeout",
     "StreamReply",
     "Timeouts",
@@ -59,10 +66,13 @@ __all__ = [
     "default_transport",
     "error_for_exception",
     "error_for_status",
+    "local_error",
     "request_id_of",
     "size_text",
     "too_large_error",
 ]
+
+logger = logging.getLogger("turnout.providers")
 
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id", "x-ms-request-id")
 
@@ -197,6 +207,11 @@ class AnswerTooLarge(TransportFailure):
         self.limit = limit
 
 
+class LocalFailure(TransportFailure):
+    """The call could not be made for a reason of this machine's (no file descriptors left, a
+    bug in the client) before anything was sent (Rule 5)."""
+
+
 class InvalidURL(TransportFailure, ValueError):
     """The URL is not an absolute `http://` or `https://` URL with a host."""
 
@@ -245,7 +260,8 @@ def error_for_exception(exc: BaseException, *, provider: str) -> ProviderError:
     """The `ProviderError` for a transport failure (never for a cancellation: re-raise those).
 
     Timeouts are `timeout` (reason `connect timeout` / `read timeout`); refused, reset or dropped
-    connections and bodies cut short are `provider_error` with reason `connection`.
+    connections and bodies cut short are `provider_error` with reason `connection`; an answer
+    over the limit is `provider_error` (Rule 6); a `LocalFailure` is `local_error` (Rule 5).
     """
     if isinstance(exc, ProviderError):
         return exc
@@ -266,14 +282,33 @@ def error_for_exception(exc: BaseException, *, provider: str) -> ProviderError:
         )
     if isinstance(exc, AnswerTooLarge):
         return too_large_error(exc.limit, provider=provider)
+    if isinstance(exc, LocalFailure):
+        return local_error(exc, provider=provider)
     message = _connection_message(exc)
     return ProviderError.for_class(
         "provider_error", message, reason="connection", provider=provider
     )
 
 
+def local_error(exc: BaseException, *, provider: str) -> ProviderError:
+    """Rule 5: the error for a call that failed here before anything was sent, for no fault of
+    the request's: `invalid_request` (never counted for health, no failover) with status 500
+    and reason `internal error`. `exc` is logged with its traceback; the message names only
+    its type, since its text may hold parts of the request."""
+    logger.error("a call to provider %r failed before it was sent", provider, exc_info=exc)
+    what = str(exc) if isinstance(exc, LocalFailure) else type(exc).__name__
+    return ProviderError.for_class(
+        "invalid_request",
+        f"turnout could not make the call to provider {provider!r}: {what}; nothing was sent",
+        status=500,
+        reason="internal error",
+        error_type="internal_error",
+        provider=provider,
+    )
+
+
 def too_large_error(limit: int, *, provider: str) -> ProviderError:
-    """The `provider_error` for an answer, or one stream event, over `limit` bytes (Rule 5)."""
+    """The `provider_error` for an answer, or one stream event, over `limit` bytes (Rule 6)."""
     reason = f"answer larger than {size_text(limit)}"
     return ProviderError.for_class(
         "provider_error",

@@ -1,0 +1,83 @@
+"""The gateway in process against a real upstream socket: one caller's request that turnout
+cannot send never trips the providers' health for everyone else."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.gateway._app_support import chat, client_of, runtime_of
+from turnout.gateway.server.app import GatewayApp
+from turnout.mock_upstream import ThreadedMockUpstream
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from turnout.gateway.runtime.live import Runtime
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ThreadedMockUpstream]:
+    """The mock upstream on a free 127.0.0.1 port."""
+    with ThreadedMockUpstream() as server:
+        yield server
+
+
+def _runtime(upstream: ThreadedMockUpstream) -> Runtime:
+    def provider(name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "kind": "openai",
+            "api_key": f"sk-{name}-0123456789abcdef",
+            "base_url": upstream.openai_base_url,
+        }
+
+    return runtime_of(
+        {
+            "providers": [provider("p1"), provider("p2")],
+            "routes": [
+                {
+                    "name": "main",
+                    "models": ["gpt-4o-mini"],
+                    "targets": [
+                        {"provider": "p1", "model": "gpt-4o", "name": "a"},
+                        {"provider": "p2", "model": "gpt-4o", "name": "b"},
+                    ],
+                }
+            ],
+        }
+    )
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"inner": value}
+    return value
+
+
+async def test_requests_too_deep_to_send_are_400_and_trip_nothing(
+    upstream: ThreadedMockUpstream,
+) -> None:
+    """Three requests with a field nested 300 deep (re-encoded, since the target names its own
+    model) get 400 `invalid_request`, reach no upstream and count for no provider's health;
+    the next caller is served by the first target."""
+    upstream.reset()
+    runtime = _runtime(upstream)
+    try:
+        async with client_of(GatewayApp(runtime)) as client:
+            for _ in range(3):
+                reply = await client.post(
+                    "/v1/chat/completions", json=chat("gpt-4o-mini", metadata=_deep(300))
+                )
+                assert reply.status_code == 400
+                assert reply.json()["error"]["code"] == "invalid_request"
+                assert "nested too deeply" in reply.json()["error"]["message"]
+            served = await client.post("/v1/chat/completions", json=chat("gpt-4o-mini"))
+        assert served.status_code == 200
+        assert served.headers["x-turnout-target"] == "a"
+        assert all(entry.failures == 0 for entry in runtime.health.snapshot())
+        assert len(upstream.requests()) == 1
+    finally:
+        await runtime.aclose()
