@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from turnout.gateway.runtime.build import build_http_options, build_provider
+from turnout.config.load import parse_config
+from turnout.gateway.runtime.build import build_http_options, build_provider, build_providers
 from turnout.providers import HttpOptions, HttpTimeouts
 from turnout.schema import ProviderConfig
 
@@ -56,3 +57,29 @@ def test_kind_defaults_stand_when_the_configuration_leaves_them_out() -> None:
     assert (
         build_provider(provider("openai-compatible")).base_url == "https://api.groq.com/openai/v1"
     )
+
+
+def test_every_provider_scrubs_every_configured_secret() -> None:
+    """`build_providers` hands each provider every configured key and header value (of 8
+    characters or more) to scrub from its errors; the options' repr never shows them."""
+    config = parse_config(
+        {
+            "providers": [
+                {"name": "a", "kind": "openai", "api_key": "sk-a-0123456789"},
+                {
+                    "name": "b",
+                    "kind": "anthropic",
+                    "api_key": "ant-b-0123456789",
+                    "headers": {"x-team": "t", "x-secret": "hdr-0123456789"},
+                },
+            ]
+        },
+        env={},
+    )
+    providers = build_providers(config)
+    expected = ("sk-a-0123456789", "ant-b-0123456789", "hdr-0123456789")
+    assert {name: p.options.secrets for name, p in providers.items()} == {
+        "a": expected,
+        "b": expected,
+    }
+    assert "0123456789" not in repr(providers["a"].options)

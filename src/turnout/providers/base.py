@@ -22,6 +22,10 @@ Rule 5: whatever fails while a call is prepared (model, body, headers, credentia
 raised as a `ProviderError` that is never the provider's fault: a request that cannot be
 encoded (nested too deeply, say) is `MalformedRequest` (400), anything else turnout's own
 `local_error` (500); health never counts either (`transport` Rule 5).
+Rule 6: no secret an upstream echoes goes further: every error made from an upstream's words
+(an error status, a body or stream event that does not decode) has the provider's own key,
+its extra header values, the caller's credential of a passthrough call and `options.secrets`
+scrubbed, and anything shaped like a key or token (`transport` Rule 7).
 """
 
 from __future__ import annotations
@@ -50,9 +54,11 @@ from turnout.providers.transport import (
     default_transport,
     error_for_status,
     local_error,
+    redact_error,
     request_id_of,
     too_large_error,
 )
+from turnout.vendors.redact import secrets_of
 from turnout.wire import anthropic_messages, openai_chat, openai_embeddings
 from turnout.wire.sse import EventTooLarge, SSEDecoder
 
@@ -279,6 +285,9 @@ class HttpProvider:
         self.options = options
         self.timeouts = options.timeouts
         self.malformed_events = 0
+        # Rule 6: what this provider's errors never repeat.
+        shown = [*own_key.values(), *options.headers.values()]
+        self._secrets = secrets_of(shown) + tuple(options.secrets)
         self._headers = {
             "content-type": "application/json",
             "accept": "application/json",
@@ -500,7 +509,14 @@ class HttpProvider:
         if 200 <= status < 300:
             return
         if status >= 400:
-            raise error_for_status(status, headers, body, provider=self.name, vendor=self.vendor)
+            raise error_for_status(
+                status,
+                headers,
+                body,
+                provider=self.name,
+                vendor=self.vendor,
+                secrets=self._call_secrets(),
+            )
         raise ProviderUnavailable(
             f"unexpected HTTP status {status}",
             status=status,
@@ -510,10 +526,16 @@ class HttpProvider:
         )
 
     def _named(self, exc: ProviderError, request_id: str | None) -> ProviderError:
-        """Rule 3: the error with this provider's name and the request id."""
+        """Rule 3: the error with this provider's name and the request id (and Rule 6: its
+        upstream's words scrubbed)."""
         exc.provider = exc.provider or self.name
         exc.provider_request_id = exc.provider_request_id or request_id
-        return exc
+        return redact_error(exc, self._call_secrets())
+
+    def _call_secrets(self) -> tuple[str, ...]:
+        """Rule 6: the secrets of this call: the provider's, and a caller's credential."""
+        caller = self._caller
+        return self._secrets if caller is None else (*self._secrets, caller.reveal())
 
     async def aclose(self) -> None:
         """Close the pooled connections (the provider reopens them if used again)."""

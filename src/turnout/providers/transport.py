@@ -27,6 +27,9 @@ had failed.
 Rule 6: every answer is bounded: a whole answer, once decompressed, and each event of a stream
 hold at most `HttpOptions.max_response_bytes` (default 32 MiB); a larger one fails the call as
 `provider_error` ("answer larger than 32 MiB"), so the route moves on.
+Rule 7: no secret an upstream echoes reaches a caller or a routing record: every error made
+from an upstream's words (`error_for_status`, `redact_error`) has the provider's secrets and
+anything shaped like a key or token scrubbed (`turnout.vendors.redact`).
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from turnout.errors import ProviderError
 from turnout.vendors.classify import classify_http
+from turnout.vendors.redact import redact
 
 if TYPE_CHECKING:
     import contextlib
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Collection, Mapping
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -67,6 +71,7 @@ __all__ = [
     "error_for_exception",
     "error_for_status",
     "local_error",
+    "redact_error",
     "request_id_of",
     "size_text",
     "too_large_error",
@@ -114,13 +119,16 @@ class HttpOptions:
     whole answer (after decompression) and the largest single event of a stream, in bytes (a
     larger one fails the call as `provider_error`). `timeouts` and `max_connections` configure
     the provider's own client: a provider given its own `transport` sends `headers` but uses
-    neither, and bounds only its streams' events by `max_response_bytes`.
+    neither, and bounds only its streams' events by `max_response_bytes`. `secrets` (default
+    none; never shown in the repr) are scrubbed from the provider's errors besides its own key
+    and header values, e.g. the other providers' keys (Rule 7).
     """
 
     headers: Mapping[str, str] = field(default_factory=dict, hash=False)
     timeouts: HttpTimeouts = HttpTimeouts()
     max_connections: int = 100
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         # A frozen value: a copy, read-only, so a caller's later change to its dict is not seen.
@@ -237,10 +245,12 @@ def error_for_status(
     provider: str,
     vendor: str | None,
     now_wall: float | None = None,
+    secrets: Collection[str] = (),
 ) -> ProviderError:
     """The `ProviderError` for an error response: its error class (from the status, the body and
     the vendor's catalog signals), with `Retry-After` (seconds, HTTP date or `retry-after-ms`),
-    the vendor's quota reset time and the request id. Bad or non-JSON bodies never raise here."""
+    the vendor's quota reset time and the request id; `secrets` and anything shaped like a key
+    are scrubbed from what it says (Rule 7). Bad or non-JSON bodies never raise here."""
     failure = classify_http(
         status,
         headers,
@@ -248,12 +258,40 @@ def error_for_status(
         now_wall=time.time() if now_wall is None else now_wall,
         vendor=vendor,
     )
-    return failure.to_error(
+    error = failure.to_error(
         status,
         provider=provider,
         provider_request_id=request_id_of(headers),
         body=body,
     )
+    return redact_error(error, secrets)
+
+
+def redact_error(error: ProviderError, secrets: Collection[str] = ()) -> ProviderError:
+    """Rule 7: `error` with `secrets` and key-shaped strings scrubbed from its message, reason,
+    error type and the vendor's body (changed in place, and returned)."""
+    error.message = redact(error.message, secrets)
+    error.args = (error.message,)
+    if error.reason:
+        error.reason = redact(error.reason, secrets)
+    if error.error_type:
+        error.error_type = redact(error.error_type, secrets)
+    error.body = _redact_body(error.body, secrets)
+    return error
+
+
+def _redact_body(body: object, secrets: Collection[str]) -> object:
+    if isinstance(body, str):
+        return redact(body, secrets)
+    if isinstance(body, bytes | bytearray):
+        text = bytes(body).decode("utf-8", "replace")
+        clean = redact(text, secrets)
+        return body if clean == text else clean.encode()
+    if isinstance(body, dict):
+        return {key: _redact_body(value, secrets) for key, value in body.items()}
+    if isinstance(body, list):
+        return [_redact_body(value, secrets) for value in body]
+    return body
 
 
 def error_for_exception(exc: BaseException, *, provider: str) -> ProviderError:
