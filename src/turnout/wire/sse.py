@@ -117,13 +117,15 @@ class SSEDecoder:
         # bytes.find is an order of magnitude faster than a regex here; CR endings are rare.
         find_end = _find_lf if b"\r" not in buf else _find_any
         pos = self._pos
+        # Rule 4: a buffer within the limit holds no event past it, so most scans check nothing.
+        over = size > self._max
         while (found := find_end(buf, pos)) is not None:
             line_end, end = found
             if end == size and not final and buf[end - 1] == 0x0D:
                 break  # Rule 3: a CR at the end may be half of a CRLF.
             if line_end == pos:
                 if self._data:
-                    if end - self._start > self._max:
+                    if over and end - self._start > self._max:
                         return self._too_large(events)  # an event that came whole in one read
                     events.append(self._dispatch(buf, end))
                 else:
@@ -139,7 +141,7 @@ class SSEDecoder:
             pos -= self._start
             self._start = 0
         self._pos = pos
-        if len(self._buf) > self._max:
+        if over and len(self._buf) > self._max:
             return self._too_large(events)  # the unfinished event
         return events
 
