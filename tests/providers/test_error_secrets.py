@@ -3,6 +3,7 @@ routing record with every secret of the call scrubbed."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 import orjson
@@ -18,8 +19,6 @@ from turnout.wire.model import ChatRequest, Message
 from ._raw_http import RawServer, chunked
 
 if TYPE_CHECKING:
-    import asyncio
-
     from ._raw_http import Answer
 
 OWN_KEY = "live-own-0123456789"
@@ -118,3 +117,27 @@ async def test_echoed_secrets_never_reach_the_routing_record() -> None:
     assert exhausted.routing is not None
     assert exhausted.routing.attempts[0].reason == "invalid_[redacted]"
     assert_clean(f"{exhausted} {exhausted.last_error} {exhausted.routing!r}")
+
+
+async def test_a_huge_echoing_error_body_is_kept_short_and_clean() -> None:
+    """An error body of 8 MB is kept to its first 64 KiB, scrubbed, and quickly."""
+
+    async def answer(
+        server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await server.read_request(reader)
+        body = f"bad key {OWN_KEY} ".encode() * 300_000
+        writer.write(b"HTTP/1.1 500 No\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+        await server.wait_closed(reader)
+
+    async with RawServer(answer) as server:
+        provider = _provider(server, api_key=OWN_KEY)
+        with pytest.raises(ProviderError) as caught:
+            await asyncio.wait_for(
+                provider.complete(ChatRequest([Message.user("hi")], model="m")), 10
+            )
+        await provider.aclose()
+    body = caught.value.body
+    assert isinstance(body, bytes)
+    assert len(body) <= 64 * 1024
+    assert_clean(f"{caught.value} {body!r}")

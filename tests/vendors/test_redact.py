@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from turnout.vendors.redact import REDACTED, redact, secrets_of
@@ -74,3 +76,17 @@ def test_secrets_of_header_values() -> None:
         "Bearer sk-own-0123456789",
         "az-key-0123456789",
     )
+
+
+def test_long_runs_after_a_name_do_not_backtrack() -> None:
+    """A name followed by 200,000 spaces or colons is scrubbed in linear time (a pattern that
+    backtracked would take minutes)."""
+    texts = [
+        "key" + " " * 200_000 + "x",
+        '"api_key"' + " " * 200_000 + ":",
+        "token" + ":" * 200_000,
+    ]
+    started = time.perf_counter()
+    for text in texts:
+        assert redact(text) == text
+    assert time.perf_counter() - started < 5.0

@@ -269,28 +269,38 @@ def error_for_status(
 
 def redact_error(error: ProviderError, secrets: Collection[str] = ()) -> ProviderError:
     """Rule 7: `error` with `secrets` and key-shaped strings scrubbed from its message, reason,
-    error type and the vendor's body (changed in place, and returned)."""
-    error.message = redact(error.message, secrets)
+    error type and the vendor's body (changed in place, and returned). Each text is kept up
+    to its first 64 KiB: scrubbing more would hold the event loop for an upstream's whim."""
+    error.message = _scrubbed(error.message, secrets)
     error.args = (error.message,)
     if error.reason:
-        error.reason = redact(error.reason, secrets)
+        error.reason = _scrubbed(error.reason, secrets)
     if error.error_type:
-        error.error_type = redact(error.error_type, secrets)
-    error.body = _redact_body(error.body, secrets)
+        error.error_type = _scrubbed(error.error_type, secrets)
+    error.body = _scrubbed_body(error.body, secrets)
     return error
 
 
-def _redact_body(body: object, secrets: Collection[str]) -> object:
+_KEPT_TEXT = 64 * 1024
+"""The most of any one text of an upstream's that an error keeps (Rule 7)."""
+
+
+def _scrubbed(text: str, secrets: Collection[str]) -> str:
+    return redact(text[:_KEPT_TEXT], secrets)
+
+
+def _scrubbed_body(body: object, secrets: Collection[str]) -> object:
     if isinstance(body, str):
-        return redact(body, secrets)
+        return _scrubbed(body, secrets)
     if isinstance(body, bytes | bytearray):
-        text = bytes(body).decode("utf-8", "replace")
+        kept = bytes(body[:_KEPT_TEXT])
+        text = kept.decode("utf-8", "replace")
         clean = redact(text, secrets)
-        return body if clean == text else clean.encode()
+        return kept if clean == text else clean.encode()
     if isinstance(body, dict):
-        return {key: _redact_body(value, secrets) for key, value in body.items()}
+        return {key: _scrubbed_body(value, secrets) for key, value in body.items()}
     if isinstance(body, list):
-        return [_redact_body(value, secrets) for value in body]
+        return [_scrubbed_body(value, secrets) for value in body]
     return body
 
 

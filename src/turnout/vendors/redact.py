@@ -29,10 +29,12 @@ _SHAPES = re.compile(
     r"|\bAIza[0-9A-Za-z_\-]{30,}"  # Google
     r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key ids
 )
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}")
+# Separators are bounded (and never two open-ended runs side by side), so no text makes the
+# patterns backtrack more than a few characters.
+_BEARER = re.compile(r"(?i)\b(bearer|basic) {1,4}[A-Za-z0-9._~+/=\-]{8,}")
 _NAMED = re.compile(
-    r"(?i)\b((?:api[_\-\s]?)?(?:key|token|secret|password|credential)s?)"
-    r"(\s*[\"']?\s*[:=]\s*[\"']?|\s+)"
+    r"(?i)\b((?:api[_\- ]?)?(?:key|token|secret|password|credential)s?)"
+    r"([\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?| {1,4})"
     r"[A-Za-z0-9._~+/=\-]{20,}"
 )
 
