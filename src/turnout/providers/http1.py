@@ -86,7 +86,8 @@ _LOCAL_ERRNOS = frozenset(
 )
 """Socket errors that say this machine ran out of something (descriptors, memory, ports)."""
 
-_GONE = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0)
+_HAS_POLL = hasattr(select, "poll")
+_GONE = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0) if _HAS_POLL else 0
 """Poll events that make an idle connection unusable (POLLHUP and POLLERR always count)."""
 
 
@@ -175,6 +176,9 @@ class _Connection(asyncio.Protocol):
         """Rule 7: no FIN, reset or byte waits on the socket (one poll, no wait)."""
         if self.fd < 0:
             return True
+        if not _HAS_POLL:  # Windows: select works on sockets
+            readable, _, broken = select.select([self.fd], [], [self.fd], 0)
+            return not (readable or broken)
         poller = select.poll()
         poller.register(self.fd, _GONE)
         return not poller.poll(0)
