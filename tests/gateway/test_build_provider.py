@@ -34,8 +34,7 @@ def test_http_options_come_from_headers_and_connect_timeout() -> None:
 
 
 def test_max_response_bytes_reaches_the_client() -> None:
-    """A provider's `max_response_bytes` reaches its options and its HTTP client; left out,
-    it is 32 MiB."""
+    """`max_response_bytes` reaches the options and the client; left out it is 32 MiB."""
     adapter = build_provider(provider("openai", max_response_bytes=4096))
     assert adapter.options.max_response_bytes == 4096
     assert adapter._transport.max_response_bytes == 4096
@@ -60,8 +59,7 @@ def test_kind_defaults_stand_when_the_configuration_leaves_them_out() -> None:
 
 
 def test_every_provider_scrubs_every_configured_secret() -> None:
-    """`build_providers` hands each provider every configured key and header value (of 8
-    characters or more) to scrub from its errors; the options' repr never shows them."""
+    """Each built provider scrubs every configured key and header value; repr hides them."""
     config = parse_config(
         {
             "providers": [

@@ -71,8 +71,7 @@ def assert_clean(text: str) -> None:
 @pytest.mark.parametrize("status", [401, 500])
 @pytest.mark.parametrize("stream", [False, True])
 async def test_an_echoed_key_is_scrubbed_from_the_error(status: int, stream: bool) -> None:
-    """An error status whose body echoes the key, a header value and another provider's key
-    raises an error whose message, error type and body hold none of them."""
+    """An error body echoing the call's secrets raises an error that holds none of them."""
     async with RawServer(echoing(status)) as server:
         provider = _provider(server, api_key=OWN_KEY)
         request = ChatRequest([Message.user("hi")], model="gpt-4o")
@@ -99,8 +98,7 @@ async def test_a_callers_echoed_credential_is_scrubbed() -> None:
 
 
 async def test_echoed_secrets_never_reach_the_routing_record() -> None:
-    """Through a route, an upstream error event and error status echoing the key leave no
-    secret in the error the caller gets, its last error, or any attempt's reason."""
+    """Secrets echoed in error events and statuses never reach the routing record."""
     async with (
         RawServer(echoing(200, stream_event=True)) as events,
         RawServer(echoing(503)) as status,

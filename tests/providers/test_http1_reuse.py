@@ -46,8 +46,7 @@ def _second_request_dropped(how: str) -> Answer:
 
 @pytest.mark.parametrize("how", ["close", "reset"])
 async def test_a_request_read_whole_and_dropped_is_never_sent_again(how: str) -> None:
-    """Rule 7: a request written whole on a reused connection that the server then closes
-    or resets at once, unanswered, fails the call: the server got it once, and only once."""
+    """A written request then dropped unanswered fails the call and is never sent again."""
     client = Http1Transport(provider="p")
     try:
         async with RawServer(_second_request_dropped(how)) as server:
@@ -156,8 +155,7 @@ def _drop_unseen(server: ThreadedServer) -> None:
 
 
 async def test_a_pooled_connection_the_server_closed_is_not_reused() -> None:
-    """Rule 7: a pooled connection idle a while whose server's FIN already waits on its
-    socket, unseen by the event loop, is not used: the call goes out once, on a new one."""
+    """A pooled connection whose FIN waits unseen on its socket is not reused."""
     client = Http1Transport(provider="p")
     with ThreadedServer("close") as server:
         try:
@@ -174,8 +172,7 @@ async def test_a_pooled_connection_the_server_closed_is_not_reused() -> None:
 async def test_a_write_the_socket_refuses_is_sent_on_a_new_connection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Rule 7: a request whose write fails at once (the server's reset already there, and the
-    connection not polled) never left: it is sent once more, on a new connection."""
+    """A request whose write the socket refuses is sent once more, on a new connection."""
     monkeypatch.setattr(http1, "LIVENESS_AFTER", float("inf"))
     client = Http1Transport(provider="p")
     with ThreadedServer("reset") as server:

@@ -19,8 +19,7 @@ HTTP_KINDS = ("openai", "anthropic", "openai-compatible", "azure-openai", "azure
 
 
 def test_defaults() -> None:
-    """No extra headers, 10 s connect, 600 s read, 100 connections per origin, answers of at
-    most 32 MiB."""
+    """No extra headers, 10 s connect, 600 s read, 100 connections, answers up to 32 MiB."""
     options = HttpOptions()
     assert dict(options.headers) == {}
     assert options.timeouts == HttpTimeouts(connect=10.0, read=600.0)
@@ -49,8 +48,7 @@ def test_headers_are_a_read_only_copy() -> None:
 
 @pytest.mark.parametrize("kind", HTTP_KINDS)
 def test_options_configure_every_http_kind(kind: str, upstream: ThreadedMockUpstream) -> None:
-    """Every HTTP kind sends the options' headers and builds its client from their timeouts,
-    connection cap and answer limit."""
+    """Every HTTP kind sends the options' headers; its client takes their other settings."""
     timeouts = HttpTimeouts(connect=3.0, read=30.0)
     options = HttpOptions(
         headers={"X-Team": "a"}, timeouts=timeouts, max_connections=7, max_response_bytes=4096

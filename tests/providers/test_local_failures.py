@@ -100,9 +100,7 @@ def assert_nothing_counted(route: Route, backup: MockProvider, server: RawServer
 async def test_a_local_failure_before_the_send_counts_for_nothing(
     monkeypatch: pytest.MonkeyPatch, step: str, stream: bool
 ) -> None:
-    """A failure at `step` is turnout's own: 500 `internal error` (invalid_request class), no
-    failover, no health failure, nothing sent, and the message never shows the exception's
-    text."""
+    """A local failure at each step before the send is a 500 that health never counts."""
     backup = MockProvider("backup")
     async with RawServer(answering(OK)) as server:
         https = step == "connection: no TLS context"
@@ -149,8 +147,7 @@ def _nested_tool() -> ChatRequest:
 async def test_a_request_too_deep_to_encode_is_the_callers_fault(
     make: Callable[[], ChatRequest], stream: bool
 ) -> None:
-    """A request nested 300 deep, forwarded or encoded, is 400 invalid_request (`cannot
-    encode`): fails fast, no failover, no health failure, nothing sent."""
+    """A request nested 300 deep is 400 `cannot encode`: no failover, no health failure."""
     backup = MockProvider("backup")
     async with RawServer(answering(OK)) as server:
         primary = OpenAI("sk-test", base_url=server.url("/v1"))
@@ -168,8 +165,7 @@ async def test_a_request_too_deep_to_encode_is_the_callers_fault(
 
 
 async def test_requests_too_deep_never_open_the_breaker() -> None:
-    """Three requests too deep to encode leave the breaker (3 failures) closed: the next
-    good request is answered by the first target."""
+    """Three requests too deep to encode leave the breaker closed for the next caller."""
     backup = MockProvider("backup")
     answer = (
         b'{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},'

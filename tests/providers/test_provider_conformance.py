@@ -124,8 +124,7 @@ async def test_reset_is_a_connection_failure(adapter: HttpProvider) -> None:
 async def test_a_request_reset_after_it_was_read_is_sent_once(
     adapter: HttpProvider, upstream: ThreadedMockUpstream
 ) -> None:
-    """An upstream that reads the whole request on a kept-alive connection, then resets it,
-    logs that POST once: the call fails (provider_error) and the route fails over."""
+    """A request the upstream read whole then reset is logged once; the route fails over."""
     await adapter.complete(ask("gpt-4o-mini"))  # leaves a kept-alive connection to reuse
     backup = MockProvider("backup")
     route = Route(

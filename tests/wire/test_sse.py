@@ -126,8 +126,7 @@ def test_encode_event_single_line_shape() -> None:
 
 
 def test_an_event_at_the_limit_passes_one_past_it_raises() -> None:
-    """`max_event_bytes` bounds each event's raw bytes: at the limit it is returned, one byte
-    more raises `EventTooLarge`."""
+    """An event of exactly `max_event_bytes` passes; one byte more raises EventTooLarge."""
     event = b"data: " + b"x" * 10 + b"\n\n"
     assert [e.data for e in SSEDecoder(max_event_bytes=len(event)).feed(event)] == ["x" * 10]
     with pytest.raises(EventTooLarge):
@@ -135,8 +134,7 @@ def test_an_event_at_the_limit_passes_one_past_it_raises() -> None:
 
 
 def test_an_unfinished_event_past_the_limit_raises_as_it_grows() -> None:
-    """An event without its blank line raises once its bytes pass the limit, however they are
-    cut (so an endless event never fills the buffer)."""
+    """An unfinished event raises as soon as its bytes pass the limit."""
     decoder = SSEDecoder(max_event_bytes=100)
     decoder.feed(b"data: ")
     for _ in range(13):  # 97 bytes so far
@@ -146,8 +144,7 @@ def test_an_unfinished_event_past_the_limit_raises_as_it_grows() -> None:
 
 
 def test_events_before_the_one_too_large_are_returned_first() -> None:
-    """The events completed in the same read as an oversized one are returned; the next call
-    raises, and so does `flush()`."""
+    """Events before an oversized one are returned; the next call and `flush()` raise."""
     decoder = SSEDecoder(max_event_bytes=50)
     events = decoder.feed(b"data: a\n\ndata: b\n\ndata: " + b"z" * 60)
     assert [e.data for e in events] == ["a", "b"]

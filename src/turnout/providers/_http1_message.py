@@ -11,10 +11,11 @@ server cannot have read it: the caller may send it once more, `http1` Rule 7); o
 request was written, a close before the response head is `UpstreamClosed`, however soon it
 came: the server may have read the request and started work on it.
 Rule 5: a whole answer (`read_all`) never holds more than the response's `limit` of decoded
-bytes: past it (or at once, when its Content-Length says so) it fails as `AnswerTooLarge` and
-its bytes are dropped. A compressed body is inflated piece by piece with at most the room left
-under the limit as output, so a small bomb is never inflated whole, streamed or not. A stream's
-bytes are handed over as they come (the provider bounds each of its events).
+bytes: past it (or past `HIGH_WATER`, when its Content-Length says it will pass the limit) it
+fails as `AnswerTooLarge` and its bytes are dropped. A compressed body is inflated piece by
+piece with at most the room left under the limit as output, so a small bomb is never inflated
+whole, streamed or not. A stream's bytes are handed over as they come (the provider bounds each
+of its events).
 """
 
 from __future__ import annotations
@@ -218,8 +219,8 @@ class Response:
         self._chunks: list[bytes] = []
         self._unread = 0
         self._limit = limit
-        # Unread bytes past which `on_body` looks closer: pause (a stream), or the limit (a
-        # whole answer, where every byte stays unread until the end).
+        # Unread bytes past which `on_body` looks closer: to pause (a stream), or at the limit
+        # (a whole answer, where every byte stays unread until the end).
         self._mark = HIGH_WATER
         self._head_done = False
         self._done = False
@@ -290,11 +291,14 @@ class Response:
             self._past_mark()
 
     def _past_mark(self) -> None:
-        if not self._pausing:
-            self._too_large()  # a whole answer over the limit
-        elif not self._paused:
-            self._paused = True
-            self._conn.transport.pause_reading()
+        if self._pausing:
+            if not self._paused:
+                self._paused = True
+                self._conn.transport.pause_reading()
+        elif self._unread > self._limit or self._declares_too_much():
+            self._too_large()  # a whole answer over the limit, or about to be
+        else:
+            self._mark = self._limit  # a large answer within the limit: look again past it
 
     def on_message_complete(self) -> None:
         if self._informational:
@@ -392,9 +396,10 @@ class Response:
         """The whole remaining body (TransportFailure on a failure; `AnswerTooLarge` past the
         limit, Rule 5)."""
         self._pausing = False
-        self._mark = self._limit
-        if self._unread > self._limit or self._declares_too_much():
-            self._too_large()
+        # Small answers are never looked at; a large one is, once, past HIGH_WATER.
+        self._mark = min(self._limit, HIGH_WATER)
+        if self._unread > self._mark:
+            self._past_mark()
         self._resume()
         while self._error is None:
             if self._done:
