@@ -233,6 +233,14 @@ class ProviderConfig(_Model):
         description="`mock` only: one step per call, in order, e.g. `{status: 503, "
         "retry_after: 8}` or `{ok: true}`; the steps use the mock upstream's fault names.",
     )
+    max_response_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=1024,
+        description="The largest answer taken from the provider, in bytes after "
+        "decompression (default 32 MiB), and the largest single event of a stream. A larger "
+        "one fails the call as `provider_error` and the route moves on; streams are relayed as "
+        "they arrive, never held whole.",
+    )
 
 
 class TargetConfig(_Model):

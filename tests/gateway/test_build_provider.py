@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from turnout.gateway.runtime.build import build_http_options, build_provider
+from turnout.config.load import parse_config
+from turnout.gateway.runtime.build import build_http_options, build_provider, build_providers
 from turnout.providers import HttpOptions, HttpTimeouts
 from turnout.schema import ProviderConfig
 
@@ -32,6 +33,14 @@ def test_http_options_come_from_headers_and_connect_timeout() -> None:
     assert build_http_options(provider("openai")) == HttpOptions()
 
 
+def test_max_response_bytes_reaches_the_client() -> None:
+    """`max_response_bytes` reaches the options and the client; left out it is 32 MiB."""
+    adapter = build_provider(provider("openai", max_response_bytes=4096))
+    assert adapter.options.max_response_bytes == 4096
+    assert adapter._transport.max_response_bytes == 4096
+    assert build_http_options(provider("openai")).max_response_bytes == 32 * 1024 * 1024
+
+
 @pytest.mark.parametrize("kind", HTTP_KINDS)
 def test_every_http_kind_gets_the_options(kind: str) -> None:
     """Each HTTP kind's adapter is built with the options of its configuration."""
@@ -47,3 +56,28 @@ def test_kind_defaults_stand_when_the_configuration_leaves_them_out() -> None:
     assert (
         build_provider(provider("openai-compatible")).base_url == "https://api.groq.com/openai/v1"
     )
+
+
+def test_every_provider_scrubs_every_configured_secret() -> None:
+    """Each built provider scrubs every configured key and header value; repr hides them."""
+    config = parse_config(
+        {
+            "providers": [
+                {"name": "a", "kind": "openai", "api_key": "sk-a-0123456789"},
+                {
+                    "name": "b",
+                    "kind": "anthropic",
+                    "api_key": "ant-b-0123456789",
+                    "headers": {"x-team": "t", "x-secret": "hdr-0123456789"},
+                },
+            ]
+        },
+        env={},
+    )
+    providers = build_providers(config)
+    expected = ("sk-a-0123456789", "ant-b-0123456789", "hdr-0123456789")
+    assert {name: p.options.secrets for name, p in providers.items()} == {
+        "a": expected,
+        "b": expected,
+    }
+    assert "0123456789" not in repr(providers["a"].options)

@@ -19,11 +19,18 @@ HTTP_KINDS = ("openai", "anthropic", "openai-compatible", "azure-openai", "azure
 
 
 def test_defaults() -> None:
-    """No extra headers, 10 s connect, 600 s read, 100 connections per origin."""
+    """No extra headers, 10 s connect, 600 s read, 100 connections, answers up to 32 MiB."""
     options = HttpOptions()
     assert dict(options.headers) == {}
     assert options.timeouts == HttpTimeouts(connect=10.0, read=600.0)
     assert options.max_connections == 100
+    assert options.max_response_bytes == 32 * 1024 * 1024
+
+
+def test_max_response_bytes_must_be_positive() -> None:
+    """A `max_response_bytes` below 1 is refused when the options are made."""
+    with pytest.raises(ValueError, match="max_response_bytes"):
+        HttpOptions(max_response_bytes=0)
 
 
 def test_headers_are_a_read_only_copy() -> None:
@@ -41,10 +48,11 @@ def test_headers_are_a_read_only_copy() -> None:
 
 @pytest.mark.parametrize("kind", HTTP_KINDS)
 def test_options_configure_every_http_kind(kind: str, upstream: ThreadedMockUpstream) -> None:
-    """Every HTTP kind sends the options' headers and builds its client from their timeouts
-    and connection cap."""
+    """Every HTTP kind sends the options' headers; its client takes their other settings."""
     timeouts = HttpTimeouts(connect=3.0, read=30.0)
-    options = HttpOptions(headers={"X-Team": "a"}, timeouts=timeouts, max_connections=7)
+    options = HttpOptions(
+        headers={"X-Team": "a"}, timeouts=timeouts, max_connections=7, max_response_bytes=4096
+    )
     provider = make_adapter(kind, upstream, options=options)
     assert provider.options is options
     assert provider.timeouts is timeouts
@@ -52,6 +60,7 @@ def test_options_configure_every_http_kind(kind: str, upstream: ThreadedMockUpst
     transport = provider._transport
     assert isinstance(transport, Http1Transport)
     assert (transport.timeouts, transport._max_connections) == (timeouts, 7)
+    assert transport.max_response_bytes == 4096
 
 
 @pytest.mark.parametrize("kind", HTTP_KINDS)

@@ -140,6 +140,25 @@ async def test_reset_is_a_connection_failure(adapter: HttpProvider) -> None:
         assert caught.value.status is None
 
 
+async def test_a_request_reset_after_it_was_read_is_sent_once(
+    adapter: HttpProvider, upstream: ThreadedMockUpstream
+) -> None:
+    """A request the upstream read whole then reset is logged once; the route fails over."""
+    await adapter.complete(ask("gpt-4o-mini"))  # leaves a kept-alive connection to reuse
+    backup = MockProvider("backup")
+    route = Route(
+        "reset",
+        [Target("primary", adapter, "mock-reset"), Target("backup", backup, "gpt-4o")],
+    )
+    response = await route.complete([Message.user("hi")])
+    assert response.text == "mock answer from gpt-4o"
+    assert [entry["model"] for entry in logged(adapter, upstream)].count("mock-reset") == 1
+    assert response.routing is not None
+    failed = response.routing.attempts[0]
+    assert (failed.outcome, failed.error_class) == ("failed", "provider_error")
+    assert len(response.routing.attempts) == 2
+
+
 @pytest.mark.parametrize(
     ("spec", "low", "high"),
     [

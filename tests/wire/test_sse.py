@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnout.wire.sse import KEEPALIVE, SSEDecoder, SSEEvent, encode_event
+from turnout.wire.sse import KEEPALIVE, EventTooLarge, SSEDecoder, SSEEvent, encode_event
 
 STREAM = (
     b": a comment first\n\n"
@@ -122,3 +123,32 @@ def test_encode_event_single_line_shape() -> None:
     """A one-line payload is `event:` (if any), one `data:` line and a blank line."""
     assert encode_event(b'{"a":1}') == b'data: {"a":1}\n\n'
     assert encode_event("x", "ping") == b"event: ping\ndata: x\n\n"
+
+
+def test_an_event_at_the_limit_passes_one_past_it_raises() -> None:
+    """An event of exactly `max_event_bytes` passes; one byte more raises EventTooLarge."""
+    event = b"data: " + b"x" * 10 + b"\n\n"
+    assert [e.data for e in SSEDecoder(max_event_bytes=len(event)).feed(event)] == ["x" * 10]
+    with pytest.raises(EventTooLarge):
+        SSEDecoder(max_event_bytes=len(event) - 1).feed(event)
+
+
+def test_an_unfinished_event_past_the_limit_raises_as_it_grows() -> None:
+    """An unfinished event raises as soon as its bytes pass the limit."""
+    decoder = SSEDecoder(max_event_bytes=100)
+    decoder.feed(b"data: ")
+    for _ in range(13):  # 97 bytes so far
+        assert decoder.feed(b"y" * 7) == []
+    with pytest.raises(EventTooLarge):
+        decoder.feed(b"y" * 7)
+
+
+def test_events_before_the_one_too_large_are_returned_first() -> None:
+    """Events before an oversized one are returned; the next call and `flush()` raise."""
+    decoder = SSEDecoder(max_event_bytes=50)
+    events = decoder.feed(b"data: a\n\ndata: b\n\ndata: " + b"z" * 60)
+    assert [e.data for e in events] == ["a", "b"]
+    with pytest.raises(EventTooLarge):
+        decoder.feed(b"\n\n")
+    with pytest.raises(EventTooLarge):
+        decoder.flush()

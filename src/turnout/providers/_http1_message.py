@@ -6,8 +6,16 @@ Rule 1: a response is read by one `httptools` parser: 1xx heads are skipped, chu
 ignored, and a body without length ends with the connection.
 Rule 2: bytes after the response, or a second response, make the connection unusable.
 Rule 3: a slow reader pauses the socket once `HIGH_WATER` bytes wait unread.
-Rule 4: a reused connection the server closed with no response byte within `STALE_WINDOW`
-seconds of the request is a `StaleConnection` (the caller sends once more, `http1` Rule 7).
+Rule 4: a connection whose socket refused the request's write is a `RequestNotSent` (the
+server cannot have read it: the caller may send it once more, `http1` Rule 7); once the
+request was written, a close before the response head is `UpstreamClosed`, however soon it
+came: the server may have read the request and started work on it.
+Rule 5: a whole answer (`read_all`) never holds more than the response's `limit` of decoded
+bytes: past it (or past `HIGH_WATER`, when its Content-Length says it will pass the limit) it
+fails as `AnswerTooLarge` and its bytes are dropped. A compressed body is inflated piece by
+piece with at most the room left under the limit as output, so a small bomb is never inflated
+whole, streamed or not. A stream's bytes are handed over as they come (the provider bounds each
+of its events).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from urllib.parse import quote, urlsplit
 import httptools
 
 from turnout.providers.transport import (
+    AnswerTooLarge,
     BodyCutShort,
     InvalidHeader,
     InvalidURL,
@@ -37,21 +46,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HIGH_WATER",
-    "STALE_WINDOW",
     "Origin",
     "ParsedURL",
+    "RequestNotSent",
     "Response",
-    "StaleConnection",
     "parse_url",
     "request_head",
 ]
 
 HIGH_WATER = 256 * 1024
 """Unread body bytes (per response) above which the socket stops being read."""
-
-STALE_WINDOW = 1.0
-"""Seconds after writing a request on a reused connection within which a close with no
-response byte counts as the server's idle close (Rule 7)."""
 
 _FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 """Headers the client writes itself; the caller's copies are dropped."""
@@ -62,8 +66,8 @@ _URL_SAFE = "".join(chr(code) for code in range(0x21, 0x7F))
 Origin: TypeAlias = tuple[str, str, int]
 
 
-class StaleConnection(UpstreamClosed):
-    """Rule 7: a reused connection the server had closed as the request went out."""
+class RequestNotSent(UpstreamClosed):
+    """Rule 4: the socket refused the request's write; the server cannot have read it."""
 
 
 class ParsedURL(NamedTuple):
@@ -157,17 +161,19 @@ class Inflater:
         self._decoder = zlib.decompressobj(zlib.MAX_WBITS if self._deflate else 16 + zlib.MAX_WBITS)
         self._fed = False
 
-    def feed(self, data: bytes) -> bytes:
+    def feed(self, data: bytes, room: int) -> bytes | None:
+        """The bytes `data` decodes to, or None when they would be more than `room` bytes
+        (Rule 5: zlib stops one byte past `room`, whatever the ratio)."""
         try:
-            out = self._decoder.decompress(data)
+            out = self._decoder.decompress(data, max(room, 0) + 1)
         except zlib.error as exc:
             if not (self._deflate and not self._fed):
                 message = f"unreadable response: bad compressed body ({exc})"
                 raise UnreadableResponse(message) from None
             self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)  # a raw deflate stream
-            return self.feed(data)
+            return self.feed(data, room)
         self._fed = True
-        return out
+        return None if len(out) > room else out
 
     def flush(self) -> bytes:
         return self._decoder.flush()
@@ -186,13 +192,13 @@ class Response:
         "_head_done",
         "_inflater",
         "_informational",
+        "_limit",
+        "_mark",
         "_parser",
         "_paused",
         "_pausing",
         "_provider",
         "_read_timeout",
-        "_received",
-        "_sent_at",
         "_unread",
         "_until_eof",
         "_waiter",
@@ -201,7 +207,7 @@ class Response:
         "status",
     )
 
-    def __init__(self, conn: _Connection, read_timeout: float, provider: str) -> None:
+    def __init__(self, conn: _Connection, read_timeout: float, provider: str, limit: int) -> None:
         self.status = 0
         self._fields: dict[str, str] = {}
         self.headers: Mapping[str, str] = self._fields
@@ -212,6 +218,10 @@ class Response:
         self._parser = httptools.HttpResponseParser(self)
         self._chunks: list[bytes] = []
         self._unread = 0
+        self._limit = limit
+        # Unread bytes past which `on_body` looks closer: to pause (a stream), or at the limit
+        # (a whole answer, where every byte stays unread until the end).
+        self._mark = HIGH_WATER
         self._head_done = False
         self._done = False
         self._informational = False
@@ -221,8 +231,6 @@ class Response:
         self._waiter: asyncio.Future[bool] | None = None
         self._pausing = True
         self._paused = False
-        self._received = False
-        self._sent_at = conn.loop.time()
 
     # parser callbacks ---------------------------------------------------------------------
     def on_message_begin(self) -> None:
@@ -267,17 +275,30 @@ class Response:
             return
         if self._inflater is not None:
             try:
-                body = self._inflater.feed(body)
+                inflated = self._inflater.feed(body, self._limit - self._unread)
             except TransportFailure as exc:
                 self._fail(exc)
                 return
-            if not body:
+            if inflated is None:
+                self._too_large()
                 return
+            if not inflated:
+                return
+            body = inflated
         self._chunks.append(body)
         self._unread += len(body)
-        if self._unread > HIGH_WATER and self._pausing and not self._paused:
-            self._paused = True
-            self._conn.transport.pause_reading()
+        if self._unread > self._mark:
+            self._past_mark()
+
+    def _past_mark(self) -> None:
+        if self._pausing:
+            if not self._paused:
+                self._paused = True
+                self._conn.transport.pause_reading()
+        elif self._unread > self._limit or self._declares_too_much():
+            self._too_large()  # a whole answer over the limit, or about to be
+        else:
+            self._mark = self._limit  # a large answer within the limit: look again past it
 
     def on_message_complete(self) -> None:
         if self._informational:
@@ -290,7 +311,6 @@ class Response:
 
     # fed by the connection ---------------------------------------------------------------
     def feed(self, data: bytes) -> None:
-        self._received = True
         try:
             self._parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
@@ -305,13 +325,8 @@ class Response:
         if self._done or self._error is not None:
             return
         if not self._head_done:
-            conn = self._conn
-            if (
-                conn.exchanges > 1
-                and not self._received
-                and conn.loop.time() - self._sent_at < STALE_WINDOW
-            ):
-                self._fail(StaleConnection("the upstream closed an idle connection"))
+            if self._conn.write_failed:
+                self._fail(RequestNotSent("the connection closed before the request was sent"))
             else:
                 self._fail(UpstreamClosed("the upstream closed the connection"))
         elif self._until_eof and exc is None:
@@ -323,16 +338,27 @@ class Response:
 
     def _finish(self) -> None:
         if self._inflater is not None:
-            rest = self._inflater.flush()
+            rest = self._inflater.flush()  # all input was taken: at most a few bytes
             if rest:
                 self._chunks.append(rest)
                 self._unread += len(rest)
+                if self._unread > self._limit:
+                    self._too_large()
+                    return
         self._done = True
 
     def _fail(self, error: TransportFailure) -> None:
         if self._error is None and not self._done:
             self._error = error
             self._conn.close()
+
+    def _too_large(self) -> None:
+        """Rule 5: fail, even after the end, and free the bytes: they are never handed over."""
+        self._chunks.clear()
+        self._unread = 0
+        if self._error is None:
+            self._error = AnswerTooLarge(self._limit)
+        self._conn.close()
 
     def _wake(self, fresh: bool) -> None:
         waiter = self._waiter
@@ -367,14 +393,27 @@ class Response:
         raise self._error
 
     async def read_all(self) -> bytes:
-        """The whole remaining body (TransportFailure on a failure)."""
+        """The whole remaining body (TransportFailure on a failure; `AnswerTooLarge` past the
+        limit, Rule 5)."""
         self._pausing = False
+        # Small answers are never looked at; a large one is, once, past HIGH_WATER.
+        self._mark = min(self._limit, HIGH_WATER)
+        if self._unread > self._mark:
+            self._past_mark()
         self._resume()
         while self._error is None:
             if self._done:
                 return self._take()
             await self._wait()
         raise self._error
+
+    def _declares_too_much(self) -> bool:
+        """Whether the Content-Length of an uncompressed body is over the limit already."""
+        length = self._fields.get("content-length")
+        if length is None or self._inflater is not None:
+            return False
+        length = length.strip()
+        return length.isdigit() and int(length) > self._limit
 
     def _take(self) -> bytes:
         chunks = self._chunks

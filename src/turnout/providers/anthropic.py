@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from turnout.errors import ProviderError
-from turnout.providers.base import ANTHROPIC_MESSAGES, HttpProvider
-from turnout.providers.transport import request_id_of
+from turnout.providers.base import _UNENCODABLE, ANTHROPIC_MESSAGES, HttpProvider
+from turnout.providers.transport import local_error, request_id_of
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -70,20 +70,29 @@ class Anthropic(HttpProvider):
         """`{base_url}/v1/messages`."""
         return f"{self.base_url}/v1/messages"
 
+    def _count_body(self, request: ChatRequest) -> bytes:
+        model = self.wire_model(request.model)
+        if request.source is not None:
+            return self.body_for(request, model, stream=False)
+        payload = self.wire.encode(request, model)
+        for key in ("max_tokens", "stream", "temperature", "top_p", "stop_sequences"):
+            payload.pop(key, None)
+        return orjson.dumps(payload)
+
     async def count_tokens(self, request: ChatRequest) -> int:
         """`POST /v1/messages/count_tokens` for `request`: the upstream's input token count."""
-        model = self.wire_model(request.model)
-        payload = self.wire.encode(request, model) if request.source is None else None
-        if payload is not None:
-            for key in ("max_tokens", "stream", "temperature", "top_p", "stop_sequences"):
-                payload.pop(key, None)
-        body = (
-            orjson.dumps(payload)
-            if payload is not None
-            else self.body_for(request, model, stream=False)
-        )
+        try:
+            try:
+                body = self._count_body(request)
+            except _UNENCODABLE as exc:
+                raise self._unencodable(exc) from exc
+            headers = self.call_headers(request)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise local_error(exc, provider=self.name) from exc
         url = f"{self.base_url}/v1/messages/count_tokens"
-        reply = await self._transport.post(url, body, self.call_headers(request))
+        reply = await self._transport.post(url, body, headers)
         self._check_status(reply.status, reply.headers, reply.body)
         try:
             count = orjson.loads(reply.body).get("input_tokens")

@@ -9,16 +9,25 @@ Rule 1: when `request.source` is in the provider's own format, the caller's byte
 only `model` replaced (`forward_body`), and the upstream's bytes come back in `raw`.
 Rule 2: a malformed stream event is skipped and counted (`malformed_events`); a stream that ends
 after a finish reason is complete even without its terminator; one that ends without a finish
-reason raises `ProviderUnavailable` ("stream ended early").
+reason raises `ProviderUnavailable` ("stream ended early"); an event larger than
+`max_response_bytes` raises `ProviderUnavailable` ("answer larger than …") where it is met.
 Rule 3: every error raised by a call names the provider and, when the upstream sent one, its
 request id.
 Rule 4: credentials. An `org_key` provider sends its own `api_key` on every
 call. A `passthrough` provider has no key of its own: only the per-call view that
-`with_credential` returns carries the caller's credential, and the provider itself refuses a
-call (`AuthenticationFailed`, nothing sent) rather than send it upstream without one. An
-`auth` failure of an `org_key` provider says whose key was refused (`provider "openai"
-rejected its configured key: <the vendor's message>`); a passthrough provider's keeps the
-vendor's message as it is, since the key was the caller's.
+`with_credential` returns carries the caller's credential (its header is made when the call
+is), and the provider itself refuses a call (`AuthenticationFailed`, nothing sent) rather than
+send it upstream without one. An `auth` failure of an `org_key` provider says whose key was
+refused (`provider "openai" rejected its configured key: <the vendor's message>`); a
+passthrough provider's keeps the vendor's message as it is, since the key was the caller's.
+Rule 5: whatever fails while a call is prepared (model, body, headers, credential, URL) is
+raised as a `ProviderError` that is never the provider's fault: a request that cannot be
+encoded (nested too deeply, say) is `MalformedRequest` (400), anything else turnout's own
+`local_error` (500); health never counts either (`transport` Rule 5).
+Rule 6: no secret an upstream echoes goes further: every error made from an upstream's words
+(an error status, a body or stream event that does not decode) has the provider's own key,
+its extra header values, the caller's credential of a passthrough call and `options.secrets`
+scrubbed, and anything shaped like a key or token (`transport` Rule 7).
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from turnout.errors import (
     AuthenticationFailed,
     ConfigError,
     InvalidRequest,
+    MalformedRequest,
     ProviderError,
     ProviderUnavailable,
 )
@@ -45,10 +55,14 @@ from turnout.providers.transport import (
     Transport,
     default_transport,
     error_for_status,
+    local_error,
+    redact_error,
     request_id_of,
+    too_large_error,
 )
+from turnout.vendors.redact import secrets_of
 from turnout.wire import anthropic_messages, openai_chat, openai_embeddings
-from turnout.wire.sse import SSEDecoder
+from turnout.wire.sse import EventTooLarge, SSEDecoder
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -155,6 +169,9 @@ class Wire:
 
 
 _FORWARDED_HEADERS = frozenset({"anthropic-version", "anthropic-beta"})
+_UNENCODABLE = (RecursionError, orjson.JSONEncodeError)
+"""What encoding a request raises when the request itself cannot be encoded (Rule 5);
+`orjson.JSONEncodeError` is `TypeError`, so only the encoding step is read this way."""
 _USER_AGENT = "turnout"
 
 
@@ -212,23 +229,23 @@ def _prices(prices: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
 class HttpProvider:
     """A `ChatClient` for one account of one vendor, speaking one wire format over HTTP.
 
-    Subclasses set `kind`, implement `chat_url(model)` and say what they speak: `wire` (the
-    wire format and its codecs; required), `family` (default none) and `vendor` (the vendor
-    catalog entry that reads its errors; default none), as class attributes or, where they
-    vary per instance, as keywords of `HttpProvider.__init__`, which also takes `auth_headers`
-    (the kind's own protocol headers, e.g. `anthropic-version`) and reads the environment
-    variable `api_key_env` when no `api_key` is given. Every kind takes `name` (the
-    provider id, part of the default health key), `api_key` (sent in the kind's credential
-    header, `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool
-    size; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`: `model` (used
-    when neither the target nor the request names one; default none), `prices` (USD per 1M
-    input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`),
-    `model_aliases` (requested -> wire model), `transport` (an alternative `Transport`, e.g.
-    for tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`:
-    `org_key` (default: the provider's own `api_key`, or none) or `passthrough` (no key of its
-    own: each call carries the caller's credential through `with_credential`; `api_key` is
-    ignored; see Rule 4); and `headers`, `timeouts`, `max_connections`, each setting that field
-    of `options` (when `options` is not given).
+    Subclasses set `kind`, implement `chat_url(model)` and say what they speak: `wire` (the wire
+    format and its codecs; required), `family` (default none) and `vendor` (the vendor catalog
+    entry that reads its errors; default none), as class attributes or, where they vary per
+    instance, as keywords of `HttpProvider.__init__`, which also takes `auth_headers` (the
+    kind's own protocol headers, e.g. `anthropic-version`) and reads the environment variable
+    `api_key_env` when no `api_key` is given. Every kind takes `name` (the provider id, part of
+    the default health key), `api_key` (sent in the kind's credential header,
+    `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool size, the
+    largest answer; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`:
+    `model` (used when neither the target nor the request names one; default none), `prices`
+    (USD per 1M input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`),
+    `model_aliases` (requested -> wire model), `transport` (an alternative `Transport`, e.g. for
+    tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`: `org_key`
+    (default: the provider's own `api_key`, or none) or `passthrough` (no key of its own: each
+    call carries the caller's credential through `with_credential`; `api_key` is ignored; see
+    Rule 4); and `headers`, `timeouts`, `max_connections`, each setting that field of `options`
+    (when `options` is not given).
     """
 
     kind: ClassVar[str] = "http"
@@ -261,6 +278,7 @@ class HttpProvider:
         self._speak(wire, family, vendor)
         self.credential_mode: CredentialMode = credential_mode
         self._needs_credential = credential_mode == "passthrough"
+        self._caller: CallerCredential | None = None
         if api_key is None and self.api_key_env is not None:
             api_key = os.environ.get(self.api_key_env)
         own_key = self.credential_headers(api_key) if api_key and not self._needs_credential else {}
@@ -269,6 +287,9 @@ class HttpProvider:
         self.options = options
         self.timeouts = options.timeouts
         self.malformed_events = 0
+        # Rule 6: what this provider's errors never repeat.
+        shown = [*own_key.values(), *options.headers.values()]
+        self._secrets = secrets_of(shown) + tuple(options.secrets)
         self._headers = {
             "content-type": "application/json",
             "accept": "application/json",
@@ -284,7 +305,10 @@ class HttpProvider:
             transport
             if transport is not None
             else default_transport(
-                provider=name, timeouts=options.timeouts, max_connections=options.max_connections
+                provider=name,
+                timeouts=options.timeouts,
+                max_connections=options.max_connections,
+                max_response_bytes=options.max_response_bytes,
             )
         )
 
@@ -356,24 +380,24 @@ class HttpProvider:
                 " it never takes a caller's"
             )
         view = copy.copy(self)
-        view._headers = {
-            **self._headers,
-            **self.credential_headers(credential.reveal(), bearer=credential.bearer),
-        }
-        view._needs_credential = False
+        view._caller = credential
         return view
 
     def sent_headers(self) -> Mapping[str, str]:
         """The headers every call sends; a passthrough provider with no caller's credential
         refuses (Rule 4) with `AuthenticationFailed` (401), before anything is sent."""
         if self._needs_credential:
-            raise AuthenticationFailed(
-                f"provider {self.name!r} forwards the caller's own credential"
-                " (credential_mode passthrough) and this call carries none; nothing was sent",
-                status=401,
-                reason="no caller credential",
-                provider=self.name,
-            )
+            caller = self._caller
+            if caller is None:
+                raise AuthenticationFailed(
+                    f"provider {self.name!r} forwards the caller's own credential"
+                    " (credential_mode passthrough) and this call carries none; nothing was sent",
+                    status=401,
+                    reason="no caller credential",
+                    provider=self.name,
+                )
+            secret = self.credential_headers(caller.reveal(), bearer=caller.bearer)
+            return {**self._headers, **secret}
         return self._headers
 
     def call_headers(self, request: ChatRequest) -> Mapping[str, str]:
@@ -397,11 +421,40 @@ class HttpProvider:
             request = dataclasses.replace(request, stream=stream)
         return orjson.dumps(self.wire.encode(request, model))
 
+    def _prepare(
+        self, request: ChatRequest, *, stream: bool
+    ) -> tuple[str, str, bytes, Mapping[str, str]]:
+        """The wire model, URL, body and headers of one chat call (Rule 5 on a failure)."""
+        try:
+            model = self.wire_model(request.model)
+            try:
+                body = self.body_for(request, model, stream=stream)
+            except _UNENCODABLE as exc:
+                raise self._unencodable(exc) from exc
+            headers = self.call_headers(request)
+            if stream:
+                headers = {**headers, "accept": "text/event-stream"}
+            return model, self.chat_url(model), body, headers
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise local_error(exc, provider=self.name) from exc
+
+    def _unencodable(self, exc: Exception) -> MalformedRequest:
+        """Rule 5: the request holds what the JSON encoder refuses (nested too deeply, say)."""
+        text = str(exc)
+        too_deep = isinstance(exc, RecursionError) or "recursion" in text.lower()
+        why = "it is nested too deeply" if too_deep else text
+        return MalformedRequest(
+            f"the request cannot be encoded for provider {self.name!r}: {why}",
+            reason="cannot encode",
+            provider=self.name,
+        )
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One whole answer. Failures raise `ProviderError` subclasses."""
-        model = self.wire_model(request.model)
-        body = self.body_for(request, model, stream=False)
-        reply = await self._transport.post(self.chat_url(model), body, self.call_headers(request))
+        model, url, body, headers = self._prepare(request, stream=False)
+        reply = await self._transport.post(url, body, headers)
         request_id = request_id_of(reply.headers)
         self._check_status(reply.status, reply.headers, reply.body)
         try:
@@ -415,14 +468,12 @@ class HttpProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
         """The answer as neutral chunks; the last ones carry the finish reason and usage."""
-        model = self.wire_model(request.model)
-        body = self.body_for(request, model, stream=True)
-        headers = {**self.call_headers(request), "accept": "text/event-stream"}
-        async with self._transport.stream(self.chat_url(model), body, headers) as reply:
+        _, url, body, headers = self._prepare(request, stream=True)
+        async with self._transport.stream(url, body, headers) as reply:
             request_id = request_id_of(reply.headers)
             if not 200 <= reply.status < 300:
                 self._check_status(reply.status, reply.headers, await reply.read())
-            events = SSEDecoder()
+            events = SSEDecoder(max_event_bytes=self.options.max_response_bytes)
             decoder = self.wire.decoder()
             try:
                 async for data in reply.chunks():
@@ -432,6 +483,9 @@ class HttpProvider:
                 for event in events.flush():
                     for chunk in self._decode(decoder, event, request_id):
                         yield chunk
+            except EventTooLarge as exc:
+                error = too_large_error(exc.limit, provider=self.name)
+                raise self._named(error, request_id) from None
             finally:
                 self.malformed_events += decoder.malformed
             if decoder.finish_reason is None:
@@ -457,7 +511,14 @@ class HttpProvider:
         if 200 <= status < 300:
             return
         if status >= 400:
-            error = error_for_status(status, headers, body, provider=self.name, vendor=self.vendor)
+            error = error_for_status(
+                status,
+                headers,
+                body,
+                provider=self.name,
+                vendor=self.vendor,
+                secrets=self._call_secrets(),
+            )
             if error.error_class == "auth" and self.credential_mode == "org_key":
                 # Rule 4: the key refused is turnout's own, never the caller's: say so, so
                 # that nobody reads the vendor's "incorrect API key" as the caller's fault.
@@ -475,10 +536,16 @@ class HttpProvider:
         )
 
     def _named(self, exc: ProviderError, request_id: str | None) -> ProviderError:
-        """Rule 3: the error with this provider's name and the request id."""
+        """Rule 3: the error with this provider's name and the request id (and Rule 6: its
+        upstream's words scrubbed)."""
         exc.provider = exc.provider or self.name
         exc.provider_request_id = exc.provider_request_id or request_id
-        return exc
+        return redact_error(exc, self._call_secrets())
+
+    def _call_secrets(self) -> tuple[str, ...]:
+        """Rule 6: the secrets of this call: the provider's, and a caller's credential."""
+        caller = self._caller
+        return self._secrets if caller is None else (*self._secrets, caller.reveal())
 
     async def aclose(self) -> None:
         """Close the pooled connections (the provider reopens them if used again)."""
@@ -494,6 +561,13 @@ class EmbeddingsSupport(HttpProvider):
         """The URL of the embeddings endpoint for `model`."""
         return f"{self.base_url}/embeddings"
 
+    @staticmethod
+    def _embeddings_body(request: EmbeddingRequest, model: str) -> bytes:
+        source = request.source
+        if source is not None and source.format == "openai-embeddings":
+            return openai_embeddings.forward_body(source.body, model=model)
+        return orjson.dumps(openai_embeddings.encode_request(request, model=model))
+
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         """Embedding vectors for `request.input`, in input order."""
         if not self.supports_embeddings:
@@ -503,13 +577,19 @@ class EmbeddingsSupport(HttpProvider):
                 reason="embeddings_not_supported",
                 provider=self.name,
             )
-        model = self.wire_model(request.model)
-        source = request.source
-        if source is not None and source.format == "openai-embeddings":
-            body = openai_embeddings.forward_body(source.body, model=model)
-        else:
-            body = orjson.dumps(openai_embeddings.encode_request(request, model=model))
-        reply = await self._transport.post(self.embeddings_url(model), body, self.sent_headers())
+        try:
+            model = self.wire_model(request.model)
+            try:
+                body = self._embeddings_body(request, model)
+            except _UNENCODABLE as exc:
+                raise self._unencodable(exc) from exc
+            headers = self.sent_headers()
+            url = self.embeddings_url(model)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise local_error(exc, provider=self.name) from exc
+        reply = await self._transport.post(url, body, headers)
         self._check_status(reply.status, reply.headers, reply.body)
         request_id = request_id_of(reply.headers)
         try:

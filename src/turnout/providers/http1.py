@@ -15,15 +15,21 @@ Rule 3: every wait is bounded: waiting for a connection and opening it (TLS incl
 `HttpTimeouts.connect`, each silence while waiting for response bytes by `HttpTimeouts.read`.
 Rule 4: failures are raised as the `transport` module's `TransportFailure`s and mapped to
 `ProviderError` by `transport.error_for_exception`; a cancellation propagates untouched and closes
-the connection of the response it interrupted.
+the connection of the response it interrupted. Anything that fails here before the request is
+written, for this machine's reasons (no file descriptors or ports left, a bug), is a
+`LocalFailure`: never the provider's fault.
 Rule 5: a slow reader of `chunks()` pauses the socket once `HIGH_WATER` bytes wait unread, and
 resumes it when it takes them.
 Rule 6: no compression is asked for; a body the server compresses anyway (gzip, deflate) is
-decoded, and its headers are kept as sent.
-Rule 7: a request that finds its reused connection closed by the server before any response
-byte, within `STALE_WINDOW` seconds of being written, met the server's idle-timeout close (it
-never reached the server), and is sent once more on a new connection; a server's
-`Keep-Alive: timeout=N` header shortens how long its connections are kept idle, to N - 1 s.
+decoded, and its headers are kept as sent. A whole answer holds at most `max_response_bytes`
+once decoded (`_http1_message` Rule 5).
+Rule 7: a request is sent once more, on a new connection, only when it never left: the socket
+refused its write (the server's reset was already there). A pooled connection idle for
+`LIVENESS_AFTER` seconds or more is looked at before reuse: one on which the server's FIN, a
+reset or any byte already waits is closed, not used. A request written whole is never sent
+again, however soon its connection closes unanswered: the server may have read it and begun a
+billable call. A server's `Keep-Alive: timeout=N` header shortens how long its connections are
+kept idle, to N - 1 s.
 Nothing else is ever resent (Rule 2 of `transport`: the route is the only retry authority).
 
 The bytes of one exchange (request head, response parsing) live in `_http1_message`; this
@@ -34,25 +40,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import select
 import ssl
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
 from turnout.providers._http1_message import (
     HIGH_WATER,
-    STALE_WINDOW,
     Origin,
     ParsedURL,
+    RequestNotSent,
     Response,
-    StaleConnection,
     parse_url,
     request_head,
 )
 from turnout.providers.transport import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     ConnectFailed,
     ConnectTimeout,
     HttpReply,
     HttpTimeouts,
+    LocalFailure,
     TransportFailure,
     UpstreamClosed,
     error_for_exception,
@@ -62,10 +71,24 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from types import TracebackType
 
-__all__ = ["HIGH_WATER", "STALE_WINDOW", "Http1Transport"]
+__all__ = ["HIGH_WATER", "LIVENESS_AFTER", "Http1Transport"]
 
 _SMALL_BODY = 64 * 1024
 """Bodies up to this size go out in the same write as the head."""
+
+LIVENESS_AFTER = 0.1
+"""Seconds idle after which a pooled connection's socket is polled before reuse (Rule 7).
+Servers close idle connections after seconds, not milliseconds; a connection reused sooner is
+not polled, so a busy pool makes no extra system call."""
+
+_LOCAL_ERRNOS = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.EADDRNOTAVAIL}
+)
+"""Socket errors that say this machine ran out of something (descriptors, memory, ports)."""
+
+_HAS_POLL = hasattr(select, "poll")
+_GONE = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0) if _HAS_POLL else 0
+"""Poll events that make an idle connection unusable (POLLHUP and POLLERR always count)."""
 
 
 class _Connection(asyncio.Protocol):
@@ -73,7 +96,7 @@ class _Connection(asyncio.Protocol):
 
     __slots__ = (
         "closed",
-        "exchanges",
+        "fd",
         "idle_limit",
         "idle_since",
         "loop",
@@ -83,6 +106,7 @@ class _Connection(asyncio.Protocol):
         "response",
         "reusable",
         "transport",
+        "write_failed",
     )
 
     def __init__(self, pool: _Pool) -> None:
@@ -92,7 +116,8 @@ class _Connection(asyncio.Protocol):
         self.response: Response | None = None
         self.reusable = True
         self.closed = False
-        self.exchanges = 0
+        self.fd = -1
+        self.write_failed = False  # Rule 7: the last request's write failed at once
         self.idle_limit: float | None = None  # the server's Keep-Alive hint (Rule 7)
         # Counted by the pool once `_connect` has it; until then, the slot is the opener's.
         self.registered = False
@@ -102,6 +127,9 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport, but have its methods.
         self.transport = cast("asyncio.Transport", transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            self.fd = sock.fileno()
 
     def data_received(self, data: bytes) -> None:
         response = self.response
@@ -122,21 +150,38 @@ class _Connection(asyncio.Protocol):
         if response is not None:
             response.end(exc)
 
-    def send(self, head: bytes, body: bytes, read_timeout: float, provider: str) -> Response:
+    def send(self, head: bytes, body: bytes, transport: Http1Transport) -> Response:
         """Write one request and return its response (being read)."""
-        self.exchanges += 1
-        response = self.response = Response(self, read_timeout, provider)
+        response = self.response = Response(
+            self, transport.timeouts.read, transport.provider, transport.max_response_bytes
+        )
+        writer = self.transport
         if len(body) <= _SMALL_BODY:
-            self.transport.write(head + body)
+            writer.write(head + body)
         else:
-            self.transport.write(head)
-            self.transport.write(body)
+            writer.write(head)
+            writer.write(body)
+        # A write the socket refuses (the server's reset already there) closes the transport
+        # at once; the loop reports the loss later. Bytes left buffered count as written: a
+        # TLS layer's buffers say nothing sure about what reached the server.
+        self.write_failed = writer.is_closing()
         return response
 
     @property
     def is_usable(self) -> bool:
         """True while the connection may carry another request."""
         return self.reusable and not self.closed and not self.transport.is_closing()
+
+    def is_alive(self) -> bool:
+        """Rule 7: no FIN, reset or byte waits on the socket (one poll, no wait)."""
+        if self.fd < 0:
+            return True
+        if not _HAS_POLL:  # Windows: select works on sockets
+            readable, _, broken = select.select([self.fd], [], [self.fd], 0)
+            return not (readable or broken)
+        poller = select.poll()
+        poller.register(self.fd, _GONE)
+        return not poller.poll(0)
 
     def close(self) -> None:
         """Close now, whatever is in flight (idempotent)."""
@@ -177,7 +222,8 @@ class _Pool:
         while idle:
             conn = idle.pop()
             limit = self._keepalive if conn.idle_limit is None else conn.idle_limit
-            if conn.is_usable and self.loop.time() - conn.idle_since < limit:
+            idled = self.loop.time() - conn.idle_since
+            if conn.is_usable and idled < limit and (idled < LIVENESS_AFTER or conn.is_alive()):
                 return conn
             conn.close()
         return await self.acquire_new()
@@ -244,6 +290,8 @@ class _Pool:
         except TimeoutError as exc:
             raise ConnectTimeout(f"no connection to {host}:{port}: {exc}") from None
         except OSError as exc:
+            if exc.errno in _LOCAL_ERRNOS:
+                raise LocalFailure(f"cannot open a connection here: {exc}") from exc
             raise ConnectFailed(f"cannot connect: {exc}") from None
         if conn.closed:  # closed as it opened: the opener still holds the slot
             raise UpstreamClosed(f"{host}:{port} closed the connection as it opened")
@@ -374,8 +422,9 @@ class Http1Transport:
     `provider` names it in errors; `timeouts` (default `HttpTimeouts()`: 10 s connect, 600 s read)
     bound opening a connection and each silence while reading; `max_connections` (default 100)
     caps the connections to each origin (scheme, host, port); idle connections are closed after
-    `keepalive` seconds (default 30). https uses `ssl_context` (default: the system's trusted
-    certificates via `ssl.create_default_context()`) with SNI.
+    `keepalive` seconds (default 30); a whole answer larger than `max_response_bytes` (default
+    32 MiB, after decompression) fails as `provider_error`. https uses `ssl_context` (default:
+    the system's trusted certificates via `ssl.create_default_context()`) with SNI.
     """
 
     def __init__(
@@ -386,14 +435,18 @@ class Http1Transport:
         max_connections: int = 100,
         keepalive: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        if max_response_bytes < 1:
+            raise ValueError("max_response_bytes must be at least 1")
         if not keepalive > 0:
             raise ValueError("keepalive must be a positive number of seconds")
         self.provider = provider
         self.timeouts = timeouts if timeouts is not None else HttpTimeouts()
         self._max_connections = max_connections
+        self.max_response_bytes = max_response_bytes
         self._keepalive = keepalive
         self._ssl = ssl_context
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -433,19 +486,24 @@ class Http1Transport:
         self, url: str, body: bytes, headers: Mapping[str, str]
     ) -> tuple[_Connection, Response]:
         """Write the request on a pooled connection and wait for the response's head
-        (TransportFailure on a failure); once more on a new connection after a stale one
-        (Rule 7). The connection is closed on any failure."""
-        parsed = self._parsed(url)
-        head = request_head(parsed.prefix, len(body), headers)
-        pool = self._pool_for(parsed.origin)
-        conn = await pool.acquire()
-        for fresh in (False, True):
-            response = conn.send(head, body, self.timeouts.read, self.provider)
+        (TransportFailure on a failure); once more on a new connection when the first never
+        left (Rule 7). The connection is closed on any failure."""
+        try:
+            parsed = self._parsed(url)
+            head = request_head(parsed.prefix, len(body), headers)
+            pool = self._pool_for(parsed.origin)
+            conn = await pool.acquire()
+        except TransportFailure:
+            raise
+        except Exception as exc:
+            raise LocalFailure(f"{type(exc).__name__} before the request was sent") from exc
+        for again in (False, True):
+            response = conn.send(head, body, self)
             try:
                 await response.wait_head()
-            except StaleConnection:
+            except RequestNotSent:
                 conn.close()
-                if fresh:
+                if again:
                     raise
                 conn = await pool.acquire_new()
                 continue

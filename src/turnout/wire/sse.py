@@ -15,14 +15,19 @@ Invariants of `SSEDecoder`:
           `flush()` at end of stream); an event without `data` is never returned.
   Rule 3: a CR that ends the buffer is not consumed until the next byte (or `flush()`) shows
           whether an LF follows it.
+  Rule 4: no event grows past `max_event_bytes`: an event (its raw bytes) or the unfinished
+          one that passes it raises `EventTooLarge`, so a stream without blank lines cannot
+          fill the buffer. The events completed before it are returned first; the error is
+          then raised by the next call.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from typing import NamedTuple
 
-__all__ = ["KEEPALIVE", "SSEDecoder", "SSEEvent", "encode_event"]
+__all__ = ["KEEPALIVE", "EventTooLarge", "SSEDecoder", "SSEEvent", "encode_event"]
 
 KEEPALIVE = b": keep-alive\n\n"
 """A comment event: keeps an idle connection open and is ignored by every client."""
@@ -41,15 +46,26 @@ class SSEEvent(NamedTuple):
     raw: bytes
 
 
+class EventTooLarge(ValueError):
+    """An event passed the decoder's `max_event_bytes` (Rule 4)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an event is larger than {limit} bytes")
+        self.limit = limit
+
+
 class SSEDecoder:
     """Incremental event-stream decoder: `feed(bytes) -> list[SSEEvent]`, then `flush()` at EOF.
 
     Reads may split an event (or a CRLF) anywhere. Undecodable UTF-8 is replaced, never raised.
+    `max_event_bytes` (default: no limit) bounds each event, `EventTooLarge` past it (Rule 4).
     """
 
-    __slots__ = ("_buf", "_data", "_event", "_first", "_id", "_pos", "_start")
+    __slots__ = ("_buf", "_data", "_event", "_first", "_id", "_max", "_over", "_pos", "_start")
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int | None = None) -> None:
+        self._max = sys.maxsize if max_event_bytes is None else max_event_bytes
+        self._over = False
         self._buf = b""
         self._start = 0
         self._pos = 0
@@ -60,6 +76,8 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[SSEEvent]:
         """Add bytes read from the stream; return the events they complete, in order."""
+        if self._over:
+            raise EventTooLarge(self._max)
         if not data:
             return []
         # Rule 1: only an unfinished event is carried over, so most reads are not copied.
@@ -79,6 +97,8 @@ class SSEDecoder:
         `\\n\\n` still delivers its final usage or finish event. A cut-off line is kept as is;
         the stream decoder counts it as malformed if it does not parse.
         """
+        if self._over:
+            raise EventTooLarge(self._max)
         events = self._scan(final=True)
         buf = self._buf
         if self._pos < len(buf):
@@ -97,12 +117,16 @@ class SSEDecoder:
         # bytes.find is an order of magnitude faster than a regex here; CR endings are rare.
         find_end = _find_lf if b"\r" not in buf else _find_any
         pos = self._pos
+        # Rule 4: a buffer within the limit holds no event past it, so most scans check nothing.
+        over = size > self._max
         while (found := find_end(buf, pos)) is not None:
             line_end, end = found
             if end == size and not final and buf[end - 1] == 0x0D:
                 break  # Rule 3: a CR at the end may be half of a CRLF.
             if line_end == pos:
                 if self._data:
+                    if over and end - self._start > self._max:
+                        return self._too_large(events)  # an event that came whole in one read
                     events.append(self._dispatch(buf, end))
                 else:
                     self._reset_event()
@@ -117,7 +141,19 @@ class SSEDecoder:
             pos -= self._start
             self._start = 0
         self._pos = pos
+        if over and len(self._buf) > self._max:
+            return self._too_large(events)  # the unfinished event
         return events
+
+    def _too_large(self, events: list[SSEEvent]) -> list[SSEEvent]:
+        """Rule 4: the events before the one too large, or `EventTooLarge` when there are none
+        (then at every later call)."""
+        self._over = True
+        self._buf = b""
+        self._reset_event()
+        if events:
+            return events
+        raise EventTooLarge(self._max)
 
     def _field(self, line: bytes) -> None:
         if line.startswith(b"data:"):

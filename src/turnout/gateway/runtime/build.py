@@ -45,6 +45,7 @@ from turnout.routing.health import Breaker, Health
 from turnout.routing.options import FALLBACK_KINDS, MAX_STATIC_ATTEMPTS, RouteOptions
 from turnout.routing.route import Route
 from turnout.routing.target import Target
+from turnout.vendors.redact import secrets_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -65,21 +66,48 @@ __all__ = [
     "build_health",
     "build_http_options",
     "build_provider",
+    "build_providers",
+    "configured_secrets",
     "supports_embeddings",
 ]
 
 _DERIVED: tuple[Endpoint, ...] = ("messages", "embeddings")
 
 
-def build_http_options(config: ProviderConfig) -> HttpOptions:
-    """The HTTP options of a configured provider: its `headers`, and its `connect_timeout`
-    (seconds) with the default read timeout and connection cap."""
+def build_http_options(config: ProviderConfig, *, secrets: Sequence[str] = ()) -> HttpOptions:
+    """The HTTP options of a configured provider: its `headers`, its `connect_timeout`
+    (seconds) with the default read timeout and connection cap, its `max_response_bytes`, and
+    `secrets` to scrub from its errors (`configured_secrets`)."""
     return HttpOptions(
-        headers=config.headers, timeouts=HttpTimeouts(connect=config.connect_timeout)
+        headers=config.headers,
+        timeouts=HttpTimeouts(connect=config.connect_timeout),
+        max_response_bytes=config.max_response_bytes,
+        secrets=tuple(secrets),
     )
 
 
-def build_provider(config: ProviderConfig, *, clock: Clock | None = None) -> Any:
+def configured_secrets(config: FileConfig) -> tuple[str, ...]:
+    """Every secret the configuration hands its providers (their keys and header values):
+    each provider scrubs them all from what its upstream says, since an upstream may echo
+    any of them."""
+    values: list[str] = []
+    for provider in config.providers:
+        if provider.api_key:
+            values.append(provider.api_key)
+        values.extend(provider.headers.values())
+    return secrets_of(values)
+
+
+def build_providers(config: FileConfig, *, clock: Clock | None = None) -> dict[str, Any]:
+    """The adapter of every configured provider by name (`build_provider`), each scrubbing
+    every configured secret from its errors."""
+    secrets = configured_secrets(config)
+    return {p.name: build_provider(p, clock=clock, secrets=secrets) for p in config.providers}
+
+
+def build_provider(
+    config: ProviderConfig, *, clock: Clock | None = None, secrets: Sequence[str] = ()
+) -> Any:
     """The adapter for one configured provider (`kind` -> class), with its options from
     `build_http_options`. A missing `api_key` means no credential: the adapters' own
     environment defaults are not read, only `${VAR}` is. The adapter gets the provider's
@@ -94,7 +122,7 @@ def build_provider(config: ProviderConfig, *, clock: Clock | None = None) -> Any
     if config.kind == "mock":
         steps, wire = mock_script_steps(config), config.wire or "openai-chat"
         return MockProvider(name, script=steps, wire=wire, clock=clock, **keywords)
-    options = build_http_options(config)
+    options = build_http_options(config, secrets=secrets)
     key = config.api_key or ""  # never None, which would read the adapter's environment default
     if config.kind == "openai":
         return OpenAI(key, base_url=url or OPENAI_URL, name=name, options=options, **keywords)

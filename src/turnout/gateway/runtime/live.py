@@ -32,7 +32,7 @@ from turnout.gateway.resolution.route_entry import (
     Resolution,
     RouteEntry,
 )
-from turnout.gateway.runtime.build import build_entries, build_health, build_provider
+from turnout.gateway.runtime.build import build_entries, build_health, build_providers
 from turnout.gateway.runtime.embedded import MOCK_PROVIDER, embedded_config
 from turnout.state.cache import ResponseCache
 from turnout.state.memory import MemoryState
@@ -149,7 +149,7 @@ class Runtime:
             lines = "\n".join(f"  {path}: {message}" for path, message in errors)
             raise ConfigError(f"invalid configuration ({len(errors)}):\n{lines}", errors)
         served_routes = find_served_routes(config)
-        providers = {p.name: build_provider(p, clock=clock) for p in config.providers}
+        providers = build_providers(config, clock=clock)
         health = build_health(config.defaults, clock=clock)
         routes = build_entries(config, served_routes, providers, health)
         index = PatternIndex.build(
