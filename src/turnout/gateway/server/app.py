@@ -3,12 +3,14 @@
 Rule 1: each endpoint is one entry of `ENDPOINTS`; an unknown path is 404, a known path with
 another method 405, and before the runtime is loaded every endpoint but `/healthz` and
 `/readyz` is 503.
-Rule 2: a POST endpoint reads the whole body first (bounded by `max_body_bytes`, 413 beyond),
-then runs its handler while a watcher task reads `receive()` (started once the handler has
-run `WATCH_AFTER` seconds): a caller that disconnects cancels the handler, and so the upstream
+Rule 2: a POST endpoint checks the caller's key from the headers (401 before any body byte
+is read), reads the whole body (bounded by `max_body_bytes`, 413 beyond), then runs its
+handler while a watcher task reads `receive()` (started once the handler has run
+`WATCH_AFTER` seconds): a caller that disconnects cancels the handler, and so the upstream
 call (the routing record says `cancelled`; health counts nothing), and gets no answer.
 Rule 3: whatever a handler raises becomes an error response in the endpoint's client format
 (`respond.error_reply`, the one table); after a stream has started it is an in-stream event.
+Rule 4: HEAD is GET without the body (the server drops it).
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ class GatewayApp:
     ) -> None:
         kind = scope["type"]
         if kind == "http":
-            served = ENDPOINTS.get((scope["method"], scope["path"]))
+            served = ENDPOINTS.get((_routed_method(scope), scope["path"]))
             settings = self.settings
             if served is None or settings is None:
                 await _reply(send, self._unrouted(scope))
@@ -123,8 +125,10 @@ class GatewayApp:
             try:
                 if not served.reads_body:
                     await served.handler(exchange)
-                elif await exchange.read_body(settings.max_body_bytes):
-                    await _watched(served.handler, exchange)
+                else:
+                    exchange.caller()  # Rule 2: a missing or unknown key is refused unread
+                    if await exchange.read_body(settings.max_body_bytes):
+                        await _watched(served.handler, exchange)
             except Exception as exc:  # noqa: BLE001 - Rule 3: every failure is answered
                 await _failed(exchange, exc)
         elif kind == "lifespan":
@@ -132,7 +136,7 @@ class GatewayApp:
 
     def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
         """Rule 1: `/readyz`, 404, 405, or 503 before the runtime is loaded."""
-        path, method = scope["path"], scope["method"]
+        path, method = scope["path"], _routed_method(scope)
         fmt = ANTHROPIC if path.startswith("/v1/messages") else OPENAI
         methods = _PATHS.get(path)
         if path == "/readyz" and method == "GET":
@@ -177,6 +181,12 @@ class GatewayApp:
         """Close the runtime's provider connection pools."""
         if self.settings is not None:
             await self.settings.runtime.aclose()
+
+
+def _routed_method(scope: MutableMapping[str, Any]) -> str:
+    """Rule 4: HEAD is routed as GET."""
+    method: str = scope["method"]
+    return "GET" if method == "HEAD" else method
 
 
 async def _reply(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], reply: Reply) -> None:

@@ -54,6 +54,7 @@ class Exchange:
     the response side (see the module rules)."""
 
     __slots__ = (
+        "_caller",
         "_credentials",
         "body",
         "ended",
@@ -87,6 +88,7 @@ class Exchange:
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         self.headers = headers
         self._credentials: Credentials | None = None
+        self._caller: Caller | None = None
         self.body = b""
         self.started = False
         self.ended = False
@@ -99,11 +101,16 @@ class Exchange:
 
     def caller(self) -> Caller:
         """Who is calling (SPEC §5.2): the anonymous caller under `auth: open`, else the key's
-        caller; a missing or unknown key raises `InvalidApiKey`."""
-        runtime = self.settings.runtime
-        if runtime.keys is None:
-            return self.settings.anonymous
-        return authenticate(self.credentials(), runtime.project)
+        caller; a missing or unknown key raises `InvalidApiKey`. Checked once."""
+        found = self._caller
+        if found is None:
+            runtime = self.settings.runtime
+            if runtime.keys is None:
+                found = self.settings.anonymous
+            else:
+                found = authenticate(self.credentials(), runtime.project)
+            self._caller = found
+        return found
 
     def credentials(self) -> Credentials:
         """What the request's headers say about its caller (SPEC §5.2: the key and the
