@@ -11,6 +11,10 @@ call (the routing record says `cancelled`; health counts nothing), and gets no a
 Rule 3: whatever a handler raises becomes an error response in the endpoint's client format
 (`respond.error_reply`, the one table); after a stream has started it is an in-stream event.
 Rule 4: HEAD is GET without the body (the server drops it).
+Rule 5: `end_requests()` (the server's shutdown, once its grace is over) cancels every request
+in flight, which then ends as Rule 3 says with `ShuttingDown`; `swap_runtime()` (a reload)
+serves new requests on the new runtime while those in flight finish on theirs, whose pools
+are closed after the last of them.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from turnout.errors import MethodNotAllowed, NotFound, NotReady
+from turnout.errors import MethodNotAllowed, NotFound, NotReady, ShuttingDown
 from turnout.gateway.handlers import (
     handle_chat,
     handle_count_tokens,
@@ -93,6 +97,9 @@ class GatewayApp:
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
         self.settings: GatewaySettings | None = None
+        self._open: dict[Exchange, asyncio.Task[Any] | None] = {}  # requests in flight
+        self._ending: set[Exchange] = set()
+        self._retiring: set[asyncio.Task[None]] = set()
         if runtime is not None:
             self._install(runtime)
 
@@ -122,6 +129,7 @@ class GatewayApp:
                 await _reply(send, self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
+            self._open[exchange] = asyncio.current_task()
             try:
                 if not served.reads_body:
                     await served.handler(exchange)
@@ -129,8 +137,16 @@ class GatewayApp:
                     exchange.caller()  # Rule 2: a missing or unknown key is refused unread
                     if await exchange.read_body(settings.max_body_bytes):
                         await _watched(served.handler, exchange)
+            except asyncio.CancelledError:
+                if exchange not in self._ending:
+                    raise
+                _uncancel()
+                await _failed(exchange, ShuttingDown("the gateway is shutting down"))
             except Exception as exc:  # noqa: BLE001 - Rule 3: every failure is answered
                 await _failed(exchange, exc)
+            finally:
+                del self._open[exchange]
+                self._ending.discard(exchange)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
@@ -182,11 +198,46 @@ class GatewayApp:
         if self.settings is not None:
             await self.settings.runtime.aclose()
 
+    def end_requests(self) -> None:
+        """Rule 5: end every request in flight (a stream with an in-stream error event)."""
+        for exchange, task in self._open.items():
+            if task is not None and not (exchange.ended or exchange.gone):
+                self._ending.add(exchange)
+                task.cancel()
+
+    def swap_runtime(self, runtime: Runtime) -> asyncio.Task[None]:
+        """Rule 5: serve `runtime` from now on; the task closes the old runtime's pools once
+        the requests it serves have ended."""
+        old = self.settings
+        self._install(runtime)
+        pending = [
+            task
+            for exchange, task in self._open.items()
+            if task is not None and exchange.settings is old
+        ]
+        task = asyncio.get_running_loop().create_task(_retire(old, pending))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+        return task
+
+
+async def _retire(old: GatewaySettings | None, pending: list[asyncio.Task[Any]]) -> None:
+    if pending:
+        await asyncio.wait(pending)
+    if old is not None:
+        await old.runtime.aclose()
+
 
 def _routed_method(scope: MutableMapping[str, Any]) -> str:
     """Rule 4: HEAD is routed as GET."""
     method: str = scope["method"]
     return "GET" if method == "HEAD" else method
+
+
+def _uncancel() -> None:
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
 
 
 async def _reply(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], reply: Reply) -> None:
