@@ -97,6 +97,20 @@ async def test_pipelined_requests_are_answered_in_order(client: RawClient) -> No
     ]
 
 
+async def test_a_pipelined_body_that_arrives_later_is_read(client: RawClient) -> None:
+    """A request pipelined behind a slow one, its body split across writes, is answered
+    once the rest of its body arrives (the bytes held back reach it)."""
+    body = chat("quick")
+    await client.send(
+        request("POST", "/v1/chat/completions", chat("slow"))
+        + request("POST", "/v1/chat/completions", body)[: -len(body) // 2]
+    )
+    await asyncio.sleep(0.05)
+    await client.send(body[-len(body) // 2 :])
+    answers = [await client.response() for _ in range(2)]
+    assert [a.json()["routing"]["route"] for a in answers] == ["slow", "quick"]
+
+
 async def test_a_chunked_request_body_is_read(client: RawClient) -> None:
     """A `transfer-encoding: chunked` body arrives whole at the app, in pieces on the wire."""
     body = chat("quick")

@@ -308,12 +308,13 @@ class HttpConnection(asyncio.Protocol):
         self._idle_since = self._loop.time()
         if self._queue:
             self._start_next()
-            return
-        if self._rejection is not None:
+        elif self._rejection is not None:
             self._answer(self._rejection)
             return
-        self._arm()
-        if self._backlog:
+        else:
+            self._arm()
+        if self._backlog and not self._queue:
+            # Rule 1: the bytes held back belong to the request now running or to later ones.
             data = bytes(self._backlog)
             self._backlog.clear()
             self._feed(data)
