@@ -129,14 +129,14 @@ class GatewayApp:
                 await _reply(send, self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
-            self._open[exchange] = asyncio.current_task()
+            task = self._open[exchange] = asyncio.current_task()
             try:
                 if not served.reads_body:
                     await served.handler(exchange)
                 else:
                     exchange.caller()  # Rule 2: a missing or unknown key is refused unread
                     if await exchange.read_body(settings.max_body_bytes):
-                        await _watched(served.handler, exchange)
+                        await _watched(served.handler, exchange, task)
             except asyncio.CancelledError:
                 if exchange not in self._ending:
                     raise
@@ -246,14 +246,18 @@ async def _reply(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], re
     await send({"type": "http.response.body", "body": reply.body, "more_body": False})
 
 
-async def _watched(handler: Callable[[Exchange], Awaitable[None]], exchange: Exchange) -> None:
-    """Rule 2: run `handler`, cancelled if the caller disconnects before the response ends.
+async def _watched(
+    handler: Callable[[Exchange], Awaitable[None]],
+    exchange: Exchange,
+    task: asyncio.Task[Any] | None,
+) -> None:
+    """Rule 2: run `handler` in `task` (the request's own), cancelled if the caller
+    disconnects before the response ends.
 
     The watcher task starts only once the handler has run `WATCH_AFTER` seconds: most answers
     from a fast upstream are done before, and a timer is far cheaper than a task.
     """
     loop = asyncio.get_running_loop()
-    task = asyncio.current_task(loop)
     assert task is not None
     watcher: list[asyncio.Task[None]] = []
 
