@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from typing import TYPE_CHECKING, Any
 
 from tests.gateway._app_support import mock_provider, runtime_of
@@ -141,3 +143,16 @@ async def test_worker_app_loads_the_configured_file(tmp_path: Path) -> None:
     assert before is None
     assert after is not None
     assert list(after.routes) == ["only"]
+
+
+def test_serving_needs_no_third_party_server() -> None:
+    """`turnout serve` and the demo stage load no uvicorn: it is no longer a dependency."""
+    code = (
+        "import sys\n"
+        "import turnout.gateway.server.serving, turnout.demo.stage\n"
+        "print('uvicorn' in sys.modules)\n"
+    )
+    result = subprocess.run(  # noqa: S603 - this interpreter, fixed code
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"
