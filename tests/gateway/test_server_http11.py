@@ -14,6 +14,7 @@ import pytest
 from tests.e2e._gateway import running_gateway
 from tests.gateway._app_support import mock_provider
 from tests.gateway._raw_http import RawClient, chat, connected, request
+from turnout.gateway.server.http11 import PIPELINE_DEPTH
 from turnout.gateway.server.limits import ServerLimits, default_max_connections
 from turnout.gateway.server.listener import bind_socket, serving
 from turnout.schema import ServerConfig
@@ -95,6 +96,16 @@ async def test_pipelined_requests_are_answered_in_order(client: RawClient) -> No
         "slow",
         "quick",
     ]
+
+
+async def test_a_deep_pipeline_is_cut_at_its_bound(client: RawClient) -> None:
+    """Of 20 requests in one write, the first `PIPELINE_DEPTH` are answered, the last of them
+    with `connection: close`; the rest are left unread for the caller to send again."""
+    await client.send(request("GET", "/healthz") * 20)
+    answers = [await client.response() for _ in range(PIPELINE_DEPTH)]
+    assert all(a.status == 200 for a in answers)
+    assert answers[-1].headers["connection"] == "close"
+    assert await client.closed()
 
 
 async def test_a_pipelined_body_that_arrives_later_is_read(client: RawClient) -> None:
@@ -245,6 +256,15 @@ async def test_a_missing_key_is_401_before_the_body_is_read() -> None:
         assert reply.status == 401
         assert reply.json()["error"]["code"] == "invalid_api_key"
         assert reply.headers["connection"] == "close"
+        assert await client.closed()
+
+
+async def test_a_missing_key_gets_401_instead_of_100_continue() -> None:
+    """A caller that waits for `100 Continue` before its body gets the 401 instead."""
+    async with running_gateway(KEYED) as gateway, connected(_port(gateway)) as client:
+        head = request("POST", "/v1/chat/completions", headers={"expect": "100-continue"})
+        await client.send(head[:-2] + b"content-length: 31457280\r\n\r\n")
+        assert (await client.response()).status == 401
         assert await client.closed()
 
 
