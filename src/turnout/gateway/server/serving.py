@@ -120,7 +120,7 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
     reload = (path or "the embedded defaults", functools.partial(load_runtime, path, os.environ))
     _log_to_stderr()
     # Before the banner: callers may connect as soon as they read it.
-    _settle_heap(several=several)
+    _settle_heap()
     print(banner(runtime, host, sock.getsockname()[1]), file=out, flush=True)
     # A Ctrl-C that lands after the shutdown, while the process ends, is not an error.
     with sock, contextlib.suppress(KeyboardInterrupt):
@@ -148,7 +148,7 @@ def _log_to_stderr() -> None:
     package.setLevel(logging.INFO)
 
 
-def _settle_heap(*, several: bool) -> None:
+def _settle_heap() -> None:
     """Tune the cyclic garbage collector for serving (and enable it: `turnout serve` starts
     with it off). Measured: about a tenth of the gateway's CPU per request went to it at 64
     concurrent requests.
@@ -160,11 +160,11 @@ def _settle_heap(*, several: bool) -> None:
     young-generation threshold is raised from 700 to `_YOUNG_THRESHOLD` container objects: the
     objects of requests in flight no longer trigger collections that find nothing (reference
     counting frees them when each request ends), while cyclic garbage still triggers one as it
-    accumulates. With several workers (fresh processes that build their own runtime) the parent
-    only re-enables the collector.
+    accumulates. With several workers the parent does the same before it forks them: they
+    inherit the tuning, and the frozen objects' pages stay shared with the parent instead of
+    being copied by their first collection.
     """
-    if not several:
-        gc.freeze()
-        _, middle, old = gc.get_threshold()
-        gc.set_threshold(_YOUNG_THRESHOLD, middle, old)
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(_YOUNG_THRESHOLD, middle, old)
     gc.enable()
