@@ -25,7 +25,11 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
     │   ├── RequestTooLarge            413 request_too_large         body over max_body_bytes
     │   ├── NotFound                   404 NOT_FOUND                 no such endpoint or token count
     │   ├── MethodNotAllowed           405 method_not_allowed        the path takes other methods
-    │   └── NotReady                   503 not_ready                 configuration not loaded yet
+    │   ├── NotReady                   503 not_ready                 configuration not loaded yet
+    │   ├── BadHttpRequest             400 invalid_request           unparseable HTTP framing
+    │   ├── RequestTimeout             408 request_timeout           headers or body sent too slowly
+    │   ├── HeadersTooLarge            431 headers_too_large         too many header lines or bytes
+    │   └── ShuttingDown               503 shutting_down             cut short by a server shutdown
     ├── ProviderError                  the provider's own status     one call failed; error class:
     │   ├── ProviderTimeout                                          timeout
     │   ├── RateLimited                                              rate_limited
@@ -47,7 +51,7 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
 `RoutingError`'s subclasses fall in three groups: how the engine ended a routed request
 (`RouteExhausted` … `NoRoute`), where the gateway's resolution refused to send a model
 (`UpstreamAmbiguous`, `ModelDenied`, `ModelNotAllowed`, and `NoRoute`/`PolicyDenied` again), and
-the gateway's refusals of the HTTP request itself (`InvalidApiKey` … `NotReady`). Only
+the gateway's refusals of the HTTP request itself (`InvalidApiKey` … `ShuttingDown`). Only
 `RouteExhausted` decides its status per request, from the calls that failed.
 
 `ProviderError.for_class()` builds the subclass that matches an error class, so that code
@@ -72,10 +76,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AuthenticationFailed",
+    "BadHttpRequest",
     "ConfigError",
     "ContentFiltered",
     "ContextLengthExceeded",
     "EmbeddingsNotSupported",
+    "HeadersTooLarge",
     "InvalidApiKey",
     "InvalidRequest",
     "MalformedBody",
@@ -95,11 +101,13 @@ __all__ = [
     "ProviderUnavailable",
     "QuotaExhausted",
     "RateLimited",
+    "RequestTimeout",
     "RequestTooLarge",
     "RouteExhausted",
     "RouteIneligible",
     "RoutingError",
     "SecretKeyMissing",
+    "ShuttingDown",
     "StoreError",
     "StreamBroken",
     "StreamRejected",
@@ -365,6 +373,40 @@ class NotReady(RoutingError):
 
     status = 503
     code = "not_ready"
+
+
+class BadHttpRequest(RoutingError):
+    """The request's HTTP framing cannot be parsed: a bad request line, header line,
+    `Content-Length` or chunk size (400 `invalid_request`); the connection is closed."""
+
+    status = 400
+    code = "invalid_request"
+    should_retry = False
+
+
+class RequestTimeout(RoutingError):
+    """The caller sent its headers or its body too slowly (408 `request_timeout`); the
+    connection is closed."""
+
+    status = 408
+    code = "request_timeout"
+
+
+class HeadersTooLarge(RoutingError):
+    """The request has more header lines or header bytes than the server accepts (431
+    `headers_too_large`); the connection is closed."""
+
+    status = 431
+    code = "headers_too_large"
+    should_retry = False
+
+
+class ShuttingDown(RoutingError):
+    """The gateway shut down before the request ended (503 `shutting_down`; after a stream
+    has started, an in-stream error event)."""
+
+    status = 503
+    code = "shutting_down"
 
 
 class ProviderError(TurnoutError):

@@ -126,6 +126,53 @@ class ServerConfig(_Model):
         description="The largest request body in bytes (default 32 MiB); a larger one gets "
         "413 `request_too_large`.",
     )
+    max_header_count: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description="The most header lines a request may have (default 100); more get 431 "
+        "`headers_too_large` and the connection is closed.",
+    )
+    max_header_bytes: int = Field(
+        64 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="The largest request line plus headers, in bytes (default 64 KiB); a "
+        "larger head gets 431 `headers_too_large` and the connection is closed.",
+    )
+    header_timeout: Seconds = Field(
+        10.0,
+        description="Seconds a caller has to send a request's whole head (request line and "
+        "headers), counted from the connection's accept or from the end of the previous "
+        "response (default 10); past it the connection is closed, with 408 `request_timeout` "
+        "when part of a head arrived.",
+    )
+    body_timeout: Seconds = Field(
+        30.0,
+        description="Seconds a request body may go without a byte while the gateway waits for "
+        "it (default 30); past it the connection is closed, with 408 `request_timeout` when "
+        "nothing was answered yet.",
+    )
+    keepalive_timeout: Seconds = Field(
+        5.0,
+        description="Seconds an idle keep-alive connection is kept open for the caller's next "
+        "request (default 5).",
+    )
+    max_connections: int | None = Field(
+        None,
+        ge=1,
+        description="The most connections open at once, per worker process (default: the "
+        "process's open-file limit minus 64, at most 4096). Over it, a new connection is "
+        "closed at once and a WARNING line says the cap was reached.",
+    )
+    shutdown_grace_seconds: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        description="On SIGTERM, seconds the requests in flight have to finish (default 30); "
+        "then open streams end with an in-stream `shutting_down` error event, unfinished "
+        "answers get 503, and the process exits.",
+    )
 
 
 class Price(_Model):

@@ -14,6 +14,8 @@ from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
 
 if TYPE_CHECKING:
+    from collections.abc import MutableMapping
+
     import httpx
 
 APP_KEY = "tk_app_key_0001"
@@ -163,6 +165,30 @@ async def test_missing_and_unknown_keys_are_401(app: GatewayApp) -> None:
     assert unknown.status_code == 401
     assert _anthropic_error(unknown)["type"] == "authentication_error"
     assert _anthropic_error(unknown)["code"] == "invalid_api_key"
+
+
+async def test_a_missing_key_is_refused_before_the_body_is_read(app: GatewayApp) -> None:
+    """The key is checked from the headers: a 401 goes out without one `receive()` call, and
+    a body over the limit from a caller without a key is a 401, not a 413."""
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        pytest.fail("the body was read before the key was checked")
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    headers = [(b"content-length", b"31457280")]
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": headers}
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 401
+
+
+async def test_head_is_answered_as_get(app: GatewayApp) -> None:
+    """HEAD /healthz is routed as GET /healthz (200), not 405."""
+    async with client_of(app) as client:
+        reply = await client.head("/healthz")
+    assert reply.status_code == 200
 
 
 async def test_route_outside_the_key_ceiling_is_model_denied(app: GatewayApp) -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from typing import TYPE_CHECKING, Any
 
 from tests.gateway._app_support import mock_provider, runtime_of
 from turnout.errors import ConfigError
 from turnout.gateway.commands.serve import add_serve_parser, main_serve
 from turnout.gateway.server.app import GatewayApp
-from turnout.gateway.server.serving import CONFIG_ENV, app_factory, banner, worker_warning
+from turnout.gateway.server.serving import banner, worker_app, worker_warning
 
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
@@ -128,20 +130,30 @@ async def test_lifespan_reports_a_runtime_that_cannot_load() -> None:
     assert await _lifespan(GatewayApp(load=broken)) == ["lifespan.startup.failed"]
 
 
-async def test_app_factory_loads_the_configured_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`app_factory` (one per worker) reads the file named by TURNOUT_CONFIG."""
+async def test_worker_app_loads_the_configured_file(tmp_path: Path) -> None:
+    """`worker_app` (one per worker process) builds its runtime from the file at startup."""
     path = tmp_path / "turnout.yaml"
     path.write_text(
         "server: {auth: open}\nproviders: [{name: m, kind: mock}]\n"
         "routes: [{name: only, models: [x], targets: [{provider: m}]}]\n"
     )
-    monkeypatch.setenv(CONFIG_ENV, str(path))
-    app = app_factory()
+    app = worker_app(str(path))
     before = app.runtime
     await _lifespan(app)
     after = app.runtime
     assert before is None
     assert after is not None
     assert list(after.routes) == ["only"]
+
+
+def test_serving_needs_no_third_party_server() -> None:
+    """`turnout serve` and the demo stage load no uvicorn: it is no longer a dependency."""
+    code = (
+        "import sys\n"
+        "import turnout.gateway.server.serving, turnout.demo.stage\n"
+        "print('uvicorn' in sys.modules)\n"
+    )
+    result = subprocess.run(  # noqa: S603 - this interpreter, fixed code
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"

@@ -32,6 +32,10 @@ TABLE: list[tuple[type[errors.TurnoutError], int, str]] = [
     (errors.NotFound, 404, "NOT_FOUND"),
     (errors.MethodNotAllowed, 405, "method_not_allowed"),
     (errors.NotReady, 503, "not_ready"),
+    (errors.BadHttpRequest, 400, "invalid_request"),
+    (errors.RequestTimeout, 408, "request_timeout"),
+    (errors.HeadersTooLarge, 431, "headers_too_large"),
+    (errors.ShuttingDown, 503, "shutting_down"),
     (errors.StreamBroken, 502, "stream_broken"),
     (errors.StreamRejected, 502, "stream_rejected"),
 ]
@@ -42,7 +46,9 @@ ANTHROPIC_TYPES = {
     403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     413: "request_too_large",
+    431: "invalid_request_error",
     502: "api_error",
     503: "overloaded_error",
 }
@@ -127,6 +133,10 @@ SHOULD_RETRY: dict[type[errors.TurnoutError], str | None] = {
     errors.NotReady: None,
     errors.StreamBroken: None,
     errors.StreamRejected: None,
+    errors.BadHttpRequest: "false",
+    errors.RequestTimeout: None,
+    errors.HeadersTooLarge: "false",
+    errors.ShuttingDown: None,
 }
 
 

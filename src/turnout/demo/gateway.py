@@ -254,9 +254,9 @@ def _clients(base_url: str, openai_base_url: str, *, anthropic: bool) -> _Client
 
 
 def missing_requirements(*, anthropic: bool = False) -> list[str]:
-    """The packages the gateway demo needs that are not installed (`openai`, `uvicorn`, and
-    with `anthropic` the Anthropic SDK)."""
-    names = ("openai", "uvicorn", "anthropic") if anthropic else ("openai", "uvicorn")
+    """The packages the gateway demo needs that are not installed (`openai`, and with
+    `anthropic` the Anthropic SDK)."""
+    names = ("openai", "anthropic") if anthropic else ("openai",)
     return [name for name in names if importlib.util.find_spec(name) is None]
 
 

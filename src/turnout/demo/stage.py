@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 from turnout.config.load import parse_config
 from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
+from turnout.gateway.server.limits import ServerLimits
+from turnout.gateway.server.listener import bind_socket, serving
 from turnout.mock_upstream import MockUpstream
 from turnout.mock_upstream.server import new_event_loop
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import TracebackType
-
-    import uvicorn
 
 __all__ = ["DemoStage"]
 
@@ -83,48 +83,28 @@ class DemoStage:
         self._stopped = asyncio.Event()
         try:
             await self.upstream.start()
-            server, task = await self._start_gateway()
+            config = parse_config(self._config(self.upstream.url), env={})
+            app = GatewayApp(Runtime.from_config(config))
+            sock = bind_socket("127.0.0.1", 0)
         except BaseException as exc:
             failure.append(exc)
+            ready.set()
             await self.upstream.stop()
             raise
-        finally:
-            ready.set()
         try:
-            await self._stopped.wait()
+            # Rule 2: leaving the block ends the gateway (its lifespan closes the pools).
+            async with serving(app, sock, ServerLimits(shutdown_grace=0.0)):
+                self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+                ready.set()
+                await self._stopped.wait()
+        except BaseException as exc:
+            if not ready.is_set():
+                failure.append(exc)
+                ready.set()
+            raise
         finally:
-            server.should_exit = True
-            await task
+            sock.close()
             await self.upstream.stop()
-
-    async def _start_gateway(self) -> tuple[uvicorn.Server, asyncio.Task[None]]:
-        import uvicorn  # noqa: PLC0415 - the gateway's server, loaded only when serving
-
-        config = parse_config(self._config(self.upstream.url), env={})
-        server_config = uvicorn.Config(
-            GatewayApp(Runtime.from_config(config)),
-            host="127.0.0.1",
-            port=0,
-            http="httptools",
-            lifespan="on",
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            server_header=False,
-        )
-        sock = server_config.bind_socket()
-        server = uvicorn.Server(server_config)
-        task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
-        for _ in range(int(_START_LIMIT / 0.01)):
-            if server.started or task.done():
-                break
-            await asyncio.sleep(0.01)
-        if not server.started:
-            server.should_exit = True
-            await task
-            raise RuntimeError("the demo gateway did not start")
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        return server, task
 
     def call(self, function: Callable[..., Any], *args: Any) -> Any:
         """Rule 3: run `function(*args)` on the stage's loop and return its result."""

@@ -5,12 +5,18 @@ prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL
 path with a parameter, `GET /v1/models/{id}`, is looked up by prefix, and only when no entry
 matches. An unknown path is 404, a known path with another method 405, and before the runtime
 is loaded every endpoint but `/healthz` and `/readyz` is 503.
-Rule 2: a POST endpoint reads the whole body first (bounded by `max_body_bytes`, 413 beyond),
-then runs its handler while a watcher task reads `receive()` (started once the handler has
-run `WATCH_AFTER` seconds): a caller that disconnects cancels the handler, and so the upstream
+Rule 2: a POST endpoint checks the caller's key from the headers (401 before any body byte
+is read), reads the whole body (bounded by `max_body_bytes`, 413 beyond), then runs its
+handler while a watcher task reads `receive()` (started once the handler has run
+`WATCH_AFTER` seconds): a caller that disconnects cancels the handler, and so the upstream
 call (the routing record says `cancelled`; health counts nothing), and gets no answer.
 Rule 3: whatever a handler raises becomes an error response in the endpoint's client format
 (`respond.error_reply`, the one table); after a stream has started it is an in-stream event.
+Rule 4: HEAD is GET without the body (the server drops it).
+Rule 5: `end_requests()` (the server's shutdown, once its grace is over) cancels every request
+in flight, which then ends as Rule 3 says with `ShuttingDown`; `swap_runtime()` (a reload)
+serves new requests on the new runtime while those in flight finish on theirs, whose pools
+are closed after the last of them.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from turnout.errors import MethodNotAllowed, NotFound, NotReady
+from turnout.errors import MethodNotAllowed, NotFound, NotReady, ShuttingDown
 from turnout.gateway.handlers import (
     MODEL_PATHS,
     handle_chat,
@@ -108,6 +114,9 @@ class GatewayApp:
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
         self.settings: GatewaySettings | None = None
+        self._open: dict[Exchange, asyncio.Task[Any] | None] = {}  # requests in flight
+        self._ending: set[Exchange] = set()
+        self._retiring: set[asyncio.Task[None]] = set()
         if runtime is not None:
             self._install(runtime)
 
@@ -131,27 +140,39 @@ class GatewayApp:
     ) -> None:
         kind = scope["type"]
         if kind == "http":
-            served = ENDPOINTS.get((scope["method"], scope["path"]))
-            if served is None and scope["method"] == "GET" and _parameterized(scope["path"]):
+            method = _routed_method(scope)
+            served = ENDPOINTS.get((method, scope["path"]))
+            if served is None and method == "GET" and _parameterized(scope["path"]):
                 served = _MODEL
             settings = self.settings
             if served is None or settings is None:
                 await _reply(send, await self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
+            task = self._open[exchange] = asyncio.current_task()
             try:
                 if not served.reads_body:
                     await served.handler(exchange)
-                elif await exchange.read_body(settings.max_body_bytes):
-                    await _watched(served.handler, exchange)
+                else:
+                    exchange.caller()  # Rule 2: a missing or unknown key is refused unread
+                    if await exchange.read_body(settings.max_body_bytes):
+                        await _watched(served.handler, exchange, task)
+            except asyncio.CancelledError:
+                if exchange not in self._ending:
+                    raise
+                _uncancel()
+                await _failed(exchange, ShuttingDown("the gateway is shutting down"))
             except Exception as exc:  # noqa: BLE001 - Rule 3: every failure is answered
                 await _failed(exchange, exc)
+            finally:
+                del self._open[exchange]
+                self._ending.discard(exchange)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
     async def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
         """Rule 1: `/readyz`, 404, 405, or 503 before the runtime is loaded."""
-        path, method = scope["path"], scope["method"]
+        path, method = scope["path"], _routed_method(scope)
         fmt = ANTHROPIC if path.startswith(_ANTHROPIC_PATHS) else OPENAI
         methods = _PATHS.get(path) or _parameterized(path)
         if path == "/readyz" and method == "GET":
@@ -199,6 +220,47 @@ class GatewayApp:
         if self.settings is not None:
             await self.settings.runtime.aclose()
 
+    def end_requests(self) -> None:
+        """Rule 5: end every request in flight (a stream with an in-stream error event)."""
+        for exchange, task in self._open.items():
+            if task is not None and not (exchange.ended or exchange.gone):
+                self._ending.add(exchange)
+                task.cancel()
+
+    def swap_runtime(self, runtime: Runtime) -> asyncio.Task[None]:
+        """Rule 5: serve `runtime` from now on; the task closes the old runtime's pools once
+        the requests it serves have ended."""
+        old = self.settings
+        self._install(runtime)
+        pending = [
+            task
+            for exchange, task in self._open.items()
+            if task is not None and exchange.settings is old
+        ]
+        task = asyncio.get_running_loop().create_task(_retire(old, pending))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+        return task
+
+
+async def _retire(old: GatewaySettings | None, pending: list[asyncio.Task[Any]]) -> None:
+    if pending:
+        await asyncio.wait(pending)
+    if old is not None:
+        await old.runtime.aclose()
+
+
+def _routed_method(scope: MutableMapping[str, Any]) -> str:
+    """Rule 4: HEAD is routed as GET."""
+    method: str = scope["method"]
+    return "GET" if method == "HEAD" else method
+
+
+def _uncancel() -> None:
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
 
 async def _reply(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], reply: Reply) -> None:
     headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
@@ -206,14 +268,18 @@ async def _reply(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], re
     await send({"type": "http.response.body", "body": reply.body, "more_body": False})
 
 
-async def _watched(handler: Callable[[Exchange], Awaitable[None]], exchange: Exchange) -> None:
-    """Rule 2: run `handler`, cancelled if the caller disconnects before the response ends.
+async def _watched(
+    handler: Callable[[Exchange], Awaitable[None]],
+    exchange: Exchange,
+    task: asyncio.Task[Any] | None,
+) -> None:
+    """Rule 2: run `handler` in `task` (the request's own), cancelled if the caller
+    disconnects before the response ends.
 
     The watcher task starts only once the handler has run `WATCH_AFTER` seconds: most answers
     from a fast upstream are done before, and a timer is far cheaper than a task.
     """
     loop = asyncio.get_running_loop()
-    task = asyncio.current_task(loop)
     assert task is not None
     watcher: list[asyncio.Task[None]] = []
 

@@ -69,6 +69,7 @@ class Exchange:
     the response side (see the module rules)."""
 
     __slots__ = (
+        "_caller",
         "_credentials",
         "body",
         "ended",
@@ -104,6 +105,7 @@ class Exchange:
         self.headers = headers
         self.request_id = caller_request_id(headers.get("x-request-id"))
         self._credentials: Credentials | None = None
+        self._caller: Caller | None = None
         self.body = b""
         self.started = False
         self.ended = False
@@ -116,11 +118,16 @@ class Exchange:
 
     def caller(self) -> Caller:
         """Who is calling (SPEC §5.2): the anonymous caller under `auth: open`, else the key's
-        caller; a missing or unknown key raises `InvalidApiKey`."""
-        runtime = self.settings.runtime
-        if runtime.keys is None:
-            return self.settings.anonymous
-        return authenticate(self.credentials(), runtime.project)
+        caller; a missing or unknown key raises `InvalidApiKey`. Checked once."""
+        found = self._caller
+        if found is None:
+            runtime = self.settings.runtime
+            if runtime.keys is None:
+                found = self.settings.anonymous
+            else:
+                found = authenticate(self.credentials(), runtime.project)
+            self._caller = found
+        return found
 
     def credentials(self) -> Credentials:
         """What the request's headers say about its caller (SPEC §5.2: the key and the

@@ -1,15 +1,18 @@
-"""Serving the gateway: uvicorn with uvloop and httptools, one or several worker processes.
+"""Serving the gateway: its own HTTP/1.1 server (`listener`, on uvloop and httptools) in one
+process, or in several pre-forked worker processes (`prefork`).
 
 With one worker the runtime built (and checked) at start serves directly. With several, each
-worker process builds its own runtime from the same configuration through `app_factory`, which
-reads the file named by `TURNOUT_CONFIG` (embedded defaults when it is empty), so no live
-object crosses a process boundary. Shutdown closes the providers' connection pools (lifespan).
+worker builds its own runtime from the same configuration file at its start (`worker_app`),
+so no live object (a connection pool, a Redis client) is shared across a fork. Shutdown
+closes the providers' connection pools (lifespan). SIGHUP reloads the configuration file
+(`worker.reload_runtime`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -20,22 +23,22 @@ from typing import TYPE_CHECKING, Final, TextIO
 from turnout.config.load import load_config
 from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
+from turnout.gateway.server.limits import ServerLimits
+from turnout.gateway.server.listener import bind_socket
+from turnout.gateway.server.prefork import Supervisor
+from turnout.gateway.server.worker import run_worker
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = [
-    "CONFIG_ENV",
     "ServeOptions",
-    "app_factory",
     "banner",
     "load_runtime",
     "serve",
+    "worker_app",
     "worker_warning",
 ]
-
-CONFIG_ENV: Final = "TURNOUT_CONFIG"
-"""The environment variable naming the configuration file of the worker processes."""
 
 logger = logging.getLogger("turnout.gateway")
 
@@ -62,10 +65,10 @@ def load_runtime(config_path: str | None, env: Mapping[str, str]) -> Runtime:
     return Runtime.embedded(env)
 
 
-def app_factory() -> GatewayApp:
-    """The app of one worker process: it builds its runtime at lifespan startup."""
-    path = os.environ.get(CONFIG_ENV) or None
-    return GatewayApp(load=lambda: load_runtime(path, os.environ))
+def worker_app(config_path: str | None) -> GatewayApp:
+    """The app of one worker process: it builds its runtime from `config_path` (None: the
+    embedded defaults) at lifespan startup."""
+    return GatewayApp(load=functools.partial(load_runtime, config_path, os.environ))
 
 
 def banner(runtime: Runtime, host: str, port: int) -> str:
@@ -89,34 +92,20 @@ def worker_warning(runtime: Runtime, workers: int) -> str | None:
 
 def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None) -> int:
     """Bind, print the load warnings and the banner to `out` (stdout), and serve until
-    interrupted. Returns the exit status (0 after a clean stop)."""
-    import uvicorn  # noqa: PLC0415 - only when serving
-    from uvicorn.supervisors import Multiprocess  # noqa: PLC0415 - only when serving
-
+    SIGTERM or SIGINT. Returns the exit status (0 after a clean stop, 1 when the address
+    cannot be bound)."""
     out = out if out is not None else sys.stdout
     server_config = runtime.config.server
     host = options.host if options.host is not None else server_config.host
     port = options.port if options.port is not None else server_config.port
     several = options.workers > 1
-    config = uvicorn.Config(
-        "turnout.gateway.server.serving:app_factory" if several else GatewayApp(runtime),
-        factory=several,
-        host=host,
-        port=port,
-        workers=options.workers,
-        loop=_loop(),
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        log_level="warning",
-        server_header=False,
-        # The gateway reads no client address: skip the per-request proxy header pass.
-        proxy_headers=False,
-    )
-    sock = config.bind_socket()
-    # Listening now (the server would only at its start) makes the banner true when printed: a
-    # caller that connects at once waits in the backlog instead of being refused.
-    sock.listen(config.backlog)
+    try:
+        # Listening before the banner makes it true when printed: a caller that connects at
+        # once waits in the backlog instead of being refused.
+        sock = bind_socket(host, port)
+    except OSError as exc:
+        print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     for warning in runtime.warnings:
         print(f"warning: {warning}", file=out)
     extra = worker_warning(runtime, options.workers)
@@ -126,21 +115,40 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
         print(
             f"warning: auth is open and the gateway listens on {host}: anyone can call it", file=out
         )
+    limits = ServerLimits.from_config(server_config)
+    path = options.config_path or None
+    reload = (path or "the embedded defaults", functools.partial(load_runtime, path, os.environ))
+    _log_to_stderr()
     # Before the banner: callers may connect as soon as they read it.
-    _settle_heap(several=several)
+    _settle_heap()
     print(banner(runtime, host, sock.getsockname()[1]), file=out, flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        if several:
-            os.environ[CONFIG_ENV] = options.config_path or ""
-            with contextlib.suppress(Exception):
-                asyncio.run(runtime.aclose())
-            Multiprocess(config, sockets=[sock]).run()
-        else:
-            uvicorn.Server(config).run(sockets=[sock])
+    # A Ctrl-C that lands after the shutdown, while the process ends, is not an error.
+    with sock, contextlib.suppress(KeyboardInterrupt):
+        if not several:
+            return run_worker(sock, GatewayApp(runtime), limits, reload=reload)
+        with contextlib.suppress(Exception):
+            asyncio.run(runtime.aclose())
+        supervisor = Supervisor(
+            options.workers,
+            lambda parent: run_worker(sock, worker_app(path), limits, reload=reload, parent=parent),
+            grace=limits.shutdown_grace,
+        )
+        return supervisor.run()
     return 0
 
 
-def _settle_heap(*, several: bool) -> None:
+def _log_to_stderr() -> None:
+    """Send turnout's log lines (INFO and up) to stderr, unless logging is set up already."""
+    package = logging.getLogger("turnout")
+    if logging.getLogger().handlers or package.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    package.addHandler(handler)
+    package.setLevel(logging.INFO)
+
+
+def _settle_heap() -> None:
     """Tune the cyclic garbage collector for serving (and enable it: `turnout serve` starts
     with it off). Measured: about a tenth of the gateway's CPU per request went to it at 64
     concurrent requests.
@@ -152,19 +160,11 @@ def _settle_heap(*, several: bool) -> None:
     young-generation threshold is raised from 700 to `_YOUNG_THRESHOLD` container objects: the
     objects of requests in flight no longer trigger collections that find nothing (reference
     counting frees them when each request ends), while cyclic garbage still triggers one as it
-    accumulates. With several workers (fresh processes that build their own runtime) the parent
-    only re-enables the collector.
+    accumulates. With several workers the parent does the same before it forks them: they
+    inherit the tuning, and the frozen objects' pages stay shared with the parent instead of
+    being copied by their first collection.
     """
-    if not several:
-        gc.freeze()
-        _, middle, old = gc.get_threshold()
-        gc.set_threshold(_YOUNG_THRESHOLD, middle, old)
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(_YOUNG_THRESHOLD, middle, old)
     gc.enable()
-
-
-def _loop() -> str:
-    try:
-        import uvloop  # noqa: F401, PLC0415 - only to know it is there
-    except ImportError:
-        return "asyncio"
-    return "uvloop"

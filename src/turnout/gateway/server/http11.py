@@ -1,0 +1,499 @@
+"""The gateway's HTTP/1.1 connections: an asyncio protocol on the `httptools` parser that runs
+one ASGI request at a time (each request's ASGI side is a `cycle.RequestCycle`).
+
+Rule 1: requests on a connection run one at a time, in the order they arrived. Requests
+pipelined behind the running one wait, at most `PIPELINE_DEPTH` of them (past it the
+connection reads no more requests and closes once those are answered), and bytes that arrive
+meanwhile wait unparsed, at most `HIGH_WATER` of them before the socket stops being read.
+Rule 2: one deadline runs at a time, set by what the connection waits for: a request head
+(`header_timeout` from the accept or from the end of the previous response), the body of the
+running request (`body_timeout` since its last byte, while the connection reads), or the next
+request (`keepalive_timeout`). Past it the connection closes, after a 408 when part of a
+request arrived and nothing was answered.
+Rule 3: a head over `max_header_count` lines or `max_header_bytes` bytes gets 431, and
+framing that cannot be parsed 400, in the OpenAI error envelope; the connection then closes,
+once the requests before the bad one are answered.
+Rule 4: a response that starts before its request's body was read closes the connection (the
+rest of the body is never read). So does every answer the server gives in the app's place:
+the connection half-closes and discards what still arrives for at most `LINGER` seconds, so
+that the caller reads the answer rather than a reset.
+Rule 5: when the caller leaves, the running request is told (`http.disconnect`, and the app
+cancels its work) and the requests waiting behind it are dropped without reaching the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+
+import httptools
+
+from turnout.errors import BadHttpRequest, HeadersTooLarge, RequestTimeout, RoutingError
+from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle, error_response, http_scope
+
+if TYPE_CHECKING:
+    from turnout.gateway.server.limits import ServerLimits
+
+__all__ = ["LINGER", "PIPELINE_DEPTH", "ASGIApp", "ConnectionHost", "HttpConnection"]
+
+logger = logging.getLogger("turnout.gateway")
+
+PIPELINE_DEPTH: Final = 16
+"""Requests a connection holds parsed behind the running one."""
+
+LINGER: Final = 2.0
+"""Seconds a connection closed by the server still discards what the caller sends (Rule 4)."""
+
+_REQUEST_LINE_SLACK: Final = 16  # the method, the version and the line ends around the URL
+
+ASGIApp = Callable[
+    [
+        MutableMapping[str, Any],
+        Callable[[], Awaitable[MutableMapping[str, Any]]],
+        Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ],
+    Awaitable[None],
+]
+"""An ASGI 3 application: `app(scope, receive, send)`."""
+
+
+class ConnectionHost(Protocol):
+    """What a connection needs of its server (`listener.Listener`)."""
+
+    app: ASGIApp
+    limits: ServerLimits
+    draining: bool
+
+    def admit(self, conn: HttpConnection) -> bool:
+        """Count a new connection in; False when over the cap (it is closed at once)."""
+
+    def release(self, conn: HttpConnection) -> None:
+        """Count a closed connection out."""
+
+
+class _PipelineFull(Exception):
+    """Raised from the parser's callbacks to stop reading requests (Rule 1)."""
+
+
+class HttpConnection(asyncio.Protocol):
+    """One caller's connection (see the module rules)."""
+
+    def __init__(self, host: ConnectionHost) -> None:
+        self._host = host
+        self._limits = host.limits
+        self._loop = asyncio.get_running_loop()
+        self._parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport = None  # type: ignore[assignment] # set on accept
+        self._addresses: tuple[Any, Any] = (None, None)
+        self._cycle: RequestCycle | None = None  # running
+        self._task: asyncio.Task[None] | None = None
+        self._queue: deque[RequestCycle] = deque()  # parsed, waiting their turn
+        self._parsing: RequestCycle | None = None  # whose body the parser is reading
+        self._backlog = bytearray()  # bytes not parsed while requests wait
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._expect_continue = False
+        self._in_head = False
+        self._head_bytes = 0
+        self._served = 0
+        self._idle_since = self._loop.time()
+        self._deadline: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self._reading = True
+        self._stopped = False  # no more requests are read
+        self._rejection: RoutingError | None = None
+        self._lingering = False
+        self.closed = False
+        self.write_paused = False
+        self._drain: asyncio.Future[None] | None = None
+
+    @property
+    def draining(self) -> bool:
+        """True once the server is shutting down."""
+        return self._host.draining
+
+    # -- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport, but have its methods.
+        self.transport = cast("asyncio.Transport", transport)
+        if not self._host.admit(self):
+            self.closed = True
+            transport.close()
+            return
+        self._addresses = (_address(transport, "sockname"), _address(transport, "peername"))
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering or self._stopped or self.closed:
+            return  # Rule 4, or no more requests will be read
+        if self._queue or self._backlog:
+            self._backlog += data  # Rule 1: parsed only when the waiting requests have run
+            self._update_reading()
+            return
+        self._feed(data)
+
+    def eof_received(self) -> bool | None:
+        return None  # the caller half-closed: treated as gone (Rule 5)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._host.release(self)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._queue.clear()  # Rule 5: never started, never will be
+        if self._cycle is not None:
+            self._cycle.leave()
+        self._resume_writers()
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._resume_writers()
+
+    def _resume_writers(self) -> None:
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    # -- parsing
+
+    def _feed(self, data: bytes) -> None:
+        if self._in_head:
+            self._head_bytes += len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._stop_reading_requests()  # served as a plain request; nothing after it is read
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            if isinstance(cause, _PipelineFull):
+                self._stop_reading_requests()
+            elif isinstance(cause, RoutingError):
+                self._reject(cause)
+            else:
+                self._reject(BadHttpRequest(f"malformed HTTP request ({cause or exc})"))
+        except httptools.HttpParserError as exc:
+            if not self._stopped:  # bytes after a `Connection: close` request are ignored
+                self._reject(BadHttpRequest(f"malformed HTTP request: {exc}"))
+        else:
+            if self._in_head and self._head_bytes > self._limits.max_header_bytes:
+                self._reject(self._too_large())
+        self._start_next()
+
+    def on_message_begin(self) -> None:
+        if len(self._queue) >= PIPELINE_DEPTH:
+            raise _PipelineFull
+        self._url = b""
+        self._headers = []
+        self._expect_continue = False
+        self._in_head = True
+        self._head_bytes = 0
+        if self._cycle is None:
+            self._arm()
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        headers = self._headers
+        if len(headers) >= self._limits.max_header_count:
+            raise HeadersTooLarge(
+                f"the request has more than {self._limits.max_header_count} header lines"
+                " (server.max_header_count)"
+            )
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self._expect_continue = True
+        headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        size = len(self._url) + _REQUEST_LINE_SLACK
+        for name, value in self._headers:
+            size += len(name) + len(value) + 4
+        if size > self._limits.max_header_bytes:
+            raise self._too_large()
+        parser = self._parser
+        cycle = RequestCycle(
+            self,
+            http_scope(
+                self._url,
+                self._headers,
+                method=parser.get_method().decode("ascii"),
+                version=parser.get_http_version(),
+                addresses=self._addresses,
+            ),
+            keep_alive=parser.should_keep_alive(),
+            expect_continue=self._expect_continue,
+        )
+        self._queue.append(cycle)
+        self._parsing = cycle
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self._parsing
+        if cycle is None:
+            return
+        cycle.add_body(body)
+        if cycle.buffered > HIGH_WATER:
+            self._update_reading()
+        elif cycle is self._cycle:
+            self._deadline = self._loop.time() + self._limits.body_timeout  # Rule 2
+
+    def on_message_complete(self) -> None:
+        cycle, self._parsing = self._parsing, None
+        if cycle is None:
+            return
+        cycle.end_body()
+        if not cycle.keep_alive:
+            self._stopped = True
+        if cycle is self._cycle:
+            self._arm()
+
+    def _too_large(self) -> HeadersTooLarge:
+        return HeadersTooLarge(
+            f"the request head is larger than {self._limits.max_header_bytes} bytes"
+            " (server.max_header_bytes)"
+        )
+
+    # -- running requests
+
+    def _start_next(self) -> None:
+        if self._cycle is not None or self.closed or self._lingering:
+            return
+        if not self._queue:
+            if self._rejection is not None:
+                self._answer(self._rejection)
+            return
+        cycle = self._cycle = self._queue.popleft()
+        self._arm()
+        self._task = self._loop.create_task(self._run(cycle))
+
+    async def _run(self, cycle: RequestCycle) -> None:
+        failure: Exception | None = None
+        try:
+            await self._host.app(cycle.scope, cycle.receive, cycle.send)
+        except asyncio.CancelledError:
+            return  # the server is stopping and aborted the connection
+        except Exception as exc:  # noqa: BLE001 - answered (500) or the connection is cut
+            failure = exc
+        self._finish(cycle, failure)
+
+    def _finish(self, cycle: RequestCycle, failure: Exception | None) -> None:
+        self._task = None
+        self._cycle = None
+        if self.closed or self._lingering:
+            return
+        if not cycle.complete:
+            if cycle.started or cycle.gone:
+                if failure is not None:
+                    logger.error("the gateway app failed mid-response", exc_info=failure)
+                self.abort()  # a cut response: the caller must not take it as whole
+                return
+            cycle.leave()
+            self._answer(failure or RuntimeError("the gateway app returned without answering"))
+            return
+        if not cycle.keep_alive:
+            self._close(linger=not cycle.message_complete)
+            return
+        self._served += 1
+        self._idle_since = self._loop.time()
+        if self._queue:
+            self._start_next()
+        elif self._rejection is not None:
+            self._answer(self._rejection)
+            return
+        else:
+            self._arm()
+        if self._backlog and not self._queue:
+            # Rule 1: the bytes held back belong to the request now running or to later ones.
+            data = bytes(self._backlog)
+            self._backlog.clear()
+            self._feed(data)
+        self._update_reading()
+
+    def want_body(self, cycle: RequestCycle) -> None:
+        """The app waits for body bytes: ask for them (Rule 1 of the cycle)."""
+        line = cycle.continue_line()
+        if line:
+            self.write(line)
+            self._arm()
+        self._update_reading()
+
+    def body_taken(self) -> None:
+        """The app took the body read so far: read on."""
+        if not self._reading:
+            self._update_reading()
+
+    def write(self, data: bytes) -> None:
+        """Write response bytes (nothing once closed)."""
+        if not self.closed:
+            self.transport.write(data)
+
+    async def drained(self) -> None:
+        """Wait until the write buffer is below its high-water mark (or the caller left)."""
+        if not self.write_paused or self.closed:
+            return
+        if self._drain is None:
+            self._drain = self._loop.create_future()
+        await asyncio.shield(self._drain)
+
+    # -- flow control and deadlines
+
+    def _update_reading(self) -> None:
+        if self.closed:
+            return
+        parsing = self._parsing
+        want = len(self._backlog) <= HIGH_WATER and (
+            parsing is None or parsing.buffered <= HIGH_WATER
+        )
+        if want == self._reading:
+            return
+        self._reading = want
+        if want:
+            self.transport.resume_reading()
+        else:
+            self.transport.pause_reading()
+        self._arm()
+
+    def _arm(self) -> None:
+        """Rule 2: set the one deadline from what the connection waits for."""
+        cycle = self._cycle
+        now = self._loop.time()
+        limits = self._limits
+        when: float | None
+        if self._lingering:
+            when = now + LINGER
+        elif cycle is not None:
+            reading_body = cycle is self._parsing and self._reading and not cycle.awaiting_continue
+            when = now + limits.body_timeout if reading_body else None
+        elif self._in_head or not self._served:
+            when = self._idle_since + limits.header_timeout
+        else:
+            when = now + limits.keepalive_timeout
+        self._deadline = when
+        timer = self._timer
+        if when is not None and (timer is None or when < self._timer_at):
+            if timer is not None:
+                timer.cancel()
+            self._timer = self._loop.call_at(when, self._on_timer)
+            self._timer_at = when
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        when = self._deadline
+        if when is None or self.closed:
+            return
+        if self._loop.time() < when:
+            self._timer = self._loop.call_at(when, self._on_timer)
+            self._timer_at = when
+            return
+        self._expire()
+
+    def _expire(self) -> None:
+        limits = self._limits
+        cycle = self._cycle
+        if self._lingering:
+            self.transport.close()
+        elif cycle is not None:
+            cycle.leave()
+            if cycle.started:
+                self.abort()
+            else:
+                self._answer(
+                    RequestTimeout(
+                        f"the request body stalled: no byte for {limits.body_timeout:g} s"
+                        " (server.body_timeout)"
+                    )
+                )
+        elif self._in_head:
+            self._answer(
+                RequestTimeout(
+                    f"the request head did not arrive within {limits.header_timeout:g} s"
+                    " (server.header_timeout)"
+                )
+            )
+        else:
+            self._close()  # idle: nothing is owed
+
+    # -- ending
+
+    def _reject(self, error: RoutingError) -> None:
+        """Rule 3: answer `error` once the requests before the bad one have run."""
+        self._stopped = True
+        self._in_head = False
+        parsing, self._parsing = self._parsing, None
+        if parsing is not None and not parsing.message_complete:
+            if parsing is self._cycle:  # the running request's own body is malformed
+                parsing.leave()
+                if parsing.started:
+                    self.abort()
+                else:
+                    self._answer(error)
+                return
+            with contextlib.suppress(ValueError):
+                self._queue.remove(parsing)
+        self._rejection = error
+        self._start_next()
+
+    def _stop_reading_requests(self) -> None:
+        self._stopped = True
+        last = self._queue[-1] if self._queue else self._cycle
+        if last is not None:
+            last.keep_alive = False
+
+    def _answer(self, error: BaseException) -> None:
+        """Write the error response in the app's place, then close (Rule 4)."""
+        self.write(error_response(error))
+        self._close(linger=True)
+
+    def _close(self, *, linger: bool = False) -> None:
+        if self.closed or self._lingering:
+            return
+        self._stopped = True
+        self._queue.clear()
+        if not linger or not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self._lingering = True
+        self.transport.write_eof()
+        self._backlog.clear()
+        if not self._reading:
+            self._reading = True
+            self.transport.resume_reading()
+        self._arm()
+
+    def drain(self) -> None:
+        """The server is shutting down: close now if idle, else after the running request."""
+        if self.closed:
+            return
+        self._stopped = True
+        self._queue.clear()
+        cycle = self._cycle
+        if cycle is None:
+            self._close()
+        else:
+            cycle.keep_alive = False
+
+    def abort(self) -> None:
+        """Close at once, whatever is in flight, and stop the running request's task."""
+        if not self.closed:
+            self.transport.abort()
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+
+
+def _address(transport: asyncio.BaseTransport, name: str) -> tuple[str, int] | None:
+    info = transport.get_extra_info(name)
+    if isinstance(info, tuple) and len(info) >= 2:
+        return (str(info[0]), int(info[1]))
+    return None
