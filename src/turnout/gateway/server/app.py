@@ -26,6 +26,7 @@ from turnout.gateway.handlers import (
     handle_count_tokens,
     handle_embeddings,
     handle_healthz,
+    handle_metrics,
     handle_model,
     handle_models,
     readiness,
@@ -71,6 +72,7 @@ ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     **_API,
     **{(method, path.removeprefix("/v1")): served for (method, path), served in _API.items()},
     ("GET", "/healthz"): PathHandler(handle_healthz, OPENAI, reads_body=False),
+    ("GET", "/metrics"): PathHandler(handle_metrics, OPENAI, reads_body=False),
 }
 _MODEL = PathHandler(handle_model, OPENAI, reads_body=False)
 _PATHS: dict[str, list[str]] = {}
@@ -146,6 +148,8 @@ class GatewayApp:
                     await _watched(served.handler, exchange)
             except Exception as exc:  # noqa: BLE001 - Rule 3: every failure is answered
                 await _failed(exchange, exc)
+            finally:
+                settings.observer.request_done(exchange)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
 from turnout.config.load import load_config
+from turnout.gateway.observe.logs import configure_logging_from_env
+from turnout.gateway.observe.metrics import prepare_workers
 from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
 
@@ -65,6 +67,7 @@ def load_runtime(config_path: str | None, env: Mapping[str, str]) -> Runtime:
 def app_factory() -> GatewayApp:
     """The app of one worker process: it builds its runtime at lifespan startup."""
     path = os.environ.get(CONFIG_ENV) or None
+    configure_logging_from_env()
     return GatewayApp(load=lambda: load_runtime(path, os.environ))
 
 
@@ -132,6 +135,7 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
     with contextlib.suppress(KeyboardInterrupt):
         if several:
             os.environ[CONFIG_ENV] = options.config_path or ""
+            prepare_workers()
             with contextlib.suppress(Exception):
                 asyncio.run(runtime.aclose())
             Multiprocess(config, sockets=[sock]).run()
