@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 MODEL = "gpt-4o-mini"
 PATH = "/v1/chat/completions"
@@ -180,9 +180,9 @@ def write_config(directory: Path, upstream_port: int) -> Path:
     return path
 
 
-def gateway_command(config: Path, port: int) -> list[str]:
-    """`turnout serve` on CPU 0."""
-    serve = ["-m", "turnout.cli", "serve", "--config", str(config), "--port", str(port)]
+def gateway_command(config: Path, port: int, extra: Sequence[str] = ()) -> list[str]:
+    """`turnout serve` on CPU 0 (its log lines go to a file), with `extra` arguments."""
+    serve = ["-m", "turnout.cli", "serve", "--config", str(config), "--port", str(port), *extra]
     return [*pinned(GATEWAY_CPU), sys.executable, *serve]
 
 
@@ -398,7 +398,9 @@ def run(args: argparse.Namespace, load: Callable[[int, int, float, Path], Load])
             if gateway is not None:
                 stop(gateway)
             port = free_port()
-            gateway, seconds = spawn(gateway_command(config, port), port, tmp / "gateway.log")
+            gateway, seconds = spawn(
+                gateway_command(config, port, args.serve_arg), port, tmp / "gateway.log"
+            )
             starts.append(seconds)
         assert gateway is not None
         ports = (upstream_port, port)
@@ -625,6 +627,9 @@ def main() -> int:
     parser.add_argument("--profile-dir", default=tempfile.gettempdir(), help="py-spy output")
     parser.add_argument("--top", type=int, default=25, help="functions in the profile (25)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument(
+        "--serve-arg", action="append", default=[], help="add to `turnout serve` (repeatable)"
+    )
     parser.add_argument("--python-load", action="store_true", help="aiohttp even if wrk exists")
     args = parser.parse_args()
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the subprocesses are stopped.

@@ -1,4 +1,5 @@
-"""`turnout serve [--config FILE] [--host H] [--port P] [--workers N]`: run the gateway."""
+"""`turnout serve [--config FILE] [--host H] [--port P] [--workers N] [--log-level L]
+[--log-format text|json]`: run the gateway."""
 
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes (default 1)", metavar="N"
     )
+    parser.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default="info",
+        help="lowest level logged (default info: one access line per request)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--log-format", choices=("text", "json"), default="text",
+        help="log lines as text or as one JSON object per line (default text)",
+    )  # fmt: skip
 
 
 def main_serve(args: argparse.Namespace) -> int:
@@ -52,11 +61,18 @@ def main_serve(args: argparse.Namespace) -> int:
 
 
 def _main_serve(args: argparse.Namespace) -> int:
+    if args.workers > 1:
+        # Before anything imports the Prometheus client, which reads it once.
+        from turnout.gateway.observe.workers import prepare_workers  # noqa: PLC0415
+
+        prepare_workers()
+    from turnout.gateway.observe.logs import configure_logging  # noqa: PLC0415
     from turnout.gateway.server.serving import ServeOptions, load_runtime, serve  # noqa: PLC0415
 
     if args.workers < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
         return 2
+    configure_logging(args.log_level, args.log_format)
     options = ServeOptions(args.config, args.host, args.port, args.workers)
     try:
         runtime = load_runtime(options.config_path, os.environ)

@@ -7,6 +7,7 @@ from turnout.gateway.handlers.chat import handle_chat
 from turnout.gateway.handlers.count_tokens import handle_count_tokens
 from turnout.gateway.handlers.embeddings import handle_embeddings
 from turnout.gateway.handlers.health import handle_healthz, readiness
+from turnout.gateway.handlers.metrics import handle_metrics
 from turnout.gateway.handlers.models import MODEL_PATHS, handle_model, handle_models
 from turnout.gateway.server.exchange import Exchange, GatewaySettings
 
@@ -18,6 +19,7 @@ __all__ = [
     "handle_count_tokens",
     "handle_embeddings",
     "handle_healthz",
+    "handle_metrics",
     "handle_model",
     "handle_models",
     "readiness",

@@ -171,6 +171,7 @@ class CacheVisit:
         record = hit_record(
             self.resolution, answer, session_id=self.session_id, request_id=exchange.request_id
         )
+        exchange.record = record
         fmt = exchange.fmt
         if self.request.stream:
             await _stream_hit(exchange, record, answer, include_usage=include_usage)

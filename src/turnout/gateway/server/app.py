@@ -32,6 +32,7 @@ from turnout.gateway.handlers import (
     handle_count_tokens,
     handle_embeddings,
     handle_healthz,
+    handle_metrics,
     handle_model,
     handle_models,
     readiness,
@@ -77,6 +78,7 @@ ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     **_API,
     **{(method, path.removeprefix("/v1")): served for (method, path), served in _API.items()},
     ("GET", "/healthz"): PathHandler(handle_healthz, OPENAI, reads_body=False),
+    ("GET", "/metrics"): PathHandler(handle_metrics, OPENAI, reads_body=False),
 }
 _MODEL = PathHandler(handle_model, OPENAI, reads_body=False)
 _PATHS: dict[str, list[str]] = {}
@@ -167,6 +169,7 @@ class GatewayApp:
             finally:
                 del self._open[exchange]
                 self._ending.discard(exchange)
+                settings.observer.request_done(exchange)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 

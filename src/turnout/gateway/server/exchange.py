@@ -12,10 +12,12 @@ one (or with one that breaks the rule) the routing record's own id is used, or a
 from __future__ import annotations
 
 import re
+import time
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.keys import Caller, Credentials, authenticate, split_credentials
 from turnout.errors import RequestTooLarge
+from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.respond import request_id_header
 from turnout.routing.request_state import new_request_id
 
@@ -44,10 +46,11 @@ class GatewaySettings:
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) bounds a request
     body; `keepalive_seconds` (15) spaces the `: keep-alive` comments of a stream whose route
-    has `commit_on_headers`.
+    has `commit_on_headers`; `observer` (default: a new `Observer`) logs and counts each
+    request and the runtime's health transitions.
     """
 
-    __slots__ = ("anonymous", "keepalive_seconds", "max_body_bytes", "runtime")
+    __slots__ = ("anonymous", "keepalive_seconds", "max_body_bytes", "observer", "runtime")
 
     def __init__(
         self,
@@ -55,8 +58,11 @@ class GatewaySettings:
         *,
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
+        observer: Observer | None = None,
     ) -> None:
         self.runtime = runtime
+        self.observer = observer if observer is not None else Observer()
+        self.observer.watch(runtime.health)
         self.max_body_bytes = (
             max_body_bytes if max_body_bytes is not None else runtime.config.server.max_body_bytes
         )
@@ -66,22 +72,26 @@ class GatewaySettings:
 
 class Exchange:
     """One request: `scope`, lower-case `headers` (latin-1 text), the `body` once read, and
-    the response side (see the module rules)."""
+    the response side (see the module rules). `began` is when it arrived (`perf_counter`),
+    `status` the status sent (0 before), `record` the routing record adopted, if any."""
 
     __slots__ = (
         "_caller",
         "_credentials",
+        "began",
         "body",
         "ended",
         "fmt",
         "gone",
         "headers",
         "receive",
+        "record",
         "request_id",
         "scope",
         "send",
         "settings",
         "started",
+        "status",
     )
 
     def __init__(
@@ -92,6 +102,7 @@ class Exchange:
         settings: GatewaySettings,
         fmt: ClientFormat,
     ) -> None:
+        self.began = time.perf_counter()
         self.scope = scope
         self.receive = receive
         self.send = send
@@ -110,6 +121,8 @@ class Exchange:
         self.started = False
         self.ended = False
         self.gone = False
+        self.status = 0
+        self.record: RoutingRecord | None = None
 
     @property
     def runtime(self) -> Runtime:
@@ -138,12 +151,20 @@ class Exchange:
             self._credentials = found
         return found
 
+    def key_name(self) -> str | None:
+        """The name of the caller's key, when the request's credentials were read and matched
+        one (never the key itself)."""
+        found = self._credentials
+        return None if found is None or found.caller is None else found.caller.key
+
     def reply_id(self) -> str:
         """The id a response without a routing record carries: the caller's, else a new one."""
         return self.request_id or new_request_id()
 
     def adopt(self, record: RoutingRecord | None) -> None:
         """Rule 3: give `record` (and its calls' ids) the caller's request id, if any."""
+        if record is not None:
+            self.record = record
         request_id = self.request_id
         if record is None or request_id is None or record.request_id == request_id:
             return
@@ -180,6 +201,7 @@ class Exchange:
     async def start(self, status: int, headers: Sequence[Header]) -> None:
         """Send the status line and headers."""
         self.started = True
+        self.status = status
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def write(self, data: bytes) -> None:
@@ -195,6 +217,7 @@ class Exchange:
         """Send a whole response (with its `content-length`)."""
         headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
         self.started = True
+        self.status = reply.status
         await self.send({"type": "http.response.start", "status": reply.status, "headers": headers})
         self.ended = True
         await self.send({"type": "http.response.body", "body": reply.body, "more_body": False})

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
 from turnout.config.load import load_config
+from turnout.gateway.observe.logs import configure_logging_from_env
 from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
@@ -68,6 +69,7 @@ def load_runtime(config_path: str | None, env: Mapping[str, str]) -> Runtime:
 def worker_app(config_path: str | None) -> GatewayApp:
     """The app of one worker process: it builds its runtime from `config_path` (None: the
     embedded defaults) at lifespan startup."""
+    configure_logging_from_env()
     return GatewayApp(load=functools.partial(load_runtime, config_path, os.environ))
 
 

@@ -1,0 +1,21 @@
+"""`GET /metrics`: the gateway's metrics in Prometheus text format."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from turnout.gateway.observe.metrics import CONTENT_TYPE
+from turnout.gateway.responses.respond import Reply
+
+if TYPE_CHECKING:
+    from turnout.gateway.server.exchange import Exchange
+
+__all__ = ["handle_metrics"]
+
+_HEADERS = [(b"content-type", CONTENT_TYPE.encode())]
+
+
+async def handle_metrics(exchange: Exchange) -> None:
+    """200 with every metric of this process (or of every worker process)."""
+    body = exchange.settings.observer.metrics.render()
+    await exchange.reply(Reply(200, list(_HEADERS), body))

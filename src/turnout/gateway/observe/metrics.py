@@ -1,0 +1,152 @@
+"""The gateway's Prometheus metrics (`docs/gateway-api.md`, Logs and metrics).
+
+Rule 1: labels are bounded by the configuration: route, provider, model (the configured wire
+model, never the upstream's answer), outcome and error class words, the health key as
+`provider/model`. Never a key, a request id or free text.
+Rule 2: a request's metrics are counted once, from its finished routing record: a few dict
+lookups of cached label children and a few additions, off the engine's path.
+Rule 3: with several worker processes (`PROMETHEUS_MULTIPROC_DIR` set before they start) each
+process writes its values to that directory and `/metrics` sums every process's.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Final
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from turnout.gateway.observe.workers import MULTIPROC_ENV
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from turnout.record import AttemptEntry, RoutingRecord, Usage
+
+__all__ = ["CONTENT_TYPE", "MULTIPROC_ENV", "Metrics"]
+
+CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+
+_DURATION_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, float("inf"))
+_OVERHEAD_BUCKETS: Final = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, float("inf"),
+)  # fmt: skip
+
+
+class Metrics:
+    """The gateway's metrics in their own registry (a new one per instance, so tests start
+    from zero). `render()` is the `/metrics` body."""
+
+    def __init__(self) -> None:
+        registry = CollectorRegistry(auto_describe=True)
+        self.registry = registry
+        self.calls = Counter(
+            "turnout_route_calls", "Routed requests.", ["route", "outcome"], registry=registry
+        )
+        self.failovers = Counter(
+            "turnout_route_failovers",
+            "Moves to the next target, by the failure or skip that caused them.",
+            ["route", "reason"],
+            registry=registry,
+        )
+        self.hedges = Counter(
+            "turnout_route_hedges", "Hedge calls started.", ["route"], registry=registry
+        )
+        self.transitions = Counter(
+            "turnout_breaker_transitions",
+            "Health transitions of a health key (open, half_open, closed, parked, cooling_down).",
+            ["key", "to"],
+            registry=registry,
+        )
+        self.attempt_seconds = Histogram(
+            "turnout_attempt_duration_seconds",
+            "Duration of each upstream call.",
+            ["provider", "model", "outcome"],
+            buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.tokens = Counter(
+            "turnout_tokens",
+            "Tokens of upstream calls (kind: input, output, cache_read, cache_write).",
+            ["provider", "model", "kind"],
+            registry=registry,
+        )
+        self.cost = Counter(
+            "turnout_cost_usd", "Cost of served calls, USD.", ["provider", "model"],
+            registry=registry,
+        )  # fmt: skip
+        self.overhead = Histogram(
+            "turnout_overhead_seconds",
+            "Gateway time per routed request, excluding upstream calls.",
+            buckets=_OVERHEAD_BUCKETS,
+            registry=registry,
+        )
+        self._children: dict[Hashable, Any] = {}
+
+    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = metric.labels(*labels)
+            self._children[key] = child
+        return child
+
+    def count_request(
+        self,
+        record: RoutingRecord,
+        outcome: str,
+        failovers: list[AttemptEntry],
+        overhead: float | None,
+    ) -> None:
+        """Count one finished request: its outcome, failovers, hedges, each call's duration,
+        the tokens and cost, and (when known) the gateway's own time."""
+        route = record.route
+        self._child(self.calls, route, outcome).inc()
+        for entry in failovers:
+            self._child(self.failovers, route, entry.error_class or entry.outcome).inc()
+        if record.hedges:
+            self._child(self.hedges, route).inc(record.hedges)
+        for entry in record.attempts:
+            if entry.duration_ms is None:
+                continue
+            provider, model = entry.provider or "", entry.model or ""
+            self._child(self.attempt_seconds, provider, model, entry.outcome).observe(
+                entry.duration_ms / 1000
+            )
+            usage = entry.usage
+            if usage is not None:
+                self._count_tokens(provider, model, usage)
+            if entry.outcome == "answered" and record.cost:
+                self._child(self.cost, provider, model).inc(record.cost)
+        if overhead is not None:
+            self.overhead.observe(overhead)
+
+    def _count_tokens(self, provider: str, model: str, usage: Usage) -> None:
+        for kind, count in (
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+            ("cache_read", usage.cache_read_tokens),
+            ("cache_write", usage.cache_write_tokens),
+        ):
+            if count:
+                self._child(self.tokens, provider, model, kind).inc(count)
+
+    def count_transition(self, key: str, to: str) -> None:
+        """Count one health transition of `key` (`provider/model`)."""
+        self._child(self.transitions, key, to).inc()
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition: this process's metrics, or every worker's."""
+        directory = os.environ.get(MULTIPROC_ENV)
+        if directory:
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
+            return generate_latest(registry)
+        return generate_latest(self.registry)

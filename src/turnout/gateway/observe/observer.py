@@ -1,0 +1,138 @@
+"""The one place the gateway observes what it did: each finished request (its routing record)
+and each health transition, turned into log lines and metrics.
+
+Rule 1: `request_done` runs once per request, after the response ended or failed; it reads the
+finished record and never raises (a failure to observe is logged, the request is unharmed).
+Rule 2: health transitions arrive through `Health.observe`; the engine knows no observer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+from turnout.gateway.observe.logs import (
+    ACCESS,
+    log_access,
+    log_failover,
+    log_fallback_route,
+    log_health,
+)
+from turnout.gateway.observe.metrics import Metrics
+from turnout.record import SKIP_OUTCOMES
+from turnout.routing.health import key_text
+
+if TYPE_CHECKING:
+    from turnout.gateway.server.exchange import Exchange
+    from turnout.record import AttemptEntry, RoutingRecord
+    from turnout.routing.health import Health, HealthEvent
+
+__all__ = ["FAILOVER_OUTCOMES", "Observer", "failovers"]
+
+logger = logging.getLogger("turnout.gateway")
+
+FAILOVER_OUTCOMES: Final = frozenset({"failed", "refused", "rejected", "paused", *SKIP_OUTCOMES})
+"""Outcomes of an entry the route moves on from: a failed call or a health skip."""
+
+
+def failovers(record: RoutingRecord) -> list[tuple[AttemptEntry, AttemptEntry]]:
+    """Each failed or skipped entry the route moved on from, with the next call it made."""
+    moves: list[tuple[AttemptEntry, AttemptEntry]] = []
+    waiting: list[AttemptEntry] = []
+    for entry in record.attempts:
+        if entry.is_call and waiting:
+            moves.extend((left, entry) for left in waiting)
+            waiting = []
+        if entry.outcome in FAILOVER_OUTCOMES and not entry.hedge:
+            waiting.append(entry)
+    return moves
+
+
+def _upstream_seconds(record: RoutingRecord) -> float:
+    """The time spent in upstream calls that ran one after another (hedges ran beside)."""
+    total = 0
+    for entry in record.attempts:
+        if entry.duration_ms is not None and not entry.hedge:
+            total += entry.duration_ms
+    return total / 1000
+
+
+class Observer:
+    """Logs and metrics for one gateway process. `metrics` defaults to a new `Metrics`."""
+
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self.metrics = metrics if metrics is not None else Metrics()
+        self._watched: set[int] = set()
+
+    def watch(self, health: Health) -> None:
+        """Observe `health`'s transitions (once per registry)."""
+        if id(health) not in self._watched:
+            self._watched.add(id(health))
+            health.observe(self.health_changed)
+
+    def health_changed(self, event: HealthEvent) -> None:
+        """A breaker transition, park or cooldown: count it and log it."""
+        key = key_text(event.key)
+        self.metrics.count_transition(key, event.to)
+        log_health(event, key)
+
+    def request_done(self, exchange: Exchange) -> None:
+        """Rule 1: the access line, the failover lines and the metrics of one request."""
+        try:
+            self._request_done(exchange)
+        except Exception:
+            logger.exception("observing a request failed")
+
+    def _request_done(self, exchange: Exchange) -> None:
+        seconds = time.perf_counter() - exchange.began
+        record = exchange.record
+        overhead = None
+        if record is not None:
+            moves = failovers(record)
+            overhead = max(0.0, seconds - _upstream_seconds(record))
+            outcome = "cancelled" if exchange.gone else _outcome(record)
+            self.metrics.count_request(record, outcome, [left for left, _ in moves], overhead)
+            for left, to in moves:
+                log_failover(record, left, to)
+            if record.fallback_route is not None:
+                log_fallback_route(record)
+        if ACCESS.isEnabledFor(logging.INFO):
+            log_access(_access_fields(exchange, record, seconds, overhead))
+
+
+def _outcome(record: RoutingRecord) -> str:
+    return "answered" if record.answered is not None or record.error is None else "failed"
+
+
+def _access_fields(
+    exchange: Exchange, record: RoutingRecord | None, seconds: float, overhead: float | None
+) -> dict[str, Any]:
+    scope = exchange.scope
+    fields: dict[str, Any] = {
+        "request_id": record.request_id if record is not None else exchange.request_id,
+        "method": scope["method"],
+        "path": scope["path"],
+        "status": exchange.status if not exchange.gone else 499,
+        "key": exchange.key_name(),
+        "duration_ms": round(seconds * 1000, 3),
+    }
+    if record is None:
+        return fields
+    usage = record.usage
+    fields.update(
+        {
+            "route": record.route,
+            "target": record.answered,
+            "provider": record.served_provider,
+            "model": record.served_model,
+            "attempts": sum(1 for entry in record.attempts if entry.is_call),
+            "failovers": record.fallbacks,
+            "overhead_ms": None if overhead is None else round(overhead * 1000, 3),
+            "input_tokens": None if usage is None else usage.input_tokens,
+            "output_tokens": None if usage is None else usage.output_tokens,
+            "cost_usd": record.cost,
+            "cache": record.cache,
+        }
+    )
+    return fields
