@@ -1,4 +1,4 @@
-"""One call to one target (SPEC §3.2, §3.3).
+"""One call to one target.
 
 Rule 1: a call's entry is created when it starts; its outcome is settled by the driver when it
 ends, or here when it is cancelled.

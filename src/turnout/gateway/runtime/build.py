@@ -1,4 +1,4 @@
-"""Build live objects from a valid configuration (SPEC §4, §6.2, §7): one provider adapter per
+"""Build live objects from a valid configuration: one provider adapter per
 provider, one `Health`, and per served route its engine `Route`s (`RouteEntry`).
 
 Rule 1: one `Health` for every route, derived routes included, so a key's breaker is one
@@ -150,7 +150,7 @@ def supports_embeddings(provider: Any) -> bool:
 
 
 def build_health(defaults: DefaultsConfig, *, clock: Clock | None = None) -> Health:
-    """The registry: `defaults.circuit_breaker` and `defaults.health_key_by` (§3.5)."""
+    """The registry: `defaults.circuit_breaker` and `defaults.health_key_by`."""
     breaker = Breaker.from_config(
         defaults.circuit_breaker.model_dump(), path="defaults.circuit_breaker"
     )
@@ -387,7 +387,7 @@ def _alias_routes(
     subsets: Mapping[Endpoint, frozenset[int]],
     make: Callable[[Sequence[Target], Endpoint], Route],
 ) -> AliasRoutes:
-    """The alias's targets with its wire models (§5.3 step 3), per endpoint."""
+    """The alias's targets with its wire models, per endpoint."""
     mapped: dict[int, Target] = {}
     for i, (target, target_config) in enumerate(zip(targets, config.targets, strict=True)):
         wire = alias_wire_model(mapping, target.name, target_config.provider)

@@ -1,4 +1,4 @@
-"""The gateway's ASGI application: a thin dispatch on (method, path) (SPEC §5.1).
+"""The gateway's ASGI application: a thin dispatch on (method, path).
 
 Rule 1: each endpoint is one entry of `ENDPOINTS`, every `/v1/...` one also without the `/v1`
 prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL); the one

@@ -130,7 +130,7 @@ class Exchange:
         return self.settings.runtime
 
     def caller(self) -> Caller:
-        """Who is calling (SPEC §5.2): the anonymous caller under `auth: open`, else the key's
+        """Who is calling: the anonymous caller under `auth: open`, else the key's
         caller; a missing or unknown key raises `InvalidApiKey`. Checked once."""
         found = self._caller
         if found is None:
@@ -143,7 +143,7 @@ class Exchange:
         return found
 
     def credentials(self) -> Credentials:
-        """What the request's headers say about its caller (SPEC §5.2: the key and the
+        """What the request's headers say about its caller (the key and the
         caller's own provider credential), read once."""
         found = self._credentials
         if found is None:

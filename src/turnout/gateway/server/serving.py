@@ -83,7 +83,7 @@ def banner(runtime: Runtime, host: str, port: int) -> str:
 
 
 def worker_warning(runtime: Runtime, workers: int) -> str | None:
-    """SPEC §10: several workers without Redis keep state per worker."""
+    """Several workers without Redis keep health, pins and the cache per worker."""
     if workers > 1 and not runtime.config.state.startswith(("redis://", "rediss://")):
         return (
             f"warning: {workers} workers without Redis (state: redis://…): session pins, latency"

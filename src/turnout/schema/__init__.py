@@ -1,0 +1,89 @@
+"""The configuration file's shape: frozen pydantic models, one per object.
+
+Shape rules live here (types, ranges, enumerations, unknown keys); rules that relate objects to
+one another (a target's provider exists, pattern overlaps, fallback cycles, the static attempt
+budget) live in `turnout.config.rules`, so that the file and the admin API share both.
+
+Every model forbids unknown keys (the loader turns that into "unknown key … did you mean …")
+and accepts AIControls' camelCase spellings as aliases (`failureThreshold`, `fallbackOnly` …).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from turnout.schema._access import (
+    BindingConfig,
+    ConsumerConfig,
+    GrantConfig,
+    KeyConfig,
+    PolicyConfig,
+    RequireConfig,
+    SubjectConfig,
+)
+from turnout.schema._base import Model
+from turnout.schema._providers import DataHandling, Price, ProviderConfig
+from turnout.schema._routes import CacheConfig, FallbacksConfig, RouteConfig, TargetConfig
+from turnout.schema._server import BreakerConfig, DefaultsConfig, ServerConfig
+
+__all__ = [
+    "BindingConfig",
+    "BreakerConfig",
+    "CacheConfig",
+    "ConsumerConfig",
+    "DataHandling",
+    "DefaultsConfig",
+    "FallbacksConfig",
+    "FileConfig",
+    "GrantConfig",
+    "KeyConfig",
+    "PolicyConfig",
+    "Price",
+    "ProviderConfig",
+    "RequireConfig",
+    "RouteConfig",
+    "ServerConfig",
+    "SubjectConfig",
+    "TargetConfig",
+]
+
+
+class FileConfig(Model):
+    """The whole configuration file."""
+
+    project: str = Field("default", description="The project every object of the file belongs to.")
+    server: ServerConfig = Field(ServerConfig(), description="The gateway's listener and auth.")
+    store: str = Field(
+        "sqlite:///turnout.db",
+        description="Not supported yet: the database for configuration, audit and usage, "
+        "which nothing reads until the control plane is built. A file that sets it is refused.",
+    )
+    state: str = Field(
+        "memory",
+        description="Shared state (session pins, response cache): `memory`, or a `redis://` or "
+        "`rediss://` URL to share it between replicas.",
+    )
+    admin_keys: tuple[str, ...] = Field(
+        (),
+        description="Not supported yet: keys for the admin API, which is not built yet. A file "
+        "that sets it is refused.",
+    )
+    defaults: DefaultsConfig = Field(
+        DefaultsConfig(), description="Settings shared by every route."
+    )
+    providers: tuple[ProviderConfig, ...] = Field((), description="The providers.")
+    routes: tuple[RouteConfig, ...] = Field((), description="The routes.")
+    keys: tuple[KeyConfig, ...] = Field(
+        (), description="Caller keys, checked when `server.auth` is `keys`."
+    )
+    bindings: tuple[BindingConfig, ...] = Field(
+        (), description="Access bindings: who may use which models, through which route."
+    )
+    policies: tuple[PolicyConfig, ...] = Field(
+        (), description="Routing policies, checked for every target before it is called."
+    )
+    consumers: tuple[ConsumerConfig, ...] = Field(
+        (),
+        description="Not supported yet: stored callers with an assignment, which the gateway "
+        "does not read yet. A file that sets it is refused.",
+    )

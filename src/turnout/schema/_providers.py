@@ -1,0 +1,126 @@
+"""Providers: prices, data handling and the provider itself."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from turnout.schema._base import Model, Preset, ProviderKind
+
+__all__ = ["DataHandling", "Price", "ProviderConfig"]
+
+
+class Price(Model):
+    """What one model costs, in USD per 1M tokens."""
+
+    input: float = Field(ge=0, description="USD per 1M input (prompt) tokens.")
+    output: float = Field(ge=0, description="USD per 1M output (completion) tokens.")
+
+
+class DataHandling(Model):
+    """What a provider promises about the data it receives. Policies and requirements are
+    checked against it; a field left unset meets no requirement."""
+
+    zero_data_retention: bool = Field(
+        False, description="The provider keeps no prompts or answers after the call."
+    )
+    no_prompt_training: bool = Field(
+        False, description="The provider does not train models on prompts or answers."
+    )
+    jurisdiction: str | None = Field(
+        None, description="Where the provider processes data, e.g. `EU` or `US`."
+    )
+
+
+class ProviderConfig(Model):
+    """A provider: a vendor endpoint plus one credential (an account). Its `kind` gives the
+    wire format it speaks and its family."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=128,
+        description="The provider's name. Targets refer to it; it names the provider's "
+        "implicit route. Providers and routes share one name space, ignoring case.",
+    )
+    kind: ProviderKind = Field(
+        description="The adapter: `openai`, `anthropic`, `openai-compatible` (any server "
+        "speaking OpenAI Chat Completions), `azure-openai`, or `mock` (built in, scripted, no "
+        "network).",
+    )
+    api_key: str | None = Field(
+        None,
+        description='The provider\'s own credential, usually `"${OPENAI_API_KEY}"`. Without '
+        "one, `credential_mode` says what calls authenticate with.",
+    )
+    base_url: str | None = Field(
+        None,
+        description="The API base URL. Default: the vendor's public API, or the preset's. "
+        "Required for `azure-openai`, and for `openai-compatible` without a `preset`.",
+    )
+    preset: Preset | None = Field(
+        None,
+        description="`openai-compatible` only: a known vendor, which gives the base URL and "
+        "how its errors and quota signals read.",
+    )
+    wire: Literal["openai-chat", "anthropic-messages"] | None = Field(
+        None,
+        description="The wire format spoken. Required for `azure-openai` (it also decides the "
+        "family); for `mock` the default is `openai-chat`.",
+    )
+    api_version: str | None = Field(
+        None,
+        description="`azure-openai` only: the `api-version` query parameter (default "
+        "`2024-10-21`).",
+    )
+    credential_mode: Literal["org_key", "passthrough"] | None = Field(
+        None,
+        description="`org_key`: calls use this provider's own credential. `passthrough`: "
+        "calls use the caller's own provider credential, and only callers that send one are "
+        "served. Default: `org_key` when there is an `api_key` or none is needed (`mock`, the "
+        "`ollama` and `vllm` presets, a server on loopback), else `passthrough`.",
+    )
+    model_patterns: tuple[str, ...] = Field(
+        (),
+        description="Models this provider serves through its implicit route while it is in "
+        "no enabled route. Empty: its family's default patterns (`gpt-*`, `claude-*` …), and "
+        "it serves in its family's route too; with patterns of its own it does not.",
+    )
+    model_aliases: dict[str, str] = Field(
+        default_factory=dict,
+        description="Requested model to the model sent on the wire, for this provider.",
+    )
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="Prices by exact model name. They give the routing record its `cost` and "
+        "rank targets under `lowest-cost`.",
+    )
+    data_handling: DataHandling = Field(
+        DataHandling(),
+        description="What the provider promises about data; checked against policies and "
+        "requirements.",
+    )
+    connect_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="Seconds to open a connection to the provider. A call that cannot connect "
+        "in time fails as `timeout`.",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Extra HTTP headers sent with every call."
+    )
+    # `mock` providers only: what the built-in scripted provider answers (see providers.mock).
+    script: tuple[dict[str, Any], ...] = Field(
+        (),
+        description="`mock` only: one step per call, in order, e.g. `{status: 503, "
+        "retry_after: 8}` or `{ok: true}`; the steps use the mock upstream's fault names.",
+    )
+    max_response_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=1024,
+        description="The largest answer taken from the provider, in bytes after "
+        "decompression (default 32 MiB), and the largest single event of a stream. A larger "
+        "one fails the call as `provider_error` and the route moves on; streams are relayed as "
+        "they arrive, never held whole.",
+    )
