@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from turnout.errors import ProviderError
-from turnout.providers.base import _UNENCODABLE, ANTHROPIC_MESSAGES, HttpProvider
+from turnout.providers._prepare import UNENCODABLE, unencodable
+from turnout.providers.base import ANTHROPIC_MESSAGES, HttpProvider
 from turnout.providers.transport import local_error, request_id_of
 
 if TYPE_CHECKING:
@@ -84,8 +85,8 @@ class Anthropic(HttpProvider):
         try:
             try:
                 body = self._count_body(request)
-            except _UNENCODABLE as exc:
-                raise self._unencodable(exc) from exc
+            except UNENCODABLE as exc:
+                raise unencodable(self.name, exc) from exc
             headers = self.call_headers(request)
         except ProviderError:
             raise

@@ -1,9 +1,10 @@
 """The common body of the HTTP provider adapters: one wire format over one `Transport`.
 
 A provider kind (openai, anthropic, …) only says where to send a request (`chat_url`), how to
-authenticate (its headers) and which wire format it speaks; `HttpProvider` does the rest:
-same-format fast path or encoding, the call, decoding answers and streams, and errors through
-`transport.error_for_status` / `error_for_exception` (the one place they are mapped).
+authenticate (its headers) and which wire format it speaks (a `Wire`, from
+`turnout.providers._wire`); `HttpProvider` does the rest: same-format fast path or encoding,
+the call (prepared by `turnout.providers._prepare`), decoding answers and streams, and errors
+through `transport.error_for_status` / `error_for_exception` (the one place they are mapped).
 
 Rule 1: when `request.source` is in the provider's own format, the caller's bytes are sent with
 only `model` replaced (`forward_body`), and the upstream's bytes come back in `raw`.
@@ -21,9 +22,8 @@ send it upstream without one. An `auth` failure of an `org_key` provider says wh
 refused (`provider "openai" rejected its configured key: <the vendor's message>`); a
 passthrough provider's keeps the vendor's message as it is, since the key was the caller's.
 Rule 5: whatever fails while a call is prepared (model, body, headers, credential, URL) is
-raised as a `ProviderError` that is never the provider's fault: a request that cannot be
-encoded (nested too deeply, say) is `MalformedRequest` (400), anything else turnout's own
-`local_error` (500); health never counts either (`transport` Rule 5).
+raised as a `ProviderError` that is never the provider's fault (`MalformedRequest` or
+`local_error`); the rule is kept with that preparation, in `turnout.providers._prepare`.
 Rule 6: no secret an upstream echoes goes further: every error made from an upstream's words
 (an error status, a body or stream event that does not decode) has the provider's own key,
 its extra header values, the caller's credential of a passthrough call and `options.secrets`
@@ -35,9 +35,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 import orjson
 
@@ -45,9 +44,16 @@ from turnout.errors import (
     AuthenticationFailed,
     ConfigError,
     InvalidRequest,
-    MalformedRequest,
     ProviderError,
     ProviderUnavailable,
+)
+from turnout.providers._prepare import prepare_chat, prepare_embeddings
+from turnout.providers._wire import (
+    ANTHROPIC_MESSAGES,
+    OPENAI_CHAT,
+    OPENAI_CHAT_COMPATIBLE,
+    StreamDecoder,
+    Wire,
 )
 from turnout.providers.transport import (
     HttpOptions,
@@ -55,17 +61,16 @@ from turnout.providers.transport import (
     Transport,
     default_transport,
     error_for_status,
-    local_error,
     redact_error,
     request_id_of,
     too_large_error,
 )
 from turnout.vendors.redact import secrets_of
-from turnout.wire import anthropic_messages, openai_chat, openai_embeddings
+from turnout.wire import openai_embeddings
 from turnout.wire.sse import EventTooLarge, SSEDecoder
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping
+    from collections.abc import AsyncIterator, Mapping
     from typing import Self, Unpack
 
     from turnout.routing.plan import CallerCredential
@@ -147,70 +152,8 @@ def _http_options(options: HttpOptions | None, keywords: HttpProviderKeywords) -
     return options
 
 
-class StreamDecoder(Protocol):
-    """What a codec's stream decoder offers (see `turnout.wire.openai_chat.StreamDecoder`)."""
-
-    done: bool
-    malformed: int
-    finish_reason: str | None
-
-    def feed(self, event: SSEEvent) -> list[ChatChunk]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Wire:
-    """The codec functions of one wire format, as a provider uses them."""
-
-    format: WireFormat
-    encode: Callable[[ChatRequest, str], dict[str, Any]]
-    forward: Callable[[bytes, str, bool], bytes]
-    decode: Callable[[bytes], ChatResponse]
-    decoder: Callable[[], StreamDecoder]
-
-
 _FORWARDED_HEADERS = frozenset({"anthropic-version", "anthropic-beta"})
-_UNENCODABLE = (RecursionError, orjson.JSONEncodeError)
-"""What encoding a request raises when the request itself cannot be encoded (Rule 5);
-`orjson.JSONEncodeError` is `TypeError`, so only the encoding step is read this way."""
 _USER_AGENT = "turnout"
-
-
-def _encode_openai(request: ChatRequest, model: str) -> dict[str, Any]:
-    return openai_chat.encode_request(request, model=model)
-
-
-def _encode_openai_compatible(request: ChatRequest, model: str) -> dict[str, Any]:
-    # Most OpenAI-compatible servers know only the older `max_tokens` field.
-    return openai_chat.encode_request(request, model=model, max_tokens_field="max_tokens")
-
-
-def _forward_openai(source: bytes, model: str, stream: bool) -> bytes:
-    return openai_chat.forward_body(source, model=model, stream=stream)
-
-
-def _encode_anthropic(request: ChatRequest, model: str) -> dict[str, Any]:
-    return anthropic_messages.encode_request(request, model=model)
-
-
-def _forward_anthropic(source: bytes, model: str, stream: bool) -> bytes:
-    return anthropic_messages.forward_body(source, model=model, stream=stream)
-
-
-OPENAI_CHAT = Wire(
-    "openai-chat",
-    _encode_openai,
-    _forward_openai,
-    openai_chat.decode_response,
-    openai_chat.StreamDecoder,
-)
-OPENAI_CHAT_COMPATIBLE = dataclasses.replace(OPENAI_CHAT, encode=_encode_openai_compatible)
-ANTHROPIC_MESSAGES = Wire(
-    "anthropic-messages",
-    _encode_anthropic,
-    _forward_anthropic,
-    anthropic_messages.decode_response,
-    anthropic_messages.StreamDecoder,
-)
 
 
 def _prices(prices: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
@@ -421,39 +364,9 @@ class HttpProvider:
             request = dataclasses.replace(request, stream=stream)
         return orjson.dumps(self.wire.encode(request, model))
 
-    def _prepare(
-        self, request: ChatRequest, *, stream: bool
-    ) -> tuple[str, str, bytes, Mapping[str, str]]:
-        """The wire model, URL, body and headers of one chat call (Rule 5 on a failure)."""
-        try:
-            model = self.wire_model(request.model)
-            try:
-                body = self.body_for(request, model, stream=stream)
-            except _UNENCODABLE as exc:
-                raise self._unencodable(exc) from exc
-            headers = self.call_headers(request)
-            if stream:
-                headers = {**headers, "accept": "text/event-stream"}
-            return model, self.chat_url(model), body, headers
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise local_error(exc, provider=self.name) from exc
-
-    def _unencodable(self, exc: Exception) -> MalformedRequest:
-        """Rule 5: the request holds what the JSON encoder refuses (nested too deeply, say)."""
-        text = str(exc)
-        too_deep = isinstance(exc, RecursionError) or "recursion" in text.lower()
-        why = "it is nested too deeply" if too_deep else text
-        return MalformedRequest(
-            f"the request cannot be encoded for provider {self.name!r}: {why}",
-            reason="cannot encode",
-            provider=self.name,
-        )
-
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One whole answer. Failures raise `ProviderError` subclasses."""
-        model, url, body, headers = self._prepare(request, stream=False)
+        model, url, body, headers = prepare_chat(self, request, stream=False)
         reply = await self._transport.post(url, body, headers)
         request_id = request_id_of(reply.headers)
         self._check_status(reply.status, reply.headers, reply.body)
@@ -468,7 +381,7 @@ class HttpProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
         """The answer as neutral chunks; the last ones carry the finish reason and usage."""
-        _, url, body, headers = self._prepare(request, stream=True)
+        _, url, body, headers = prepare_chat(self, request, stream=True)
         async with self._transport.stream(url, body, headers) as reply:
             request_id = request_id_of(reply.headers)
             if not 200 <= reply.status < 300:
@@ -561,13 +474,6 @@ class EmbeddingsSupport(HttpProvider):
         """The URL of the embeddings endpoint for `model`."""
         return f"{self.base_url}/embeddings"
 
-    @staticmethod
-    def _embeddings_body(request: EmbeddingRequest, model: str) -> bytes:
-        source = request.source
-        if source is not None and source.format == "openai-embeddings":
-            return openai_embeddings.forward_body(source.body, model=model)
-        return orjson.dumps(openai_embeddings.encode_request(request, model=model))
-
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         """Embedding vectors for `request.input`, in input order."""
         if not self.supports_embeddings:
@@ -577,18 +483,7 @@ class EmbeddingsSupport(HttpProvider):
                 reason="embeddings_not_supported",
                 provider=self.name,
             )
-        try:
-            model = self.wire_model(request.model)
-            try:
-                body = self._embeddings_body(request, model)
-            except _UNENCODABLE as exc:
-                raise self._unencodable(exc) from exc
-            headers = self.sent_headers()
-            url = self.embeddings_url(model)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise local_error(exc, provider=self.name) from exc
+        model, url, body, headers = prepare_embeddings(self, request)
         reply = await self._transport.post(url, body, headers)
         self._check_status(reply.status, reply.headers, reply.body)
         request_id = request_id_of(reply.headers)

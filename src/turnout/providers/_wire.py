@@ -1,0 +1,87 @@
+"""The wire formats an `HttpProvider` speaks: each one's codec functions, as a `Wire`.
+
+A provider kind names one of these (`OPENAI_CHAT`, `OPENAI_CHAT_COMPATIBLE`,
+`ANTHROPIC_MESSAGES`) as its `wire`; `turnout.providers.base` uses them to encode, forward and
+decode, and offers them under the same names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from turnout.wire import anthropic_messages, openai_chat
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, WireFormat
+    from turnout.wire.sse import SSEEvent
+
+__all__ = [
+    "ANTHROPIC_MESSAGES",
+    "OPENAI_CHAT",
+    "OPENAI_CHAT_COMPATIBLE",
+    "StreamDecoder",
+    "Wire",
+]
+
+
+class StreamDecoder(Protocol):
+    """What a codec's stream decoder offers (see `turnout.wire.openai_chat.StreamDecoder`)."""
+
+    done: bool
+    malformed: int
+    finish_reason: str | None
+
+    def feed(self, event: SSEEvent) -> list[ChatChunk]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """The codec functions of one wire format, as a provider uses them."""
+
+    format: WireFormat
+    encode: Callable[[ChatRequest, str], dict[str, Any]]
+    forward: Callable[[bytes, str, bool], bytes]
+    decode: Callable[[bytes], ChatResponse]
+    decoder: Callable[[], StreamDecoder]
+
+
+def _encode_openai(request: ChatRequest, model: str) -> dict[str, Any]:
+    return openai_chat.encode_request(request, model=model)
+
+
+def _encode_openai_compatible(request: ChatRequest, model: str) -> dict[str, Any]:
+    # Most OpenAI-compatible servers know only the older `max_tokens` field.
+    return openai_chat.encode_request(request, model=model, max_tokens_field="max_tokens")
+
+
+def _forward_openai(source: bytes, model: str, stream: bool) -> bytes:
+    return openai_chat.forward_body(source, model=model, stream=stream)
+
+
+def _encode_anthropic(request: ChatRequest, model: str) -> dict[str, Any]:
+    return anthropic_messages.encode_request(request, model=model)
+
+
+def _forward_anthropic(source: bytes, model: str, stream: bool) -> bytes:
+    return anthropic_messages.forward_body(source, model=model, stream=stream)
+
+
+OPENAI_CHAT = Wire(
+    "openai-chat",
+    _encode_openai,
+    _forward_openai,
+    openai_chat.decode_response,
+    openai_chat.StreamDecoder,
+)
+OPENAI_CHAT_COMPATIBLE = dataclasses.replace(OPENAI_CHAT, encode=_encode_openai_compatible)
+ANTHROPIC_MESSAGES = Wire(
+    "anthropic-messages",
+    _encode_anthropic,
+    _forward_anthropic,
+    anthropic_messages.decode_response,
+    anthropic_messages.StreamDecoder,
+)
