@@ -5,6 +5,7 @@ The public API is what `__all__` lists; everything else may change without notic
 
 from __future__ import annotations
 
+import logging
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
@@ -22,6 +23,10 @@ from turnout.wire.model import (
     Message,
     Usage,
 )
+
+# A library logs only where its user sends logs: without this, Python's last-resort handler
+# would print bare WARNING messages (a failover, say) to the user's stderr.
+logging.getLogger("turnout").addHandler(logging.NullHandler())
 
 try:
     __version__ = _version("turnout")
