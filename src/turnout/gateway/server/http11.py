@@ -9,14 +9,17 @@ Rule 2: one deadline runs at a time, set by what the connection waits for: a req
 (`header_timeout` from the accept or from the end of the previous response), the body of the
 running request (`body_timeout` since its last byte, while the connection reads), or the next
 request (`keepalive_timeout`). Past it the connection closes, after a 408 when part of a
-request arrived and nothing was answered.
+request arrived and nothing was answered (`_refusals` Rule 1).
 Rule 3: a head over `max_header_count` lines or `max_header_bytes` bytes gets 431, and
 framing that cannot be parsed 400, in the OpenAI error envelope; the connection then closes,
-once the requests before the bad one are answered.
+once the requests before the bad one are answered (`_refusals` Rule 2).
 Rule 4: a response that starts before its request's body was read closes the connection (the
 rest of the body is never read). So does every answer the server gives in the app's place:
 the connection half-closes and discards what still arrives for at most `LINGER` seconds, so
-that the caller reads the answer rather than a reset.
+that the caller reads the answer rather than a reset (`_refusals` Rule 3).
+
+How a connection ends (those answers, the deadline's timer, the close) is in `_refusals`,
+out of the data path.
 Rule 5: when the caller leaves, the running request is told (`http.disconnect`, and the app
 cancels its work) and the requests waiting behind it are dropped without reaching the app.
 """
@@ -24,29 +27,24 @@ cancels its work) and the requests waiting behind it are dropped without reachin
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import httptools
 
-from turnout.errors import BadHttpRequest, HeadersTooLarge, RequestTimeout, RoutingError
-from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle, error_response, http_scope
+from turnout.gateway.server import _refusals
+from turnout.gateway.server._refusals import LINGER
+from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle, http_scope
 
 if TYPE_CHECKING:
+    from turnout.errors import RoutingError
     from turnout.gateway.server.limits import ServerLimits
 
 __all__ = ["LINGER", "PIPELINE_DEPTH", "ASGIApp", "ConnectionHost", "HttpConnection"]
 
-logger = logging.getLogger("turnout.gateway")
-
 PIPELINE_DEPTH: Final = 16
 """Requests a connection holds parsed behind the running one."""
-
-LINGER: Final = 2.0
-"""Seconds a connection closed by the server still discards what the caller sends (Rule 4)."""
 
 _REQUEST_LINE_SLACK: Final = 16  # the method, the version and the line ends around the URL
 
@@ -73,10 +71,6 @@ class ConnectionHost(Protocol):
 
     def release(self, conn: HttpConnection) -> None:
         """Count a closed connection out."""
-
-
-class _PipelineFull(Exception):
-    """Raised from the parser's callbacks to stop reading requests (Rule 1)."""
 
 
 class HttpConnection(asyncio.Protocol):
@@ -171,27 +165,16 @@ class HttpConnection(asyncio.Protocol):
             self._head_bytes += len(data)
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._stop_reading_requests()  # served as a plain request; nothing after it is read
-        except httptools.HttpParserCallbackError as exc:
-            cause = exc.__context__
-            if isinstance(cause, _PipelineFull):
-                self._stop_reading_requests()
-            elif isinstance(cause, RoutingError):
-                self._reject(cause)
-            else:
-                self._reject(BadHttpRequest(f"malformed HTTP request ({cause or exc})"))
-        except httptools.HttpParserError as exc:
-            if not self._stopped:  # bytes after a `Connection: close` request are ignored
-                self._reject(BadHttpRequest(f"malformed HTTP request: {exc}"))
+        except (httptools.HttpParserUpgrade, httptools.HttpParserError) as exc:
+            _refusals.unparsed(self, exc)
         else:
             if self._in_head and self._head_bytes > self._limits.max_header_bytes:
-                self._reject(self._too_large())
+                _refusals.reject(self, _refusals.head_too_large(self._limits))
         self._start_next()
 
     def on_message_begin(self) -> None:
         if len(self._queue) >= PIPELINE_DEPTH:
-            raise _PipelineFull
+            raise _refusals.PipelineFull
         self._url = b""
         self._headers = []
         self._expect_continue = False
@@ -206,10 +189,7 @@ class HttpConnection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         headers = self._headers
         if len(headers) >= self._limits.max_header_count:
-            raise HeadersTooLarge(
-                f"the request has more than {self._limits.max_header_count} header lines"
-                " (server.max_header_count)"
-            )
+            raise _refusals.too_many_header_lines(self._limits)
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self._expect_continue = True
@@ -221,7 +201,7 @@ class HttpConnection(asyncio.Protocol):
         for name, value in self._headers:
             size += len(name) + len(value) + 4
         if size > self._limits.max_header_bytes:
-            raise self._too_large()
+            raise _refusals.head_too_large(self._limits)
         parser = self._parser
         cycle = RequestCycle(
             self,
@@ -258,12 +238,6 @@ class HttpConnection(asyncio.Protocol):
         if cycle is self._cycle:
             self._arm()
 
-    def _too_large(self) -> HeadersTooLarge:
-        return HeadersTooLarge(
-            f"the request head is larger than {self._limits.max_header_bytes} bytes"
-            " (server.max_header_bytes)"
-        )
-
     # -- running requests
 
     def _start_next(self) -> None:
@@ -271,7 +245,7 @@ class HttpConnection(asyncio.Protocol):
             return
         if not self._queue:
             if self._rejection is not None:
-                self._answer(self._rejection)
+                _refusals.answer(self, self._rejection)
             return
         cycle = self._cycle = self._queue.popleft()
         self._arm()
@@ -293,23 +267,17 @@ class HttpConnection(asyncio.Protocol):
         if self.closed or self._lingering:
             return
         if not cycle.complete:
-            if cycle.started or cycle.gone:
-                if failure is not None:
-                    logger.error("the gateway app failed mid-response", exc_info=failure)
-                self.abort()  # a cut response: the caller must not take it as whole
-                return
-            cycle.leave()
-            self._answer(failure or RuntimeError("the gateway app returned without answering"))
+            _refusals.unanswered(self, cycle, failure)
             return
         if not cycle.keep_alive:
-            self._close(linger=not cycle.message_complete)
+            _refusals.close(self, linger=not cycle.message_complete)
             return
         self._served += 1
         self._idle_since = self._loop.time()
         if self._queue:
             self._start_next()
         elif self._rejection is not None:
-            self._answer(self._rejection)
+            _refusals.answer(self, self._rejection)
             return
         else:
             self._arm()
@@ -384,104 +352,14 @@ class HttpConnection(asyncio.Protocol):
         if when is not None and (timer is None or when < self._timer_at):
             if timer is not None:
                 timer.cancel()
-            self._timer = self._loop.call_at(when, self._on_timer)
+            self._timer = self._loop.call_at(when, _refusals.deadline_due, self)
             self._timer_at = when
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        when = self._deadline
-        if when is None or self.closed:
-            return
-        if self._loop.time() < when:
-            self._timer = self._loop.call_at(when, self._on_timer)
-            self._timer_at = when
-            return
-        self._expire()
-
-    def _expire(self) -> None:
-        limits = self._limits
-        cycle = self._cycle
-        if self._lingering:
-            self.transport.close()
-        elif cycle is not None:
-            cycle.leave()
-            if cycle.started:
-                self.abort()
-            else:
-                self._answer(
-                    RequestTimeout(
-                        f"the request body stalled: no byte for {limits.body_timeout:g} s"
-                        " (server.body_timeout)"
-                    )
-                )
-        elif self._in_head:
-            self._answer(
-                RequestTimeout(
-                    f"the request head did not arrive within {limits.header_timeout:g} s"
-                    " (server.header_timeout)"
-                )
-            )
-        else:
-            self._close()  # idle: nothing is owed
 
     # -- ending
 
-    def _reject(self, error: RoutingError) -> None:
-        """Rule 3: answer `error` once the requests before the bad one have run."""
-        self._stopped = True
-        self._in_head = False
-        parsing, self._parsing = self._parsing, None
-        if parsing is not None and not parsing.message_complete:
-            if parsing is self._cycle:  # the running request's own body is malformed
-                parsing.leave()
-                if parsing.started:
-                    self.abort()
-                else:
-                    self._answer(error)
-                return
-            with contextlib.suppress(ValueError):
-                self._queue.remove(parsing)
-        self._rejection = error
-        self._start_next()
-
-    def _stop_reading_requests(self) -> None:
-        self._stopped = True
-        last = self._queue[-1] if self._queue else self._cycle
-        if last is not None:
-            last.keep_alive = False
-
-    def _answer(self, error: BaseException) -> None:
-        """Write the error response in the app's place, then close (Rule 4)."""
-        self.write(error_response(error))
-        self._close(linger=True)
-
-    def _close(self, *, linger: bool = False) -> None:
-        if self.closed or self._lingering:
-            return
-        self._stopped = True
-        self._queue.clear()
-        if not linger or not self.transport.can_write_eof():
-            self.transport.close()
-            return
-        self._lingering = True
-        self.transport.write_eof()
-        self._backlog.clear()
-        if not self._reading:
-            self._reading = True
-            self.transport.resume_reading()
-        self._arm()
-
     def drain(self) -> None:
         """The server is shutting down: close now if idle, else after the running request."""
-        if self.closed:
-            return
-        self._stopped = True
-        self._queue.clear()
-        cycle = self._cycle
-        if cycle is None:
-            self._close()
-        else:
-            cycle.keep_alive = False
+        _refusals.drain(self)
 
     def abort(self) -> None:
         """Close at once, whatever is in flight, and stop the running request's task."""
