@@ -288,7 +288,7 @@ async def test_usage_only_key_reads_but_never_writes(
     assert await _upstream_calls(upstream, "c-usage-only") == 3
 
 
-async def test_refusals_are_never_stored(oai: openai.AsyncOpenAI, upstream: MockUpstream) -> None:
+async def test_endings_are_never_stored(oai: openai.AsyncOpenAI, upstream: MockUpstream) -> None:
     """A refusal handed to the caller is not stored: the next request calls again."""
     first = await oai.chat.completions.create(model="refusing", messages=USER)
     second = await oai.chat.completions.with_raw_response.create(model="refusing", messages=USER)

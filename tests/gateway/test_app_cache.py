@@ -375,7 +375,7 @@ async def test_errors_are_never_stored(gw: _Gateway) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_refusals_are_never_stored(gw: _Gateway, stream: bool) -> None:
+async def test_endings_are_never_stored(gw: _Gateway, stream: bool) -> None:
     """A refusal handed to the caller (`fail_over_on_refusal: false`) is not stored, whole or
     streamed."""
     body = chat("refusing", stream=stream)
@@ -386,7 +386,7 @@ async def test_refusals_are_never_stored(gw: _Gateway, stream: bool) -> None:
     assert gw.calls() == 2
 
 
-async def test_anthropic_refusals_are_never_stored(gw: _Gateway) -> None:
+async def test_anthropic_endings_are_never_stored(gw: _Gateway) -> None:
     """An Anthropic `refusal` stop reason is not stored either."""
     first = await gw.messages(messages("refusing-ant"))
     assert first.json()["stop_reason"] == "refusal"

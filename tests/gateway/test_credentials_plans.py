@@ -153,7 +153,7 @@ def test_plans_are_cached_per_kind_of_caller() -> None:
     assert one.routes is two.routes
 
 
-def test_refusals_name_the_route_and_the_model() -> None:
+def test_endings_name_the_route_and_the_model() -> None:
     """An empty filter on the route asked is NO_ROUTE naming the route and the model."""
     runtime = _runtime()
     with pytest.raises(NoRoute, match='route "orgs" has no passthrough target'):

@@ -255,7 +255,7 @@ async def test_a_refusal_is_returned_when_fail_over_on_refusal_is_off() -> None:
     assert response.routing.answered == "a"
 
 
-async def test_refusals_and_rejections_do_not_count_for_health() -> None:
+async def test_endings_and_rejections_do_not_count_for_health() -> None:
     """A refused and a rejected answer leave the keys' failures in a row at 0."""
     health = isolated_health()
     route = Route(

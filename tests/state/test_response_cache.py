@@ -227,7 +227,7 @@ async def test_a_miss_is_none(state: StateStore) -> None:
 
 
 @pytest.mark.parametrize("finish_reason", ["content_filter", "error", None])
-async def test_refusals_errors_and_unfinished_answers_are_not_stored(
+async def test_endings_errors_and_unfinished_answers_are_not_stored(
     state: StateStore, finish_reason: str | None
 ) -> None:
     """Only finished answers are cached: put returns False and stores nothing."""

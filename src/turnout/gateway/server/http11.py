@@ -9,16 +9,16 @@ Rule 2: one deadline runs at a time, set by what the connection waits for: a req
 (`header_timeout` from the accept or from the end of the previous response), the body of the
 running request (`body_timeout` since its last byte, while the connection reads), or the next
 request (`keepalive_timeout`). Past it the connection closes, after a 408 when part of a
-request arrived and nothing was answered (`_refusals` Rule 1).
+request arrived and nothing was answered (`_endings` Rule 1).
 Rule 3: a head over `max_header_count` lines or `max_header_bytes` bytes gets 431, and
 framing that cannot be parsed 400, in the OpenAI error envelope; the connection then closes,
-once the requests before the bad one are answered (`_refusals` Rule 2).
+once the requests before the bad one are answered (`_endings` Rule 2).
 Rule 4: a response that starts before its request's body was read closes the connection (the
 rest of the body is never read). So does every answer the server gives in the app's place:
 the connection half-closes and discards what still arrives for at most `LINGER` seconds, so
-that the caller reads the answer rather than a reset (`_refusals` Rule 3).
+that the caller reads the answer rather than a reset (`_endings` Rule 3).
 
-How a connection ends (those answers, the deadline's timer, the close) is in `_refusals`,
+How a connection ends (those answers, the deadline's timer, the close) is in `_endings`,
 out of the data path.
 Rule 5: when the caller leaves, the running request is told (`http.disconnect`, and the app
 cancels its work) and the requests waiting behind it are dropped without reaching the app.
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import httptools
 
-from turnout.gateway.server import _refusals
-from turnout.gateway.server._refusals import LINGER
+from turnout.gateway.server import _endings
+from turnout.gateway.server._endings import LINGER
 from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle, http_scope
 
 if TYPE_CHECKING:
@@ -166,15 +166,15 @@ class HttpConnection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except (httptools.HttpParserUpgrade, httptools.HttpParserError) as exc:
-            _refusals.unparsed(self, exc)
+            _endings.unparsed(self, exc)
         else:
             if self._in_head and self._head_bytes > self._limits.max_header_bytes:
-                _refusals.reject(self, _refusals.head_too_large(self._limits))
+                _endings.reject(self, _endings.head_too_large(self._limits))
         self._start_next()
 
     def on_message_begin(self) -> None:
         if len(self._queue) >= PIPELINE_DEPTH:
-            raise _refusals.PipelineFull
+            raise _endings.PipelineFull
         self._url = b""
         self._headers = []
         self._expect_continue = False
@@ -189,7 +189,7 @@ class HttpConnection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         headers = self._headers
         if len(headers) >= self._limits.max_header_count:
-            raise _refusals.too_many_header_lines(self._limits)
+            raise _endings.too_many_header_lines(self._limits)
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self._expect_continue = True
@@ -201,7 +201,7 @@ class HttpConnection(asyncio.Protocol):
         for name, value in self._headers:
             size += len(name) + len(value) + 4
         if size > self._limits.max_header_bytes:
-            raise _refusals.head_too_large(self._limits)
+            raise _endings.head_too_large(self._limits)
         parser = self._parser
         cycle = RequestCycle(
             self,
@@ -245,7 +245,7 @@ class HttpConnection(asyncio.Protocol):
             return
         if not self._queue:
             if self._rejection is not None:
-                _refusals.answer(self, self._rejection)
+                _endings.answer(self, self._rejection)
             return
         cycle = self._cycle = self._queue.popleft()
         self._arm()
@@ -267,17 +267,17 @@ class HttpConnection(asyncio.Protocol):
         if self.closed or self._lingering:
             return
         if not cycle.complete:
-            _refusals.unanswered(self, cycle, failure)
+            _endings.unanswered(self, cycle, failure)
             return
         if not cycle.keep_alive:
-            _refusals.close(self, linger=not cycle.message_complete)
+            _endings.close(self, linger=not cycle.message_complete)
             return
         self._served += 1
         self._idle_since = self._loop.time()
         if self._queue:
             self._start_next()
         elif self._rejection is not None:
-            _refusals.answer(self, self._rejection)
+            _endings.answer(self, self._rejection)
             return
         else:
             self._arm()
@@ -352,14 +352,14 @@ class HttpConnection(asyncio.Protocol):
         if when is not None and (timer is None or when < self._timer_at):
             if timer is not None:
                 timer.cancel()
-            self._timer = self._loop.call_at(when, _refusals.deadline_due, self)
+            self._timer = self._loop.call_at(when, _endings.deadline_due, self)
             self._timer_at = when
 
     # -- ending
 
     def drain(self) -> None:
         """The server is shutting down: close now if idle, else after the running request."""
-        _refusals.drain(self)
+        _endings.drain(self)
 
     def abort(self) -> None:
         """Close at once, whatever is in flight, and stop the running request's task."""
