@@ -30,7 +30,7 @@ from turnout.errors import MalformedRequest, ProviderUnavailable
 from turnout.wire.model import NativeBlock, TextPart
 
 if TYPE_CHECKING:
-    from turnout.wire.model import Part, WireFormat
+    from turnout.wire.model import ChatRequest, Part, WireFormat
 
 __all__ = [
     "OBJECT",
@@ -38,6 +38,7 @@ __all__ = [
     "UnknownBlock",
     "as_list",
     "as_object",
+    "caller_path",
     "data_url",
     "dump_arguments",
     "invalid",
@@ -295,3 +296,22 @@ def rewrite(source: bytes, edit: Callable[[dict[str, Any]], bool]) -> bytes:
     if not edit(body):
         return source
     return orjson.dumps(body)
+
+
+def caller_path(request: ChatRequest, index: int) -> str:
+    """Where `request.messages[index]` is in the caller's own body (found again by decoding
+    it, in the caller's format), else its neutral position. Only error paths ask."""
+    source = request.source
+    paths: list[str] = []
+    # The codecs import this module: they are imported here, on the error path, not above.
+    if source is not None and source.format == "openai-chat":
+        from turnout.wire.openai_chat import message_paths  # noqa: PLC0415
+
+        paths = message_paths(source.body)
+    elif source is not None and source.format == "anthropic-messages":
+        from turnout.wire.anthropic_messages import (  # noqa: PLC0415
+            message_paths as anthropic_paths,
+        )
+
+        paths = anthropic_paths(source.body)
+    return paths[index] if index < len(paths) else f"messages[{index}]"

@@ -40,6 +40,7 @@ from turnout.wire._body import (
     UnknownBlock,
     as_list,
     as_object,
+    caller_path,
     dump_arguments,
     invalid,
     load_request,
@@ -444,7 +445,7 @@ def _encode_messages(request: ChatRequest) -> list[dict[str, Any]]:
         if message.role == "tool":
             block = _tool_result_block(message)
             if "content" not in block:
-                refuse_emptied(message.content, FORMAT, partial(_caller_path, request, index))
+                refuse_emptied(message.content, FORMAT, partial(caller_path, request, index))
             if merging:
                 out[-1]["content"].append(block)
             else:
@@ -461,23 +462,8 @@ def _encode_messages(request: ChatRequest) -> list[dict[str, Any]]:
         if content:
             out.append({"role": message.role, "content": content})
         else:
-            refuse_emptied(message.content, FORMAT, partial(_caller_path, request, index))
+            refuse_emptied(message.content, FORMAT, partial(caller_path, request, index))
     return out
-
-
-def _caller_path(request: ChatRequest, index: int) -> str:
-    """Where `request.messages[index]` is in the caller's body (found again by decoding it),
-    else its neutral position."""
-    source = request.source
-    paths: list[str] = []
-    if source is not None and source.format == FORMAT:
-        paths = message_paths(source.body)
-    elif source is not None and source.format == "openai-chat":
-        # The two codecs meet only here, on an error path: a top-level import would be a cycle.
-        from turnout.wire.openai_chat import message_paths as openai_paths  # noqa: PLC0415
-
-        paths = openai_paths(source.body)
-    return paths[index] if index < len(paths) else f"messages[{index}]"
 
 
 def _encode_user_content(parts: list[Part]) -> str | list[dict[str, Any]]:

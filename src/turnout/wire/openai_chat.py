@@ -30,6 +30,7 @@ from turnout.wire._body import (
     UnknownBlock,
     as_list,
     as_object,
+    caller_path,
     data_url,
     invalid,
     load_request,
@@ -368,24 +369,9 @@ def _encode_messages(request: ChatRequest) -> list[dict[str, Any]]:
         refuse_unknown(message.content, FORMAT)
         encoded = _encode_message(message)
         if not encoded["content"] and not message.tool_calls:
-            refuse_emptied(message.content, FORMAT, partial(_caller_path, request, index))
+            refuse_emptied(message.content, FORMAT, partial(caller_path, request, index))
         out.append(encoded)
     return out
-
-
-def _caller_path(request: ChatRequest, index: int) -> str:
-    """Where `request.messages[index]` is in the caller's body (found again by decoding it),
-    else its neutral position."""
-    source = request.source
-    paths: list[str] = []
-    if source is not None and source.format == FORMAT:
-        paths = message_paths(source.body)
-    elif source is not None and source.format == "anthropic-messages":
-        # The two codecs meet only here, on an error path: a top-level import would be a cycle.
-        from turnout.wire.anthropic_messages import message_paths as anthropic_paths  # noqa: PLC0415
-
-        paths = anthropic_paths(source.body)
-    return paths[index] if index < len(paths) else f"messages[{index}]"
 
 
 def _encode_text(parts: list[TextPart]) -> str | list[dict[str, Any]]:
