@@ -13,7 +13,7 @@ from turnout.cli import main
 from turnout.demo import gateway as demo_gateway
 from turnout.demo import run_demo
 from turnout.demo.gateway import Row, format_rows, rows_from_body, rows_from_header
-from turnout.demo.library import SCENARIOS
+from turnout.demo.in_process import SCENARIOS
 
 
 def demo_output(*, library: bool = False, anthropic: bool = False) -> str:

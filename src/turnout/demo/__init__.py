@@ -3,7 +3,7 @@
 - `turnout demo` (`turnout.demo.gateway`): a gateway on 127.0.0.1 in front of the mock upstream,
   a few calls through the official `openai` SDK that fail over, open a breaker and stream, each
   routing record printed as a table; `--anthropic` adds a call through the `anthropic` SDK.
-- `turnout demo --library` (`turnout.demo.library`): the same ideas in-process, `Route` over
+- `turnout demo --library` (`turnout.demo.in_process`): the same ideas in-process, `Route` over
   scripted models on a fake clock; no extra package.
 
 Both are offline, need no key and print the same text on every run.
@@ -31,7 +31,7 @@ def run_demo(out: TextIO | None = None, *, library: bool = False, anthropic: boo
     status: 1 when a package the gateway demo needs is missing (said on standard error)."""
     out = out if out is not None else sys.stdout
     if library:
-        from turnout.demo.library import run_library_demo  # noqa: PLC0415
+        from turnout.demo.in_process import run_library_demo  # noqa: PLC0415
 
         run_library_demo(out)
         return 0
