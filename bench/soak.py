@@ -42,9 +42,7 @@ import contextlib
 import http.client
 import os
 import random
-import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -58,6 +56,9 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import orjson
 
+# The process helpers of the gateway benchmark beside this file (run from this folder).
+from gateway import GATEWAY_CPU, UPSTREAM_CPU, free_port, pinned, post, stop
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -67,7 +68,6 @@ PATH = "/v1/chat/completions"
 TARGET_TIMEOUT = 1.0  # seconds: the targets' timeout and first-token timeout
 HANG_BOUND = 15.0  # seconds: a request not answered by then is a hang
 START_LIMIT = 30.0
-GATEWAY_CPU, UPSTREAM_CPU = 0, 1
 MAX_BODY = 1024 * 1024
 CALLS = frozenset({"answered", "failed", "refused", "rejected", "lost_race", "cancelled"})
 FAULT_MIX: tuple[tuple[str, str, float], ...] = (
@@ -84,21 +84,6 @@ HEADERS = {"content-type": "application/json"}
 
 
 # -- processes -------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def pinned(cpu: int) -> list[str]:
-    """`taskset -c cpu` when the machine has that CPU and the tool, else nothing."""
-    if (os.cpu_count() or 1) > max(GATEWAY_CPU, UPSTREAM_CPU) and shutil.which("taskset"):
-        return ["taskset", "-c", str(cpu)]
-    return []
 
 
 def tree_rss_kib(pid: int) -> int:
@@ -130,18 +115,6 @@ def body(model: str, soak_id: str, *, stream: bool) -> bytes:
     )
 
 
-def post(port: int, payload: bytes, timeout: float = 2.0) -> int:
-    """POST one chat completion to 127.0.0.1:`port`; returns the status."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("POST", PATH, payload, HEADERS)
-        response = conn.getresponse()
-        response.read()
-        return response.status
-    finally:
-        conn.close()
-
-
 def control(port: int, method: str, path: str, payload: Any = None) -> Any:
     """A mock upstream control call (`/_mock/...`); returns the parsed JSON answer."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -162,16 +135,6 @@ def wait_until_serving(process: subprocess.Popen[bytes], check: Any, log: Path) 
                 return
         time.sleep(0.02)
     raise RuntimeError(f"{process.args!r} did not serve; its output:\n{log.read_text()}")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Terminate `process` and wait (killing it after 10 s)."""
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(10)
 
 
 def write_config(directory: Path, upstream: int) -> Path:
