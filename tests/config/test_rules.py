@@ -127,7 +127,8 @@ def test_target_names_are_unique_within_a_route() -> None:
 
 
 def test_keys_that_nothing_reads_are_refused_as_not_supported_yet() -> None:
-    """`store`, `admin_keys` and `consumers` are refused, even empty, instead of ignored."""
+    """`store` and `consumers` are refused, even empty, instead of ignored; `admin_keys` is
+    read (by the admin API)."""
     errors = errors_of(
         {
             "store": "sqlite:///turnout.db",
@@ -145,7 +146,6 @@ def test_keys_that_nothing_reads_are_refused_as_not_supported_yet() -> None:
                 " store) is built; remove it"
             ),
         ),
-        ("admin_keys", "is not supported yet: there is no admin API to use them yet; remove it"),
         (
             "consumers",
             (

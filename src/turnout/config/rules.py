@@ -69,7 +69,6 @@ def check_config_warnings(config: FileConfig) -> Problems:
 
 _NOT_SUPPORTED: Mapping[str, str] = {
     "store": "nothing reads it until the control plane (admin API and store) is built",
-    "admin_keys": "there is no admin API to use them yet",
     "consumers": "the gateway does not read consumers yet; give callers keys and bindings",
 }
 """Keys the schema knows but nothing reads yet, and why each is refused."""

@@ -65,8 +65,9 @@ class FileConfig(Model):
     )
     admin_keys: tuple[str, ...] = Field(
         (),
-        description="Not supported yet: keys for the admin API, which is not built yet. A file "
-        "that sets it is refused.",
+        description="Keys for the admin API (`/admin/v1`), each the key itself (usually "
+        '`"${ADMIN_KEY}"`) or its hash (`sha256:` and 64 hex digits). Empty: every admin '
+        "request is refused.",
     )
     defaults: DefaultsConfig = Field(
         DefaultsConfig(), description="Settings shared by every route."

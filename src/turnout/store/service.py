@@ -4,6 +4,7 @@ of stored objects goes through these (each write in one transaction, audited, ve
 from __future__ import annotations
 
 from turnout.store._writes import current_version
+from turnout.store.changes import list_changes
 from turnout.store.keys import create_key, delete_key, get_key, list_keys, revoke_key, update_key
 from turnout.store.objects import (
     ObjectKind,
@@ -34,6 +35,7 @@ __all__ = [
     "get_key",
     "get_object",
     "get_project",
+    "list_changes",
     "list_keys",
     "list_objects",
     "list_projects",

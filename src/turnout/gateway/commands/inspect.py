@@ -16,21 +16,24 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from turnout.errors import ConfigError, RoutingError
-from turnout.routing.strategies import try_order
+from turnout.gateway.resolution.explain import (
+    caller_named,
+    fallback_names,
+    resolution_row,
+    target_rows,
+)
 
 if TYPE_CHECKING:
     import argparse
 
     from turnout.access.keys import Caller
-    from turnout.gateway.runtime.live import Resolution, RouteEntry, Runtime
-    from turnout.routing.route import Route
+    from turnout.gateway.runtime.live import RouteEntry, Runtime
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 __all__ = ["add_check_parser", "add_routes_parser", "main_check", "main_routes"]
 
 _ENDPOINTS = ("chat", "messages", "embeddings", "count_tokens")
-_KINDS = ("general", "context", "content")  # fallback kinds, in the configuration's order
 _SUGGESTS_CROSS_PROVIDER = "does not set allow_cross_provider"
 _CROSS_PROVIDER_NOTE = (
     "note: allow_cross_provider: true lets a route serve a client from targets of another"
@@ -153,7 +156,7 @@ def main_routes(args: argparse.Namespace) -> int:
             out.write(f"{path}: {message}\n")
         return 1
     try:
-        caller = _caller(runtime, args.key) if args.key else None
+        caller = caller_named(runtime, args.key) if args.key else None
     except LookupError as exc:
         out.write(f"{exc}\n")
         return 1
@@ -161,42 +164,6 @@ def main_routes(args: argparse.Namespace) -> int:
         _print_routes(out, runtime, as_json=args.json)
         return 0
     return _print_resolution(out, runtime, args.model, args.endpoint, caller, as_json=args.json)
-
-
-def _caller(runtime: Runtime, key: str) -> Caller:
-    from turnout.access.keys import Caller  # noqa: PLC0415 - see main_check
-
-    for index, config in enumerate(runtime.config.keys):
-        if config.name == key:
-            return Caller.from_config(config, runtime.project, path=f"keys[{index}]")
-    found = runtime.keys.lookup(key) if runtime.keys is not None else None
-    if found is None:
-        raise LookupError(f'no key named "{key}" in the configuration')
-    return found
-
-
-def _targets(route: Route, model: str | None = None) -> list[dict[str, Any]]:
-    """The targets in try order (the start the strategy picks may differ per request)."""
-    targets = route.targets
-    flags = [t.fallback_only for t in targets]
-    start = next((i for i, only in enumerate(flags) if not only), 0)
-    rows = []
-    for index in try_order(len(targets), flags, start):
-        target = targets[index]
-        wire = target.model or model
-        wire_model = getattr(target.client, "wire_model", None)
-        if wire and callable(wire_model):
-            wire = wire_model(wire)
-        rows.append(
-            {
-                "name": target.name,
-                "provider": target.client.provider,
-                "model": wire,
-                "fallback_only": target.fallback_only,
-                "paused": target.paused,
-            }
-        )
-    return rows
 
 
 def _target_text(row: dict[str, Any]) -> str:
@@ -208,11 +175,6 @@ def _target_text(row: dict[str, Any]) -> str:
     if row["paused"]:
         text += " (paused)"
     return text
-
-
-def _fallbacks(route: Route) -> dict[str, list[str]]:
-    """The route's fallback routes by kind (general, context, content)."""
-    return {kind: [other.name for other in route.fallbacks.of(kind)] for kind in _KINDS}
 
 
 def _fallbacks_text(fallbacks: dict[str, list[str]]) -> str:
@@ -228,8 +190,8 @@ def _route_row(entry: RouteEntry) -> dict[str, Any]:
         "strategy": entry.route.strategy.type,
         "patterns": list(entry.patterns),
         "aliases": [alias.alias for alias in entry.aliases.values()],
-        "targets": _targets(entry.route),
-        "fallbacks": _fallbacks(entry.route),
+        "targets": target_rows(entry.route),
+        "fallbacks": fallback_names(entry.route),
         "messages": entry.messages_route is not None,
         "embeddings": entry.embeddings_route is not None,
     }
@@ -276,7 +238,7 @@ def _print_resolution(
         else:
             out.write(f"{exc.status} {exc.code}: {exc.message}\n")
         return 1
-    row = _resolution_row(found, endpoint)
+    row = resolution_row(found, endpoint)
     if as_json:
         out.write(json.dumps(row, indent=2) + "\n")
         return 0
@@ -290,17 +252,3 @@ def _print_resolution(
     if any(row["fallbacks"].values()):
         out.write(f"fallback routes: {_fallbacks_text(row['fallbacks'])}\n")
     return 0
-
-
-def _resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
-    return {
-        "model": found.requested_model,
-        "endpoint": endpoint,
-        "route": found.entry.name,
-        "kind": found.entry.kind,
-        "matched_by": found.matched_by,
-        "pattern": found.pattern,
-        "strategy": found.route.strategy.type,
-        "targets": _targets(found.route, found.requested_model),
-        "fallbacks": _fallbacks(found.route),
-    }

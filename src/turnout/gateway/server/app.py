@@ -17,6 +17,9 @@ Rule 5: `end_requests()` (the server's shutdown, once its grace is over) cancels
 in flight, which then ends as Rule 3 says with `ShuttingDown`; `swap_runtime()` (a reload)
 serves new requests on the new runtime while those in flight finish on theirs, whose pools
 are closed after the last of them.
+Rule 6: with an admin context (`admin=`), a path under `/admin/` that no entry matches goes
+to the admin API (`turnout.gateway.admin`), imported on the first such request; without one
+it is 404 like any unknown path.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from turnout.routing.request_state import new_request_id
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
+    from turnout.gateway.admin.context import AdminContext
     from turnout.gateway.responses.client_formats import ClientFormat
     from turnout.gateway.responses.respond import Reply
     from turnout.gateway.runtime.live import Runtime
@@ -100,8 +104,8 @@ class GatewayApp:
     server worker) to build one.
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
-    `keepalive_seconds` (15) are as in `GatewaySettings`. Lifespan shutdown closes the
-    providers' connection pools.
+    `keepalive_seconds` (15) are as in `GatewaySettings`; `admin` serves the admin API
+    (Rule 6). Lifespan shutdown closes the providers' connection pools.
     """
 
     def __init__(
@@ -111,8 +115,11 @@ class GatewayApp:
         load: Callable[[], Runtime] | None = None,
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
+        admin: AdminContext | None = None,
     ) -> None:
         self._load = load
+        self._admin_context = admin
+        self._admin: Callable[..., Awaitable[None]] | None = None
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
         self.settings: GatewaySettings | None = None
@@ -148,6 +155,9 @@ class GatewayApp:
                 served = _MODEL
             settings = self.settings
             if served is None or settings is None:
+                if self._admin_context is not None and scope["path"].startswith("/admin/"):
+                    await self._admin_app()(scope, receive, send)
+                    return
                 await _reply(send, await self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
@@ -172,6 +182,15 @@ class GatewayApp:
                 settings.observer.request_done(exchange)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    def _admin_app(self) -> Callable[..., Awaitable[None]]:
+        """Rule 6: the admin API, built on first use."""
+        if self._admin is None:
+            from turnout.gateway.admin.app import AdminApp  # noqa: PLC0415 - on first use
+
+            assert self._admin_context is not None
+            self._admin = AdminApp(self._admin_context)
+        return self._admin
 
     async def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
         """Rule 1: `/readyz`, 404, 405, or 503 before the runtime is loaded."""

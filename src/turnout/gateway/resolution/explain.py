@@ -1,0 +1,96 @@
+"""Where a model goes, in plain values: a route's targets in try order, its fallback routes,
+a resolution as one row, and the caller a key stands for. `turnout routes` prints these, and
+the admin API's routing test and upstreams answer with them.
+
+Rule 1: the try order shown starts at the first target that is not `fallback_only`; the
+strategy may start a request elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from turnout.routing.strategies import try_order
+
+if TYPE_CHECKING:
+    from turnout.access.keys import Caller
+    from turnout.gateway.resolution.route_entry import Resolution
+    from turnout.gateway.runtime.live import Runtime
+    from turnout.routing.route import Route
+
+__all__ = [
+    "FALLBACK_KINDS",
+    "caller_named",
+    "fallback_names",
+    "resolution_row",
+    "target_order",
+    "target_row",
+    "target_rows",
+]
+
+FALLBACK_KINDS: Final = ("general", "context", "content")
+"""Fallback kinds, in the configuration's order."""
+
+
+def target_order(route: Route) -> list[int]:
+    """Rule 1: the indices of the route's targets in try order."""
+    flags = [target.fallback_only for target in route.targets]
+    start = next((index for index, only in enumerate(flags) if not only), 0)
+    return list(try_order(len(flags), flags, start))
+
+
+def target_rows(route: Route, model: str | None = None) -> list[dict[str, Any]]:
+    """The targets in try order (`target_row` of each)."""
+    return [target_row(route, index, model) for index in target_order(route)]
+
+
+def target_row(route: Route, index: int, model: str | None = None) -> dict[str, Any]:
+    """Target `index` of the route: name, provider, the wire model asked for `model` (None:
+    the requested model), `fallback_only` and `paused`."""
+    target = route.targets[index]
+    wire = target.model or model
+    wire_model = getattr(target.client, "wire_model", None)
+    if wire and callable(wire_model):
+        wire = wire_model(wire)
+    return {
+        "name": target.name,
+        "provider": target.client.provider,
+        "model": wire,
+        "fallback_only": target.fallback_only,
+        "paused": target.paused,
+    }
+
+
+def fallback_names(route: Route) -> dict[str, list[str]]:
+    """The route's fallback routes by kind (general, context, content)."""
+    return {kind: [other.name for other in route.fallbacks.of(kind)] for kind in FALLBACK_KINDS}
+
+
+def resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
+    """Where one model went: route, kind, how it matched, strategy, targets, fallbacks."""
+    return {
+        "model": found.requested_model,
+        "endpoint": endpoint,
+        "route": found.entry.name,
+        "kind": found.entry.kind,
+        "matched_by": found.matched_by,
+        "pattern": found.pattern,
+        "strategy": found.route.strategy.type,
+        "targets": target_rows(found.route, found.requested_model),
+        "fallbacks": fallback_names(found.route),
+    }
+
+
+def caller_named(runtime: Runtime, key: str) -> Caller:
+    """The caller of the configured key named `key`, else of the key `key` itself; a
+    `LookupError` saying so when neither is known."""
+    # Imported when called: `turnout routes` imports this module with the command line.
+    from turnout.access.keys import Caller  # noqa: PLC0415
+
+    for index, config in enumerate(runtime.config.keys):
+        if config.name == key:
+            return Caller.from_config(config, runtime.project, path=f"keys[{index}]")
+    found = runtime.keys.lookup(key) if runtime.keys is not None else None
+    if found is None:
+        raise LookupError(f'no key named "{key}" in the configuration')
+    return found

@@ -1,0 +1,169 @@
+"""The admin API's HTTP rules over a real socket: the admin key, unknown paths and methods,
+content types, body size and malformed JSON, all in the error envelope; and the mount in the
+gateway (none without an admin context; imported only when first asked)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from tests.e2e._gateway import running_gateway
+from tests.gateway.admin._support import (
+    ADMIN_KEY,
+    HASHED_ADMIN_KEY,
+    HEADERS,
+    StoreContext,
+    error_of,
+    file_config,
+    new_project,
+    running,
+)
+from tests.store.conftest import store_on
+from turnout.store import migrate
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """A gateway with the admin API over a SQLite store (these rules do not touch the store's
+    backend)."""
+    folder: Path = tmp_path_factory.mktemp("store")
+    with store_on("sqlite", folder, None) as store:
+        migrate(store)
+        async with running(StoreContext(store, file_config())) as found:
+            yield found
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"authorization": "Bearer not-the-key"},
+        {"x-api-key": "not-the-key"},
+        {"authorization": f"Basic {ADMIN_KEY}"},
+        {"authorization": "Bearer", "x-api-key": "not-the-key-either"},
+    ],
+)
+async def test_a_missing_or_wrong_admin_key_is_401(url: str, headers: dict[str, str]) -> None:
+    """No key, a wrong key or another scheme: 401 `invalid_admin_key`, on any path."""
+    async with httpx.AsyncClient(base_url=url, headers=headers) as client:
+        for path in ("/admin/v1/projects", "/admin/v1/nowhere"):
+            reply = await client.get(path)
+            assert reply.status_code == 401
+            error = error_of(reply)
+            assert error["code"] == "invalid_admin_key"
+            assert error["meta"] == {}
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"authorization": f"Bearer {ADMIN_KEY}"},
+        {"x-api-key": ADMIN_KEY},
+        {"authorization": f"bearer {HASHED_ADMIN_KEY}"},
+    ],
+)
+async def test_admin_keys_by_either_header_plain_or_hashed(
+    url: str, headers: dict[str, str]
+) -> None:
+    """`Authorization: Bearer` or `x-api-key`; a key written in the file plain or hashed."""
+    async with httpx.AsyncClient(base_url=url, headers=headers) as client:
+        assert (await client.get("/admin/v1/projects")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("GET", "/admin/v1/nowhere", 404, "NOT_FOUND"),
+        ("GET", "/admin/v1/projects/", 404, "NOT_FOUND"),
+        ("GET", "/admin/v1/projects/p/unknown-kind", 404, "NOT_FOUND"),
+        ("GET", "/admin/v2/projects", 404, "NOT_FOUND"),
+        ("PUT", "/admin/v1/projects", 405, "method_not_allowed"),
+        ("DELETE", "/admin/v1/health", 405, "method_not_allowed"),
+        ("GET", "/admin/v1/projects/%00", 404, "NOT_FOUND"),
+        ("GET", "/admin/v1/projects/" + "x" * 65, 404, "NOT_FOUND"),
+    ],
+)
+async def test_unknown_paths_and_methods(
+    url: str, method: str, path: str, status: int, code: str
+) -> None:
+    """404 for a path no endpoint has (or an id no object can have), 405 with the allowed
+    methods for a known path."""
+    async with httpx.AsyncClient(base_url=url, headers=HEADERS) as client:
+        reply = await client.request(method, path)
+    assert reply.status_code == status
+    assert error_of(reply)["code"] == code
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "status", "code", "says"),
+    [
+        (b'{"name": ', "application/json", 400, "invalid_request", "not valid JSON"),
+        (b"[1, 2]", "application/json", 400, "invalid_request", "not an array"),
+        (b"", "application/json", 400, "invalid_request", "empty"),
+        (b'{"name": "a\\u0000b"}', "application/json", 400, "invalid_request", "NUL"),
+        (b'{"name": "x"}', "text/plain", 415, "unsupported_media_type", "text/plain"),
+        (b'{"name": "x"}', "", 415, "unsupported_media_type", "application/json"),
+        (
+            b"{" + b" " * (1024 * 1024) + b"}",
+            "application/json",
+            413,
+            "request_too_large",
+            "1048576",
+        ),
+    ],
+)
+async def test_bodies_that_are_refused(
+    url: str, *, content: bytes, content_type: str, status: int, code: str, says: str
+) -> None:
+    """Malformed JSON, a body that is not an object, a wrong content type and a body over
+    1 MiB are refused in the envelope, naming the problem."""
+    headers = {**HEADERS, "content-type": content_type}
+    async with httpx.AsyncClient(base_url=url, headers=headers) as client:
+        reply = await client.post("/admin/v1/projects", content=content)
+    assert reply.status_code == status
+    error = error_of(reply)
+    assert error["code"] == code
+    assert says in error["message"]
+
+
+async def test_merge_patch_type_only_on_patch(url: str) -> None:
+    """`application/merge-patch+json` is a PATCH body; a POST takes only JSON (415)."""
+    headers = {**HEADERS, "content-type": "application/merge-patch+json"}
+    async with httpx.AsyncClient(base_url=url, headers=headers) as client:
+        reply = await client.post("/admin/v1/projects", content=b'{"name": "x"}')
+    assert reply.status_code == 415
+
+
+async def test_changes_filters_that_are_not_numbers(url: str) -> None:
+    """`limit` and `since_version` must be whole numbers: else 400 naming the filter."""
+    async with httpx.AsyncClient(base_url=url, headers=HEADERS) as client:
+        for query in ("limit=0", "limit=ten", "since_version=-1"):
+            reply = await client.get(f"/admin/v1/changes?{query}")
+            assert reply.status_code == 400
+            name = query.partition("=")[0]
+            assert error_of(reply)["meta"]["errors"][0]["path"] == name
+
+
+async def test_a_write_is_served_before_it_is_answered(url: str) -> None:
+    """Each write awaits the context's reload; a read does not."""
+    async with httpx.AsyncClient(base_url=url, headers=HEADERS) as client:
+        project = await new_project(client)
+        reply = await client.get(f"/admin/v1/projects/{project}")
+    assert reply.status_code == 200
+
+
+async def test_no_admin_context_no_admin_api() -> None:
+    """A gateway without an admin context answers `/admin/...` like any unknown path: 404."""
+    config = {"server": {"auth": "open"}, "providers": [{"name": "m", "kind": "mock"}]}
+    async with running_gateway(config) as gateway, httpx.AsyncClient() as client:
+        reply = await client.get(f"{gateway.url}/admin/v1/projects", headers=HEADERS)
+    assert reply.status_code == 404
