@@ -167,3 +167,35 @@ async def test_no_admin_context_no_admin_api() -> None:
     async with running_gateway(config) as gateway, httpx.AsyncClient() as client:
         reply = await client.get(f"{gateway.url}/admin/v1/projects", headers=HEADERS)
     assert reply.status_code == 404
+
+
+async def test_the_openapi_document_describes_every_endpoint(url: str) -> None:
+    """OpenAPI 3.1 with every admin endpoint, a request schema for each body (merge-patch
+    for PATCH) and a response schema for each success with a body; errors are the envelope."""
+    async with httpx.AsyncClient(base_url=url, headers=HEADERS) as client:
+        document = (await client.get("/admin/v1/openapi.json")).json()
+    assert document["openapi"] == "3.1.0"
+    paths = document["paths"]
+    expected = {"/admin/v1/projects", "/admin/v1/changes", "/admin/v1/health"}
+    expected |= {"/admin/v1/upstreams", "/admin/v1/routing/test", "/admin/v1/openapi.json"}
+    for plural in ("providers", "routes", "keys", "bindings", "policies"):
+        expected |= {
+            f"/admin/v1/projects/{{project_id}}/{plural}",
+            f"/admin/v1/projects/{{project_id}}/{plural}/{{object_id}}",
+        }
+    assert expected <= set(paths)
+    patch = paths["/admin/v1/projects/{project_id}/routes/{object_id}"]["patch"]
+    assert set(patch["requestBody"]["content"]) == {
+        "application/json",
+        "application/merge-patch+json",
+    }
+    schemas = document["components"]["schemas"]
+    assert "ai_provider_id" in schemas["TargetBody"]["properties"]
+    assert "max_retries" in schemas["TargetConfig"]["properties"]
+    for item in paths.values():
+        for operation in item.values():
+            assert "401" in operation["responses"]
+            for status, answer in operation["responses"].items():
+                if status.startswith(("4", "5")) or status == "default":
+                    schema = answer["content"]["application/json"]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/ErrorEnvelope"}
