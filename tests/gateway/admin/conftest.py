@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.store.conftest import postgres_url, store_on
+from tests.store.conftest import empty_store, postgres_url, store, store_on
 from turnout.store import migrate
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from turnout.store import Store
 
-__all__ = ["module_store", "postgres_url"]
+__all__ = ["empty_store", "module_store", "postgres_url", "store"]
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
