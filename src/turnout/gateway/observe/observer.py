@@ -12,6 +12,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Final
 
+from turnout.gateway.observe.activity import Activity
 from turnout.gateway.observe.logs import (
     ACCESS,
     log_access,
@@ -59,10 +60,12 @@ def _upstream_seconds(record: RoutingRecord) -> float:
 
 
 class Observer:
-    """Logs and metrics for one gateway process. `metrics` defaults to a new `Metrics`."""
+    """Logs, metrics and the dashboard's activity for one gateway process. `metrics` defaults
+    to a new `Metrics`, `activity` to a new `Activity`."""
 
-    def __init__(self, metrics: Metrics | None = None) -> None:
+    def __init__(self, metrics: Metrics | None = None, activity: Activity | None = None) -> None:
         self.metrics = metrics if metrics is not None else Metrics()
+        self.activity = activity if activity is not None else Activity()
         self._watched: set[int] = set()
 
     def watch(self, health: Health) -> None:
@@ -97,6 +100,15 @@ class Observer:
                 log_failover(record, left, to)
             if record.fallback_route is not None:
                 log_fallback_route(record)
+        if record is not None or exchange.scope["method"] == "POST":  # a call, or a refused one
+            self.activity.add(
+                request_id=record.request_id if record is not None else exchange.reply_id(),
+                path=exchange.scope["path"],
+                status=exchange.status if not exchange.gone else 499,
+                duration_ms=round(seconds * 1000, 3),
+                record=record,
+                failovers=0 if record is None else len(moves),
+            )
         if ACCESS.isEnabledFor(logging.INFO):
             log_access(_access_fields(exchange, record, seconds, overhead))
 
