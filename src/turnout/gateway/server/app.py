@@ -37,9 +37,11 @@ from turnout.gateway.handlers import (
     handle_models,
     readiness,
 )
+from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
+from turnout.gateway.ui.app import Dashboard
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
@@ -100,8 +102,9 @@ class GatewayApp:
     server worker) to build one.
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
-    `keepalive_seconds` (15) are as in `GatewaySettings`. Lifespan shutdown closes the
-    providers' connection pools.
+    `keepalive_seconds` (15) are as in `GatewaySettings`. With `admin_hashes` (the admin keys'
+    hashes), the dashboard is served at `/ui`. Lifespan shutdown closes the providers'
+    connection pools.
     """
 
     def __init__(
@@ -111,10 +114,20 @@ class GatewayApp:
         load: Callable[[], Runtime] | None = None,
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
+        admin_hashes: Callable[[], frozenset[str]] | None = None,
     ) -> None:
         self._load = load
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
+        # One observer for the app's life: metrics and activity outlive a reload.
+        self.observer = Observer()
+        self._dashboard = (
+            None
+            if admin_hashes is None
+            else Dashboard(
+                runtimes=self._runtimes, admin_hashes=admin_hashes, activity=self.observer.activity
+            )
+        )
         self.settings: GatewaySettings | None = None
         self._open: dict[Exchange, asyncio.Task[Any] | None] = {}  # requests in flight
         self._ending: set[Exchange] = set()
@@ -127,7 +140,12 @@ class GatewayApp:
             runtime,
             max_body_bytes=self._max_body_bytes,
             keepalive_seconds=self._keepalive_seconds,
+            observer=self.observer,
         )
+
+    def _runtimes(self) -> dict[str, Runtime]:
+        runtime = self.runtime
+        return {} if runtime is None else {runtime.project: runtime}
 
     @property
     def runtime(self) -> Runtime | None:
@@ -148,6 +166,9 @@ class GatewayApp:
                 served = _MODEL
             settings = self.settings
             if served is None or settings is None:
+                if self._dashboard is not None and _is_ui(scope["path"]):
+                    await self._dashboard(scope, receive, send)
+                    return
                 await _reply(send, await self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
@@ -251,6 +272,10 @@ async def _retire(old: GatewaySettings | None, pending: list[asyncio.Task[Any]])
         await asyncio.wait(pending)
     if old is not None:
         await old.runtime.aclose()
+
+
+def _is_ui(path: str) -> bool:
+    return path == "/ui" or path.startswith("/ui/")
 
 
 def _routed_method(scope: MutableMapping[str, Any]) -> str:
