@@ -133,7 +133,7 @@ def check_assignment(
         problems.append((fields.model, _model_message(effective, fields)))
     elif effective.is_empty and not problems:
         field = fields.route if kind == "agent" else fields.provider
-        need = f"a {kind} needs a route or a provider pin: {_ways(kind, fields)}"
+        need = f"{_a(kind)} needs a route or a provider pin: {_ways(kind, fields)}"
         problems.append((field, f"{need}, or give the project a default route to inherit"))
     return problems
 
@@ -150,10 +150,10 @@ def _agent_problems(
         return []
     if consumer.kind not in _BELONG_TO_AGENT:
         return [
-            (fields.agent, f"only chats and memories belong to an agent, not a {consumer.kind}")
+            (fields.agent, f"only chats and memories belong to an agent, not {_a(consumer.kind)}")
         ]
     if agent is not None and agent.kind != "agent":
-        return [(fields.agent, f"{consumer.agent!r} is a {agent.kind}, not an agent")]
+        return [(fields.agent, f"{consumer.agent!r} is {_a(agent.kind)}, not an agent")]
     return []
 
 
@@ -164,6 +164,10 @@ def _model_message(effective: EffectiveAssignment, fields: ConsumerFields) -> st
     where = {None: "its", "agent": "its agent's", "project": "the project's default"}
     has = f"{where[effective.inherited_from]} route {effective.route!r}"
     return f"{rule}; a route serves its own models, and this consumer has {has}"
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind == "agent" else f"a {kind}"
 
 
 def _ways(kind: str, fields: ConsumerFields) -> str:

@@ -155,9 +155,9 @@ class PolicyConfig(Model):
 
 
 class ConsumerConfig(Model):
-    """A caller object with an assignment, named by `x-turnout-consumer`: an agent, chat,
-    discussion or memory, assigned a route, pinned to a provider (one call to it, no failover),
-    or inheriting the project's default route. Set at most one of `model_route` and
+    """A caller object with an assignment: an agent, chat, discussion or memory, assigned a
+    route, pinned to a provider (one call to it, no failover), or inheriting the project's
+    default route. Set at most one of `model_route` and
     `provider`; a consumer with neither needs a project default route to inherit (the file has
     none, so in the file it is an error)."""
 
