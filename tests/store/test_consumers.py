@@ -32,7 +32,8 @@ def _refused(call: Any, *args: Any) -> list[tuple[str, str]]:
 
 def test_consumer_crud_ids_by_kind_and_names(store: Store) -> None:
     """Each kind gets its id prefix; references read back by id and name; the file's names
-    are accepted in a body; list, patch and delete work; an agent takes its memories along."""
+    are accepted in a body; list, patch and delete work; an agent takes its memories along,
+    and a project all of its consumers."""
     project_id, provider_id, route_id = _setup(store)
     agent = svc.create_consumer(
         store, project_id, {"name": "bot", "kind": "agent", "model_route_id": route_id}
@@ -64,6 +65,8 @@ def test_consumer_crud_ids_by_kind_and_names(store: Store) -> None:
         svc.create_consumer(
             store, project_id, {"name": "CHATTER", "kind": "discussion", "provider": "openai"}
         )
+    svc.delete_project(store, project_id)  # consumers with references go with their project
+    assert svc.list_projects(store) == []
 
 
 def test_the_assignment_rules_are_refused_with_400(store: Store) -> None:

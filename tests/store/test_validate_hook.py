@@ -42,18 +42,30 @@ def _state(store: Store, project_id: str) -> tuple[int, int, list[Any], list[Any
 
 
 def test_the_hook_sees_the_project_after_the_write(store: Store) -> None:
-    """Creating a consumer shows the hook that consumer by name, on its route, with the
-    project's default route."""
+    """Creating a consumer shows the hook every consumer with its references as names, and
+    the project's default route."""
     project_id = svc.create_project(store, {"name": "acme"})["id"]
     svc.create_object(store, "provider", project_id, PROVIDER)
     route_id = svc.create_object(store, "route", project_id, ROUTE)["id"]
     svc.update_project(store, project_id, {"default_model_route_id": route_id})
+    bot = svc.create_consumer(
+        store, project_id, {"name": "bot", "kind": "agent", "model_route_id": route_id}
+    )
     seen: list[ProjectSnapshot] = []
-    body = {"name": "bot", "kind": "agent", "model_route_id": route_id}
-    svc.create_consumer(store, project_id, body, validate=seen.append)
+    body = {"name": "notes", "kind": "memory", "agent_id": bot["id"], "provider": "openai"}
+    svc.create_consumer(store, project_id, body | {"model": "gpt-4o"}, validate=seen.append)
     (snapshot,) = seen
     assert (snapshot.id, snapshot.default_route) == (project_id, "main")
-    assert [(c.name, c.model_route) for c in snapshot.consumers] == [("bot", "main")]
+    assert [c.model_dump(exclude_defaults=True) for c in snapshot.consumers] == [
+        {"name": "bot", "kind": "agent", "model_route": "main"},
+        {
+            "name": "notes",
+            "kind": "memory",
+            "provider": "openai",
+            "model": "gpt-4o",
+            "agent": "bot",
+        },
+    ]
 
 
 def test_a_raising_hook_leaves_nothing_written(store: Store) -> None:
