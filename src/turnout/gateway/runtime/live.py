@@ -298,8 +298,14 @@ class Runtime:
             return
         from turnout.state.shared_health import SharedHealth  # noqa: PLC0415 - only with Redis
 
-        self.shared_health = SharedHealth(self.health, self.state, scope=self.project)
-        await self.shared_health.start()
+        shared = SharedHealth(self.health, self.state, scope=self.project)
+        try:
+            await shared.start()
+        except Exception:  # a failing store never stops the gateway: it serves on local health
+            logging.getLogger(__name__).exception("could not share health; keeping it local")
+            await shared.stop()
+            return
+        self.shared_health = shared
 
     async def aclose(self) -> None:
         """Stop sharing health, close every provider's HTTP pool, and the state store if one
