@@ -12,6 +12,7 @@ import pytest
 import redis
 import redis.asyncio as aredis
 
+from tests.state._redis_server import running_redis
 from turnout.routing.clock import FakeClock
 from turnout.routing.health import Admission, Health, Skip
 from turnout.state.health import HealthNotice
@@ -246,6 +247,50 @@ async def test_a_replica_that_starts_later_learns_the_trip(
     finally:
         await late.shared.stop()
         await late.state.close()
+
+
+async def test_a_close_made_during_an_outage_reaches_redis_when_it_returns() -> None:
+    """A replica that closes a key while Redis is down publishes the close once Redis is back,
+    so a replica starting afterwards does not load the old trip."""
+    async with running_redis() as server:
+        a = Replica("a", server.url, 10.0)
+        await a.shared.start()
+        try:
+            a.trip()
+            await a.shared.publisher.flush()
+            raw = aredis.Redis.from_url(server.url)
+            kept = {key: await raw.get(key) for key in await raw.keys("turnout:health:*")}
+            await raw.aclose()
+            assert kept  # the trip is stored
+            await server.stop()
+            assert await a.shared.publisher.check_store() is False
+            a.clock.advance(60)
+            probe = a.admit()
+            assert isinstance(probe, Admission)  # Redis down: this replica probes alone
+            assert probe.probe
+            a.health.record_success(probe)
+            await a.shared.publisher.flush()
+            await server.start()
+            raw = aredis.Redis.from_url(server.url)  # as if Redis had kept its data
+            for key, value in kept.items():
+                await raw.set(key, value or b"", px=600_000)
+            await raw.aclose()
+            assert await a.state.check()
+            assert await a.shared.publisher.check_store() is True
+            await a.shared.publisher.flush()
+            assert a.shared.publisher.resyncs == 1
+            late = Replica("late", server.url, 3.0)
+            await late.shared.start()
+            try:
+                verdict = late.admit()
+                assert isinstance(verdict, Admission)
+                assert verdict.probe is False
+            finally:
+                await late.shared.stop()
+                await late.state.close()
+        finally:
+            await a.shared.stop()
+            await a.state.close()
 
 
 def test_notice_with_its_time_round_trips() -> None:

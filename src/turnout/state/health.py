@@ -16,7 +16,8 @@ Rule 6: cooldowns, parks and trips are also stored (one entry per key and kind) 
 that starts applies the current ones; a close deletes the key's stored entries.
 Rule 7: a watch task asks the store about once a second (`StateStore.probe`). When a degraded
 store recovers, the replica applies the stored notices again and publishes its own that were
-published during the outage (and are still running), since neither reached the others.
+published during the outage (closes, and deadlines still running), since none reached the
+others.
 """
 
 from __future__ import annotations
@@ -249,6 +250,8 @@ class HealthPublisher:
                 self._unsent.pop(self._slot(outcome, notice.key), None)
                 await self.state.delete(self._slot(outcome, notice.key))
             self.published += 1
+            if not self.state.healthy:  # Rule 7: the stored trip must still be cleared
+                self._unsent[self._slot("closed", notice.key)] = notice
             return
         left = notice.until - self.health.clock.wall()
         if left <= 0:
@@ -289,7 +292,7 @@ class HealthPublisher:
         await self._catch_up()
         unsent, self._unsent = self._unsent, {}
         for notice in unsent.values():
-            if notice.until > self.health.clock.wall():
+            if notice.outcome == "closed" or notice.until > self.health.clock.wall():
                 self._enqueue(notice)
 
     def _tell_store(self, up: bool) -> None:
