@@ -40,10 +40,14 @@ class Gate:
     def __init__(self, until: float | None) -> None:
         self.until = until
         self.asked: list[tuple[Hashable, float]] = []
+        self.ended: list[Hashable] = []
 
     def may_probe(self, key: Hashable, lease: float) -> float | None:
         self.asked.append((key, lease))
         return self.until
+
+    def probe_ended(self, key: Hashable) -> None:
+        self.ended.append(key)
 
 
 def test_learned_trip_skips_then_lets_one_probe_through() -> None:
@@ -135,7 +139,8 @@ def test_remote_deadlines_never_shorten_local_ones() -> None:
 
 
 def test_gate_refusal_skips_with_its_deadline() -> None:
-    """With a probe gate that refuses, the probe is skipped until the gate's deadline."""
+    """With a probe gate that refuses, the probe is skipped until the gate's deadline; an
+    allowed probe tells the gate when it is over."""
     health, clock, events = make()
     health.apply_remote(KEY, "open", until=clock.now() + 60, at=clock.now())
     clock.advance(60)
@@ -145,7 +150,8 @@ def test_gate_refusal_skips_with_its_deadline() -> None:
     assert gate.asked == [(KEY, LEASE)]
     assert events == []
     gate.until = None
-    probe(health)
+    health.release(probe(health))
+    assert gate.ended == [KEY]
 
 
 def test_gate_is_not_asked_on_the_hot_path_or_for_forced_probes() -> None:

@@ -189,6 +189,28 @@ async def test_probe_failure_reopens_the_key_everywhere(
         assert verdict.seconds_left(replica.clock.now()) == 60
 
 
+async def test_a_probe_released_without_a_result_frees_its_lease(
+    replicas: list[Replica], eventually: Wait, db_url: str
+) -> None:
+    """A probe that ends without counting (cancelled, or on a caller's own credential) deletes
+    its lease in Redis at once instead of holding it for the call's timeout."""
+    await open_everywhere(replicas, eventually)
+    advance(replicas, 60)
+    prober = await one_probe(replicas, eventually)
+    client = aredis.Redis.from_url(db_url)
+    try:
+        assert len(await client.keys("turnout:probe:*")) == 1
+        token = prober.health._states[KEY].probe_token
+        prober.health.release(Admission(KEY, True, prober.clock.now() + LEASE, token))
+        for _ in range(300):
+            if not await client.keys("turnout:probe:*"):
+                break
+            await asyncio.sleep(0.01)
+        assert await client.keys("turnout:probe:*") == []
+    finally:
+        await client.aclose()
+
+
 async def test_stale_trip_after_a_close_is_ignored(
     replicas: list[Replica], eventually: Wait
 ) -> None:

@@ -168,6 +168,11 @@ class ProbeGate(Protocol):
         lock: it must answer at once, never wait on I/O and never call back into `Health`."""
         ...
 
+    def probe_ended(self, key: Hashable) -> None:
+        """The probe of `key` that this process ran is over (answered, failed or released);
+        called after its result was recorded and emitted, outside the registry's lock."""
+        ...
+
 
 _MERGED: dict[str, RemoteState] = {
     "cooling_down": "cooling_down",
@@ -311,6 +316,7 @@ class Health:
                 pending.append(HealthEvent(admission.key, "closed", now))
             self._states[admission.key] = state
         self._emit(pending)
+        self._probe_ended(admission)
 
     def record_failure(
         self,
@@ -353,6 +359,7 @@ class Health:
                 state = self._reopen(state, key, now, pending)
             self._states[key] = state
         self._emit(pending)
+        self._probe_ended(admission)
 
     def _reopen(
         self, state: KeyState, key: Hashable, now: float, pending: list[HealthEvent]
@@ -386,6 +393,12 @@ class Health:
             state = self._states.get(admission.key)
             if state is not None:
                 self._states[admission.key] = freed_probe(state, admission.token)
+        self._probe_ended(admission)
+
+    def _probe_ended(self, admission: Admission) -> None:
+        gate = self.probe_gate
+        if gate is not None and admission.probe:
+            gate.probe_ended(admission.key)
 
     def merge(self, key: Hashable, outcome: str, until: float) -> None:
         """Apply a cooldown (`cooling_down`), park (`parked`) or trip (`breaker_open` / `open`)

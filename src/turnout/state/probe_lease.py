@@ -11,9 +11,10 @@ to hold starts a claim in the background and stays skipped until the claim is an
 request's worth); a held lease is used by the next request, once.
 Rule 2: the lease lasts the call's timeout (the `lease` the engine passes), so a probe that never
 returns frees the key for another replica when its call would have timed out.
-Rule 3: the probe's result is published by `HealthPublisher` (`closed`, or `open` again); this
-replica then frees the lease at once (compare and delete), and a replica that applies a notice
-about the key forgets what it knew of the key's lease, so it decides afresh.
+Rule 3: the probe's result is published by `HealthPublisher` (`closed`, or `open` again); once
+the probe is over (answered, failed, or released without counting) this replica frees the
+lease at once (compare and delete), and a replica that applies a notice about the key forgets
+what it knew of the key's lease, so it decides afresh.
 Rule 4: while the store is degraded, a replica decides alone (its own probe, as without sharing):
 a failing store never keeps a key skipped.
 """
@@ -31,15 +32,13 @@ from turnout.state.health import is_shareable, slot_of
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
-    from turnout.routing.health import Health, HealthEvent
+    from turnout.routing.health import Health
     from turnout.state.base import StateStore
     from turnout.state.health import HealthNotice
 
 __all__ = ["ProbeLeases"]
 
 logger = logging.getLogger(__name__)
-
-_RESULTS = frozenset({"closed", "open", "parked"})
 
 
 class ProbeLeases:
@@ -67,14 +66,10 @@ class ProbeLeases:
         self._waits: dict[Hashable, float] = {}  # claiming, or another replica holds it
         self._tasks: set[asyncio.Task[None]] = set()
         self._numbers = itertools.count(1)
-        self._observing = False
 
     def install(self) -> None:
         """Gate `health`'s probes (call on the event loop that will run the claims)."""
         self._loop = asyncio.get_running_loop()
-        if not self._observing:
-            self.health.observe(self._on_event)
-            self._observing = True
         self.health.probe_gate = self
 
     async def aclose(self) -> None:
@@ -135,13 +130,11 @@ class ProbeLeases:
 
     # -- results
 
-    def _on_event(self, event: HealthEvent) -> None:
-        """Rule 3: this replica's probe ended with a published result: free its lease."""
-        if event.to not in _RESULTS:
-            return
+    def probe_ended(self, key: Hashable) -> None:
+        """Rule 3: this replica's probe of `key` is over: free its lease."""
         with self._lock:
-            value = self._probing.pop(event.key, None)
-        slot = _slot(event.key, self.scope)
+            value = self._probing.pop(key, None)
+        slot = _slot(key, self.scope)
         loop = self._loop
         if value is None or slot is None or loop is None:
             return
