@@ -158,7 +158,10 @@ class ProbeLeases:
         """Rule 3: another replica said something about the key: decide afresh next time."""
         with self._lock:
             self._waits.pop(notice.key, None)
-            self._held.pop(notice.key, None)
+            held = self._held.pop(notice.key, None)
+        slot = _slot(notice.key, self.scope)
+        if held is not None and slot is not None and self._loop is not None:
+            self._start_unclaim(slot, held[1])  # not needed any more: let others decide
 
 
 def _slot(key: Hashable, scope: str) -> str | None:
