@@ -4,6 +4,8 @@ and each health transition, turned into log lines and metrics.
 Rule 1: `request_done` runs once per request, after the response ended or failed; it reads the
 finished record and never raises (a failure to observe is logged, the request is unharmed).
 Rule 2: health transitions arrive through `Health.observe`; the engine knows no observer.
+Rule 3: with shared state, the store's health (watched about once a second by the health
+sharing) is the `turnout_shared_state_up` gauge.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from turnout.record import SKIP_OUTCOMES
 from turnout.routing.health import key_text
 
 if TYPE_CHECKING:
+    from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.server.exchange import Exchange
     from turnout.record import AttemptEntry, RoutingRecord
     from turnout.routing.health import Health, HealthEvent
@@ -73,6 +76,15 @@ class Observer:
         if id(health) not in self._watched:
             self._watched.add(id(health))
             health.observe(self.health_changed)
+
+    def watch_state(self, runtime: Runtime) -> None:
+        """Rule 3: follow the shared state store of `runtime` (nothing without shared state)."""
+        shared = runtime.shared_health
+        if shared is None:
+            return
+        backend = str(runtime.state.describe().get("backend", "redis"))
+        self.metrics.set_shared_state(backend, runtime.state.healthy)
+        shared.on_store(lambda up: self.metrics.set_shared_state(backend, up))
 
     def health_changed(self, event: HealthEvent) -> None:
         """A breaker transition, park or cooldown: count it and log it."""

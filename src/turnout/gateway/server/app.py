@@ -230,6 +230,9 @@ class GatewayApp:
                 try:
                     if self.settings is None and self._load is not None:
                         self._install(self._load())
+                    if self.settings is not None:  # health shared with other replicas
+                        await self.settings.runtime.start()
+                        self.settings.observer.watch_state(self.settings.runtime)
                 except Exception as exc:  # noqa: BLE001 - reported to the server, which stops
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
@@ -256,6 +259,8 @@ class GatewayApp:
         the requests it serves have ended."""
         old = self.settings
         self._install(runtime)
+        assert self.settings is not None
+        self.settings.observer.watch_state(runtime)  # started by the reload (`Runtime.start`)
         pending = [
             task
             for exchange, task in self._open.items()
