@@ -127,13 +127,12 @@ def test_target_names_are_unique_within_a_route() -> None:
 
 
 def test_keys_that_nothing_reads_are_refused_as_not_supported_yet() -> None:
-    """`store` and `consumers` are refused, even empty, instead of ignored; `admin_keys` is
-    read (by the admin API)."""
+    """`store` is refused, even empty, instead of ignored; `admin_keys` is read (by the admin
+    API)."""
     errors = errors_of(
         {
             "store": "sqlite:///turnout.db",
             "adminKeys": ["admin-key-1"],
-            "consumers": [],
             "providers": MOCK,
             "routes": [route("a")],
         }
@@ -146,20 +145,7 @@ def test_keys_that_nothing_reads_are_refused_as_not_supported_yet() -> None:
                 " store) is built; remove it"
             ),
         ),
-        (
-            "consumers",
-            (
-                "is not supported yet: the gateway does not read consumers yet; give callers keys"
-                " and bindings; remove it"
-            ),
-        ),
     ]
-
-
-def test_a_broken_consumer_still_says_consumers_are_not_supported() -> None:
-    """A consumer with a shape error does not hide that consumers are refused altogether."""
-    errors = errors_of({"providers": MOCK, "consumers": [{"name": "c"}]})
-    assert [path for path, _ in errors] == ["consumers[0].kind", "consumers"]
 
 
 # ---- providers -------------------------------------------------------------------------------

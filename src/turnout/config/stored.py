@@ -4,7 +4,8 @@ Rule 1: the config file's project is served from the file plus what the admin AP
 project of the same name; any other stored project is served from the store alone, with the
 file's `server`, `state` and `defaults`.
 Rule 2: the result is checked by the same validator as the file (`check_config`), so a stored
-object that clashes with a file object (a name, an overlapping pattern) is refused alike.
+object that clashes with a file object (a name, an overlapping pattern) is refused alike; the
+project's stored default route is what its consumers without an assignment inherit.
 """
 
 from __future__ import annotations
@@ -42,4 +43,5 @@ def project_config(file: FileConfig | None, project: ProjectSnapshot) -> FileCon
 
 def project_problems(file: FileConfig | None, project: ProjectSnapshot) -> list[tuple[str, str]]:
     """Rule 2: every violation of the served configuration of `project`, as `(path, message)`."""
-    return list(check_config(project_config(file, project)))
+    served = project_config(file, project)
+    return list(check_config(served, default_route=project.default_route))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from turnout.gateway.admin.dispatch import Operation
 from turnout.gateway.admin.replies import json_body
 from turnout.gateway.admin.served import served_projects
-from turnout.gateway.resolution.explain import target_order, target_row
+from turnout.gateway.runtime.describe import target_order, target_row
 
 if TYPE_CHECKING:
     from turnout.gateway.admin.dispatch import AdminCall

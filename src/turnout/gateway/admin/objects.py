@@ -1,5 +1,6 @@
-"""The admin API's stored objects: projects, and each project's providers, routes, keys,
-bindings and policies, as REST collections over the store's service functions.
+"""The admin API's stored objects: projects, and each project's providers, routes,
+consumers, keys, bindings and policies, as REST collections over the store's service
+functions.
 
 Rule 1: POST creates (201, the object with its id and stamps), GET reads, GET on the
 collection lists (`{"data": [...]}`, oldest first), PATCH merge-patches (absent: unchanged,
@@ -79,14 +80,28 @@ KEYS = Collection(
     service.update_key,
     service.delete_key,
 )
+CONSUMERS = Collection(
+    "consumers",
+    "consumer",
+    "ConsumerBody",
+    service.create_consumer,
+    service.get_consumer,
+    service.list_consumers,
+    service.update_consumer,
+    service.delete_consumer,
+)
 COLLECTIONS: tuple[Collection, ...] = (
     _settings("provider", "providers", "ProviderConfig"),
     _settings("route", "routes", "RouteBody"),
+    CONSUMERS,
     KEYS,
     _settings("binding", "bindings", "BindingConfig"),
     _settings("policy", "policies", "PolicyConfig"),
 )
-"""Every project-scoped collection but consumers (see `consumers`)."""
+"""Every project-scoped collection."""
+
+
+_KIND_FILTER = (("kind", {"type": "string"}, "Only consumers of this kind (`agent` …)."),)
 
 
 # ---- projects -------------------------------------------------------------------------------
@@ -154,7 +169,13 @@ def object_operations(collection: Collection) -> tuple[Operation, ...]:
         return json_body(201, found)
 
     async def list_(call: AdminCall) -> Reply:
-        found = await read(call, collection.list, call.params["project_id"])
+        pid = call.params["project_id"]
+        if collection is CONSUMERS and call.query.get("kind"):
+            found = await read(
+                call, lambda store: collection.list(store, pid, kind=call.query["kind"])
+            )
+        else:
+            found = await read(call, collection.list, pid)
         return json_body(200, {"data": found})
 
     async def get(call: AdminCall) -> Reply:
@@ -176,7 +197,8 @@ def object_operations(collection: Collection) -> tuple[Operation, ...]:
         Operation("POST", many, create, f"Create a {kind}", tag, (201, created),
                   collection.schema, errors=(400, 404, 409), operation_id=f"create_{kind}"),
         Operation("GET", many, list_, f"List the project's {collection.plural}", tag,
-                  (200, "ObjectList"), errors=(404,), operation_id=f"list_{collection.plural}"),
+                  (200, "ObjectList"), errors=(404,), operation_id=f"list_{collection.plural}",
+                  query=_KIND_FILTER if collection is CONSUMERS else ()),
         Operation("GET", one, get, f"Read a {kind}", tag, (200, "StoredObject"),
                   errors=(404,), operation_id=f"get_{kind}"),
         Operation("PATCH", one, update, f"Merge-patch a {kind}", tag, (200, "StoredObject"),

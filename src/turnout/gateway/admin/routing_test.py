@@ -26,7 +26,7 @@ from turnout.gateway.admin.replies import AdminError, json_body
 from turnout.gateway.admin.schemas import RoutingTestBody
 from turnout.gateway.admin.served import served_project
 from turnout.gateway.admin.writes import read
-from turnout.gateway.resolution.explain import caller_named, resolution_row
+from turnout.gateway.runtime.describe import caller_named, resolution_row
 from turnout.schema import KeyConfig
 from turnout.store import service
 from turnout.store._writes import to_config_error

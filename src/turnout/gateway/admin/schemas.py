@@ -68,14 +68,17 @@ class ProjectBody(_Request):
 
 class ConsumerBody(_Request):
     """A consumer and its assignment: a route, a provider pin, or nothing (the project's
-    default route)."""
+    default route). References go by id, or by name with the config file's field names."""
 
     name: str = Field(min_length=1, max_length=128)
     kind: Literal["agent", "chat", "discussion", "memory"]
     model_route_id: str | None = Field(None, description="The route it is assigned (agents).")
     ai_provider_id: str | None = Field(None, description="A provider it is pinned to.")
     model: str | None = Field(None, description="The model asked of the pinned provider.")
-    agent_id: str | None = Field(None, description="The agent a memory belongs to.")
+    agent_id: str | None = Field(None, description="The agent it belongs to.")
+    model_route: str | None = Field(None, description="`model_route_id`, by the route's name.")
+    provider: str | None = Field(None, description="`ai_provider_id`, by the provider's name.")
+    agent: str | None = Field(None, description="`agent_id`, by the agent's name.")
 
 
 class StoredObject(_Response):

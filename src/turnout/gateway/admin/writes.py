@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 import logging
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from turnout.config.stored import project_problems
 from turnout.errors import ConfigError
-from turnout.store.service import create_object
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,9 +33,6 @@ logger = logging.getLogger("turnout.admin")
 
 _T = TypeVar("_T")
 
-# Whether the store's write functions take `validate=` (every one does, or none).
-_STORE_VALIDATES: Final = "validate" in inspect.signature(create_object).parameters
-
 
 async def read(call: AdminCall, function: Callable[..., _T], *args: Any) -> _T:
     """`function(store, *args)` in a worker thread."""
@@ -48,10 +43,8 @@ async def write(call: AdminCall, function: Callable[..., _T], *args: Any, what: 
     """Rules 1 and 2: `function(store, *args, actor=…, validate=…)` in a worker thread, then
     the reload. `what` names the write in the log line (never a secret)."""
     context = call.context
-    options: dict[str, Any] = {"actor": call.actor}
-    if _STORE_VALIDATES:
-        options["validate"] = validator(context.file_config())
-    bound = functools.partial(function, context.store, *args, **options)
+    check = validator(context.file_config())
+    bound = functools.partial(function, context.store, *args, actor=call.actor, validate=check)
     result = await asyncio.to_thread(bound)
     await context.committed()
     logger.info("admin %s: %s", call.actor, what)

@@ -16,18 +16,13 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from turnout.errors import ConfigError, RoutingError
-from turnout.gateway.resolution.explain import (
-    caller_named,
-    fallback_names,
-    resolution_row,
-    target_rows,
-)
+from turnout.gateway.runtime.describe import caller_named, resolution_row, route_row
 
 if TYPE_CHECKING:
     import argparse
 
     from turnout.access.keys import Caller
-    from turnout.gateway.runtime.live import RouteEntry, Runtime
+    from turnout.gateway.runtime.live import Runtime
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -183,22 +178,8 @@ def _fallbacks_text(fallbacks: dict[str, list[str]]) -> str:
     return "; ".join(kinds) or "-"
 
 
-def _route_row(entry: RouteEntry) -> dict[str, Any]:
-    return {
-        "name": entry.name,
-        "kind": entry.kind,
-        "strategy": entry.route.strategy.type,
-        "patterns": list(entry.patterns),
-        "aliases": [alias.alias for alias in entry.aliases.values()],
-        "targets": target_rows(entry.route),
-        "fallbacks": fallback_names(entry.route),
-        "messages": entry.messages_route is not None,
-        "embeddings": entry.embeddings_route is not None,
-    }
-
-
 def _print_routes(out: TextIO, runtime: Runtime, *, as_json: bool) -> None:
-    rows = [_route_row(entry) for entry in runtime.routes.values()]
+    rows = [route_row(entry) for entry in runtime.routes.values()]
     disabled = [route.name for route in runtime.config.routes if not route.enabled]
     if as_json:
         out.write(json.dumps({"routes": rows, "disabled": disabled}, indent=2) + "\n")

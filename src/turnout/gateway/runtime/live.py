@@ -5,6 +5,8 @@ Rule 1: a `Runtime` never changes after it is built: a new configuration builds 
 empty caches, and the old one is closed (`aclose`) once its requests are done.
 Rule 2: it is built only from a configuration the one validator accepts (`check_config`); what
 loads with a remark is in `warnings`.
+Rule 3: with shared state (`state: redis://…`), `start()` shares its health with every replica
+on that store (`turnout.state.shared_health`); `aclose` stops sharing before closing the store.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from turnout.routing.plan import RequestPlan
     from turnout.schema import FileConfig
     from turnout.state.base import StateStore
+    from turnout.state.shared_health import SharedHealth
 
 __all__ = [
     "AliasRoutes",
@@ -72,7 +75,8 @@ class Runtime:
     - `clock`: the clock it was built with (None: the event loop's);
     - `state`, `cache`: the shared state store of `config.state` and the response cache over
       it, made on first use and closed by `aclose`;
-    - `pins`: the session family pins of cross-provider routes over `state`.
+    - `pins`: the session family pins of cross-provider routes over `state`;
+    - `shared_health`: the health sharing started by `start()` (None without shared state).
     """
 
     __slots__ = (
@@ -91,6 +95,7 @@ class Runtime:
         "project",
         "providers",
         "routes",
+        "shared_health",
         "warnings",
     )
 
@@ -113,6 +118,7 @@ class Runtime:
         self._state: StateStore | None = None
         self._cache: ChatCache | None = None
         self._pins: PinStep | None = None
+        self.shared_health: SharedHealth | None = None
         self.project = config.project
         self.config = config
         self.health = health
@@ -284,8 +290,33 @@ class Runtime:
             self._pins = PinStep(SessionPins(self.state, ttl))
         return self._pins
 
+    @property
+    def is_shared(self) -> bool:
+        """True when `config.state` is a Redis URL (state shared between replicas)."""
+        return self.config.state.startswith(("redis://", "rediss://"))
+
+    async def start(self) -> None:
+        """Rule 3: share health through the state store when it is shared (idempotent).
+        Bounded by the store's own timeouts: a store that is down starts this process on local
+        health, and it catches up when the store returns."""
+        if self.shared_health is not None or not self.is_shared:
+            return
+        from turnout.state.shared_health import SharedHealth  # noqa: PLC0415 - only with Redis
+
+        shared = SharedHealth(self.health, self.state, scope=self.project)
+        try:
+            await shared.start()
+        except Exception:  # a failing store never stops the gateway: it serves on local health
+            logging.getLogger(__name__).exception("could not share health; keeping it local")
+            await shared.stop()
+            return
+        self.shared_health = shared
+
     async def aclose(self) -> None:
-        """Close every provider's HTTP pool, and the state store if one was opened."""
+        """Stop sharing health, close every provider's HTTP pool, and the state store if one
+        was opened."""
+        if self.shared_health is not None:
+            await self.shared_health.stop()
         for provider in self.providers.values():
             await provider.aclose()
         if self._state is not None:

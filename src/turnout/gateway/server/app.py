@@ -40,9 +40,11 @@ from turnout.gateway.handlers import (
     handle_models,
     readiness,
 )
+from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
+from turnout.gateway.ui.app import Dashboard
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
@@ -104,8 +106,9 @@ class GatewayApp:
     server worker) to build one.
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
-    `keepalive_seconds` (15) are as in `GatewaySettings`; `admin` serves the admin API
-    (Rule 6). Lifespan shutdown closes the providers' connection pools.
+    `keepalive_seconds` (15) are as in `GatewaySettings`. With `admin_hashes` (the admin keys'
+    hashes), the dashboard is served at `/ui`; `admin` serves the admin API (Rule 6).
+    Lifespan shutdown closes the providers' connection pools.
     """
 
     def __init__(
@@ -115,6 +118,7 @@ class GatewayApp:
         load: Callable[[], Runtime] | None = None,
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
+        admin_hashes: Callable[[], frozenset[str]] | None = None,
         admin: AdminContext | None = None,
     ) -> None:
         self._load = load
@@ -122,6 +126,15 @@ class GatewayApp:
         self._admin: Callable[..., Awaitable[None]] | None = None
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
+        # One observer for the app's life: metrics and activity outlive a reload.
+        self.observer = Observer()
+        self._dashboard = (
+            None
+            if admin_hashes is None
+            else Dashboard(
+                runtimes=self._runtimes, admin_hashes=admin_hashes, activity=self.observer.activity
+            )
+        )
         self.settings: GatewaySettings | None = None
         self._open: dict[Exchange, asyncio.Task[Any] | None] = {}  # requests in flight
         self._ending: set[Exchange] = set()
@@ -134,7 +147,12 @@ class GatewayApp:
             runtime,
             max_body_bytes=self._max_body_bytes,
             keepalive_seconds=self._keepalive_seconds,
+            observer=self.observer,
         )
+
+    def _runtimes(self) -> dict[str, Runtime]:
+        runtime = self.runtime
+        return {} if runtime is None else {runtime.project: runtime}
 
     @property
     def runtime(self) -> Runtime | None:
@@ -155,8 +173,9 @@ class GatewayApp:
                 served = _MODEL
             settings = self.settings
             if served is None or settings is None:
-                if self._admin_context is not None and scope["path"].startswith("/admin/"):
-                    await self._admin_app()(scope, receive, send)
+                beside = self._beside(scope["path"])
+                if beside is not None:
+                    await beside(scope, receive, send)
                     return
                 await _reply(send, await self._unrouted(scope))
                 return
@@ -182,6 +201,15 @@ class GatewayApp:
                 settings.observer.request_done(exchange)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    def _beside(self, path: str) -> Callable[..., Awaitable[None]] | None:
+        """The app beside the gateway's endpoints that serves `path`, if any: the dashboard at
+        `/ui`, the admin API under `/admin/` (Rule 6)."""
+        if self._dashboard is not None and _is_ui(path):
+            return self._dashboard
+        if self._admin_context is not None and path.startswith("/admin/"):
+            return self._admin_app()
+        return None
 
     def _admin_app(self) -> Callable[..., Awaitable[None]]:
         """Rule 6: the admin API, built on first use."""
@@ -228,6 +256,9 @@ class GatewayApp:
                 try:
                     if self.settings is None and self._load is not None:
                         self._install(self._load())
+                    if self.settings is not None:  # health shared with other replicas
+                        await self.settings.runtime.start()
+                        self.settings.observer.watch_state(self.settings.runtime)
                 except Exception as exc:  # noqa: BLE001 - reported to the server, which stops
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
@@ -254,6 +285,8 @@ class GatewayApp:
         the requests it serves have ended."""
         old = self.settings
         self._install(runtime)
+        assert self.settings is not None
+        self.settings.observer.watch_state(runtime)  # started by the reload (`Runtime.start`)
         pending = [
             task
             for exchange, task in self._open.items()
@@ -270,6 +303,10 @@ async def _retire(old: GatewaySettings | None, pending: list[asyncio.Task[Any]])
         await asyncio.wait(pending)
     if old is not None:
         await old.runtime.aclose()
+
+
+def _is_ui(path: str) -> bool:
+    return path == "/ui" or path.startswith("/ui/")
 
 
 def _routed_method(scope: MutableMapping[str, Any]) -> str:

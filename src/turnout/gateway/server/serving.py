@@ -83,11 +83,12 @@ def banner(runtime: Runtime, host: str, port: int) -> str:
 
 
 def worker_warning(runtime: Runtime, workers: int) -> str | None:
-    """Several workers without Redis keep health, pins and the cache per worker."""
-    if workers > 1 and not runtime.config.state.startswith(("redis://", "rediss://")):
+    """Several workers without Redis keep health, pins and the cache per worker (with Redis each
+    worker shares them as a replica does; latency windows stay per worker either way)."""
+    if workers > 1 and not runtime.is_shared:
         return (
-            f"warning: {workers} workers without Redis (state: redis://…): session pins, latency"
-            " memory, the response cache and health are kept per worker"
+            f"warning: {workers} workers without Redis (state: redis://…): health, session pins"
+            " and the response cache are kept per worker"
         )
     return None
 

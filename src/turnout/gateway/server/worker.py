@@ -148,6 +148,7 @@ async def reload_runtime(
         return False
     for warning in runtime.warnings:
         logger.warning("%s: %s", source, warning)
+    await runtime.start()  # health shared with other replicas, caught up before serving
     listener.limits = ServerLimits.from_config(runtime.config.server)
     app.swap_runtime(runtime)
     count = len(runtime.routes)

@@ -1,6 +1,6 @@
-"""Where a model goes, in plain values: a route's targets in try order, its fallback routes,
-a resolution as one row, and the caller a key stands for. `turnout routes` prints these, and
-the admin API's routing test and upstreams answer with them.
+"""A route as people read it: its targets in try order, its fallback routes, what it serves;
+where a model went; the caller a key stands for. Shared by `turnout routes`, the dashboard and
+the admin API, so they always agree.
 
 Rule 1: the try order shown starts at the first target that is not `fallback_only`; the
 strategy may start a request elsewhere.
@@ -8,13 +8,13 @@ strategy may start a request elsewhere.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from turnout.routing.strategies import try_order
 
 if TYPE_CHECKING:
     from turnout.access.keys import Caller
-    from turnout.gateway.resolution.route_entry import Resolution
+    from turnout.gateway.resolution.route_entry import Resolution, RouteEntry
     from turnout.gateway.runtime.live import Runtime
     from turnout.routing.route import Route
 
@@ -23,13 +23,14 @@ __all__ = [
     "caller_named",
     "fallback_names",
     "resolution_row",
+    "route_row",
     "target_order",
     "target_row",
-    "target_rows",
+    "targets_in_order",
 ]
 
-FALLBACK_KINDS: Final = ("general", "context", "content")
-"""Fallback kinds, in the configuration's order."""
+FALLBACK_KINDS = ("general", "context", "content")
+"""The kinds of fallback route, in the configuration's order."""
 
 
 def target_order(route: Route) -> list[int]:
@@ -39,8 +40,8 @@ def target_order(route: Route) -> list[int]:
     return list(try_order(len(flags), flags, start))
 
 
-def target_rows(route: Route, model: str | None = None) -> list[dict[str, Any]]:
-    """The targets in try order (`target_row` of each)."""
+def targets_in_order(route: Route, model: str | None = None) -> list[dict[str, Any]]:
+    """The targets in try order (the start the strategy picks may differ per request)."""
     return [target_row(route, index, model) for index in target_order(route)]
 
 
@@ -66,6 +67,20 @@ def fallback_names(route: Route) -> dict[str, list[str]]:
     return {kind: [other.name for other in route.fallbacks.of(kind)] for kind in FALLBACK_KINDS}
 
 
+def route_row(entry: RouteEntry) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "kind": entry.kind,
+        "strategy": entry.route.strategy.type,
+        "patterns": list(entry.patterns),
+        "aliases": [alias.alias for alias in entry.aliases.values()],
+        "targets": targets_in_order(entry.route),
+        "fallbacks": fallback_names(entry.route),
+        "messages": entry.messages_route is not None,
+        "embeddings": entry.embeddings_route is not None,
+    }
+
+
 def resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
     """Where one model went: route, kind, how it matched, strategy, targets, fallbacks."""
     return {
@@ -76,7 +91,7 @@ def resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
         "matched_by": found.matched_by,
         "pattern": found.pattern,
         "strategy": found.route.strategy.type,
-        "targets": target_rows(found.route, found.requested_model),
+        "targets": targets_in_order(found.route, found.requested_model),
         "fallbacks": fallback_names(found.route),
     }
 
