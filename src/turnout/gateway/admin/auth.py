@@ -28,8 +28,11 @@ _HASH_FORM: Final = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def admin_key_hashes(keys: Iterable[str]) -> frozenset[str]:
-    """Rule 3: the hash of each admin key of the file (a `sha256:` entry is taken as is)."""
-    return frozenset(key if _HASH_FORM.fullmatch(key) else hash_key(key) for key in keys if key)
+    """Rule 3: the hash of each admin key of the file (a `sha256:` entry is taken as is,
+    lower-cased)."""
+    return frozenset(
+        key.lower() if _HASH_FORM.fullmatch(key.lower()) else hash_key(key) for key in keys if key
+    )
 
 
 def admin_key_id(key_hash: str) -> str:

@@ -152,74 +152,79 @@ def project_operations() -> tuple[Operation, ...]:
 # ---- project-scoped collections -------------------------------------------------------------
 
 
-def object_operations(collection: Collection) -> tuple[Operation, ...]:
-    """The operations on `/projects/{project_id}/<plural>` and `…/{object_id}`."""
-    many = f"/projects/{{project_id}}/{collection.plural}"
-    one = f"{many}/{{object_id}}"
-    kind, tag = collection.kind, collection.plural
-    created = "CreatedKey" if collection is KEYS else "StoredObject"
+@dataclass(frozen=True, slots=True)
+class _Handlers:
+    """The handlers of one collection (Rule 1)."""
 
-    async def create(call: AdminCall) -> Reply:
-        pid = call.params["project_id"]
+    collection: Collection
+
+    async def create(self, call: AdminCall) -> Reply:
+        collection, pid = self.collection, call.params["project_id"]
         body = await _named_providers(call, collection, call.body)
-        found = await write(call, collection.create, pid, body, what=f"create {kind} in {pid}")
+        what = f"create {collection.kind} in {pid}"
+        found = await write(call, collection.create, pid, body, what=what)
         if collection is KEYS:
             stored, plaintext = found
             return json_body(201, {**stored, "key": plaintext})
         return json_body(201, found)
 
-    async def list_(call: AdminCall) -> Reply:
-        pid = call.params["project_id"]
-        if collection is CONSUMERS and call.query.get("kind"):
-            found = await read(
-                call, lambda store: collection.list(store, pid, kind=call.query["kind"])
-            )
+    async def list(self, call: AdminCall) -> Reply:
+        collection, pid = self.collection, call.params["project_id"]
+        kind = call.query.get("kind")
+        if collection is CONSUMERS and kind:
+            found = await read(call, lambda store: collection.list(store, pid, kind=kind))
         else:
             found = await read(call, collection.list, pid)
         return json_body(200, {"data": found})
 
-    async def get(call: AdminCall) -> Reply:
+    async def get(self, call: AdminCall) -> Reply:
         pid, oid = call.params["project_id"], call.params["object_id"]
-        return json_body(200, await read(call, collection.get, pid, oid))
+        return json_body(200, await read(call, self.collection.get, pid, oid))
 
-    async def update(call: AdminCall) -> Reply:
+    async def update(self, call: AdminCall) -> Reply:
         pid, oid = call.params["project_id"], call.params["object_id"]
-        patch = await _named_providers(call, collection, call.body)
-        found = await write(call, collection.update, pid, oid, patch, what=f"update {oid}")
+        patch = await _named_providers(call, self.collection, call.body)
+        found = await write(call, self.collection.update, pid, oid, patch, what=f"update {oid}")
         return json_body(200, found)
 
-    async def delete(call: AdminCall) -> Reply:
+    async def delete(self, call: AdminCall) -> Reply:
         pid, oid = call.params["project_id"], call.params["object_id"]
-        await write(call, collection.delete, pid, oid, what=f"delete {oid}")
+        await write(call, self.collection.delete, pid, oid, what=f"delete {oid}")
         return NO_CONTENT
 
+
+async def revoke_key(call: AdminCall) -> Reply:
+    pid, oid = call.params["project_id"], call.params["object_id"]
+    found = await write(call, service.revoke_key, pid, oid, what=f"revoke {oid}")
+    return json_body(200, found)
+
+
+def object_operations(collection: Collection) -> tuple[Operation, ...]:
+    """The operations on `/projects/{project_id}/<plural>` and `…/{object_id}`."""
+    many = f"/projects/{{project_id}}/{collection.plural}"
+    one = f"{many}/{{object_id}}"
+    kind, plural, schema = collection.kind, collection.plural, collection.schema
+    created = "CreatedKey" if collection is KEYS else "StoredObject"
+    on = _Handlers(collection)
     operations = (
-        Operation("POST", many, create, f"Create a {kind}", tag, (201, created),
-                  collection.schema, errors=(400, 404, 409), operation_id=f"create_{kind}"),
-        Operation("GET", many, list_, f"List the project's {collection.plural}", tag,
-                  (200, "ObjectList"), errors=(404,), operation_id=f"list_{collection.plural}",
+        Operation("POST", many, on.create, f"Create a {kind}", plural, (201, created), schema,
+                  errors=(400, 404, 409), operation_id=f"create_{kind}"),
+        Operation("GET", many, on.list, f"List the project's {plural}", plural,
+                  (200, "ObjectList"), errors=(404,), operation_id=f"list_{plural}",
                   query=_KIND_FILTER if collection is CONSUMERS else ()),
-        Operation("GET", one, get, f"Read a {kind}", tag, (200, "StoredObject"),
+        Operation("GET", one, on.get, f"Read a {kind}", plural, (200, "StoredObject"),
                   errors=(404,), operation_id=f"get_{kind}"),
-        Operation("PATCH", one, update, f"Merge-patch a {kind}", tag, (200, "StoredObject"),
-                  f"{collection.schema}Patch", errors=(400, 404, 409),
+        Operation("PATCH", one, on.update, f"Merge-patch a {kind}", plural,
+                  (200, "StoredObject"), f"{schema}Patch", errors=(400, 404, 409),
                   operation_id=f"update_{kind}"),
-        Operation("DELETE", one, delete, f"Delete a {kind}", tag, (204, None),
+        Operation("DELETE", one, on.delete, f"Delete a {kind}", plural, (204, None),
                   errors=(404, 409), operation_id=f"delete_{kind}"),
     )  # fmt: skip
     if collection is not KEYS:
         return operations
-
-    async def revoke(call: AdminCall) -> Reply:
-        pid, oid = call.params["project_id"], call.params["object_id"]
-        found = await write(call, service.revoke_key, pid, oid, what=f"revoke {oid}")
-        return json_body(200, found)
-
-    return (
-        *operations,
-        Operation("POST", f"{one}/revoke", revoke, "Revoke a key", tag, (200, "StoredObject"),
-                  errors=(404, 409), operation_id="revoke_key"),
-    )  # fmt: skip
+    revoke = Operation("POST", f"{one}/revoke", revoke_key, "Revoke a key", plural,
+                       (200, "StoredObject"), errors=(404, 409))  # fmt: skip
+    return (*operations, revoke)
 
 
 async def _named_providers(
