@@ -324,11 +324,11 @@ def test_literal_secrets_become_variables_with_a_note() -> None:
 
 
 def test_unsupported_providers_are_skipped_and_noted() -> None:
-    """Bedrock, Vertex, Gemini and Cohere deployments are skipped, each noted."""
+    """Bedrock, Vertex, Replicate and Cohere deployments are skipped, each noted."""
     result = convert("unsupported.yaml")
     config = load(result)
     assert [r.name for r in config.routes] == ["anthropic-any", "gpt-4o"]
-    for index, provider in enumerate(["bedrock", "vertex_ai", "gemini", "cohere"]):
+    for index, provider in enumerate(["bedrock", "vertex_ai", "replicate", "cohere"]):
         assert any(
             n.startswith(f"not carried: model_list[{index}] (") and f"'{provider}'" in n
             for n in result.notes
