@@ -108,7 +108,8 @@ async def test_openai_sdk_fails_over_between_gemini_and_openai(
     raw = await oai.chat.completions.with_raw_response.create(model=route, messages=USER)
     completion = raw.parse()
     assert completion.choices[0].message.content == answer
-    routing = completion.model_extra["routing"]
+    extra: Any = completion.model_extra
+    routing = extra["routing"]
     assert [a["outcome"] for a in routing["attempts"]] == ["failed", "answered"]
     assert routing["attempts"][0]["error_class"] == "provider_error"
     assert completion.usage is not None
@@ -159,9 +160,13 @@ async def test_googles_daily_quota_parks_the_gemini_key(
 ) -> None:
     """A per-day QuotaFailure is quota_exhausted: the next request skips Gemini as parked,
     without calling it."""
-    first = (await oai.chat.completions.create(model="gemini-quota", messages=USER)).model_extra
+    first: Any = (
+        await oai.chat.completions.create(model="gemini-quota", messages=USER)
+    ).model_extra
     calls = len(_gemini_calls(upstream, "gq/fault:quota"))
-    second = (await oai.chat.completions.create(model="gemini-quota", messages=USER)).model_extra
+    second: Any = (
+        await oai.chat.completions.create(model="gemini-quota", messages=USER)
+    ).model_extra
     assert first["routing"]["attempts"][0]["error_class"] == "quota_exhausted"
     assert "60 s" in first["routing"]["attempts"][0]["reason"]
     assert [a["outcome"] for a in second["routing"]["attempts"]] == ["parked", "answered"]
@@ -172,7 +177,8 @@ async def test_a_gemini_safety_block_is_a_refusal_that_moves_on(oai: openai.Asyn
     """A prompt Gemini blocks for safety is `refused`, and the route moves on to OpenAI."""
     completion = await oai.chat.completions.create(model="gemini-refuses", messages=USER)
     assert completion.choices[0].message.content == "mock answer from gpt-4o-mini"
-    attempts = completion.model_extra["routing"]["attempts"]
+    extra: Any = completion.model_extra
+    attempts = extra["routing"]["attempts"]
     assert [a["outcome"] for a in attempts] == ["refused", "answered"]
 
 
@@ -182,14 +188,15 @@ async def test_tool_calls_cross_into_gemini_and_back(
     """A forced tool from either SDK reaches Gemini as a function declaration and comes back
     as the caller's own tool call, with the key sent only in x-goog-api-key."""
     tool_schema = {"type": "object", "properties": {"order": {"type": "string"}}}
+    oai_tools: Any = [
+        {"type": "function", "function": {"name": "lookup", "parameters": tool_schema}}
+    ]
+    oai_choice: Any = {"type": "function", "function": {"name": "lookup"}}
     completion = await oai.chat.completions.create(
-        model="gemini-only",
-        messages=USER,
-        tools=[{"type": "function", "function": {"name": "lookup", "parameters": tool_schema}}],
-        tool_choice={"type": "function", "function": {"name": "lookup"}},
+        model="gemini-only", messages=USER, tools=oai_tools, tool_choice=oai_choice
     )
-    call = completion.choices[0].message.tool_calls[0]  # type: ignore[index]
-    assert (call.function.name, call.function.arguments) == ("lookup", '{"order":"mock"}')  # type: ignore[union-attr]
+    calls: Any = completion.choices[0].message.tool_calls
+    assert (calls[0].function.name, calls[0].function.arguments) == ("lookup", '{"order":"mock"}')
     assert completion.choices[0].finish_reason == "tool_calls"
     sent = upstream.app.log.entries()[-1]
     assert sent.path == "/v1beta/models/gemini-2.5-pro:generateContent"
@@ -197,12 +204,14 @@ async def test_tool_calls_cross_into_gemini_and_back(
     assert sent.as_dict()["body"]["toolConfig"] == {
         "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["lookup"]}
     }
+    ant_tools: Any = [{"name": "lookup", "input_schema": tool_schema}]
+    ant_choice: Any = {"type": "tool", "name": "lookup"}
     message = await ant.messages.create(
         model="gemini-only",
         max_tokens=64,
         messages=USER,
-        tools=[{"name": "lookup", "input_schema": tool_schema}],
-        tool_choice={"type": "tool", "name": "lookup"},
+        tools=ant_tools,
+        tool_choice=ant_choice,
     )
     block = message.content[0]
     assert block.type == "tool_use"
