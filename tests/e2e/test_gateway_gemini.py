@@ -59,6 +59,12 @@ def _config(upstream: MockUpstream) -> dict[str, Any]:
                 "gemini-refuses", ("gemini", "mock-refuse"), ("openai", "gpt-4o-mini"), cross=False
             ),
             _route("gemini-only", ("gemini", "gemini-2.5-pro")),
+            _route(
+                "embed-mixed",
+                ("openai", "emb/fault:status=503"),
+                ("gemini", "gemini-embedding-001"),
+                cross=False,
+            ),
         ],
     }
 
@@ -217,3 +223,14 @@ async def test_tool_calls_cross_into_gemini_and_back(
     assert block.type == "tool_use"
     assert (block.name, block.input) == ("lookup", {"order": "mock"})
     assert message.stop_reason == "tool_use"
+
+
+async def test_embeddings_fail_over_to_gemini(oai: openai.AsyncOpenAI) -> None:
+    """An embeddings route fails over from OpenAI to Gemini's batchEmbedContents; the SDK
+    reads the vectors in OpenAI's shape (it asks for base64), one per input, in order."""
+    result = await oai.embeddings.create(model="embed-mixed", input=["alpha", "beta"])
+    assert [item.index for item in result.data] == [0, 1]
+    assert [len(item.embedding) for item in result.data] == [8, 8]
+    assert result.data[0].embedding != result.data[1].embedding
+    extra: Any = result.model_extra
+    assert [a["outcome"] for a in extra["routing"]["attempts"]] == ["failed", "answered"]

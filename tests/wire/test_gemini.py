@@ -459,5 +459,6 @@ def test_embeddings_request_and_response() -> None:
     }
     response = gemini_embeddings.decode_response(fixture("embed_response.json"))
     assert response.data == [[0.013, -0.008, 0.021], [0.004, 0.019, -0.011]]
+    assert response.raw is None
     with pytest.raises(InvalidRequest, match="input"):
         gemini_embeddings.encode_request(EmbeddingRequest([1, 2, 3]), model="m")

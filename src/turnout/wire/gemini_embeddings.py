@@ -5,6 +5,8 @@ Rule 1: one `EmbedContentRequest` per input string, in input order, each naming 
 Rule 2: token-id inputs cannot be sent (Gemini takes text only): a 400 naming `input`.
 Rule 3: `embeddings[i].values` is the vector of input i; Google reports no token usage, so
 usage is zero (unreported), as the cost budget reads it.
+Rule 4: a decoded answer keeps no `raw` bytes: they are in Google's shape, which no caller of
+turnout's embeddings endpoint speaks, so the gateway encodes the vectors for the caller.
 """
 
 from __future__ import annotations
@@ -56,11 +58,8 @@ def decode_response(body: bytes | Mapping[str, Any]) -> EmbeddingResponse:
         if not isinstance(values, list):
             raise upstream_invalid("an embedding without values")
         vectors.append([float(v) for v in values])
-    return EmbeddingResponse(
-        data=vectors,
-        usage=Usage(),
-        raw=bytes(body) if isinstance(body, bytes | bytearray) else None,
-    )
+    # No `raw`: the bytes are Google's, and a caller reads the OpenAI shape (Rule 4).
+    return EmbeddingResponse(data=vectors, usage=Usage())
 
 
 def encode_response(vectors: list[list[float]]) -> dict[str, Any]:
