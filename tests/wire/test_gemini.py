@@ -462,3 +462,17 @@ def test_embeddings_request_and_response() -> None:
     assert response.raw is None
     with pytest.raises(InvalidRequest, match="input"):
         gemini_embeddings.encode_request(EmbeddingRequest([1, 2, 3]), model="m")
+
+
+def test_gemini_3_function_calls_carry_the_signature_stand_in() -> None:
+    """For a gemini-3 model, the first replayed function call of each model turn carries
+    Google's stand-in signature (the real one cannot survive another format); older models
+    get none."""
+    calls = [ToolCall("a", "f", "{}"), ToolCall("b", "g", "{}")]
+    request = ChatRequest(
+        [Message.user("go"), Message("assistant", tool_calls=calls), Message.tool_result("a", "1")]
+    )
+    turn = gemini.encode_request(request, model="models/gemini-3-pro-preview")["contents"][1]
+    assert [p.get("thoughtSignature") for p in turn["parts"]] == [gemini.SKIP_SIGNATURE, None]
+    older = gemini.encode_request(request, model="gemini-2.5-flash")["contents"][1]
+    assert all("thoughtSignature" not in p for p in older["parts"])

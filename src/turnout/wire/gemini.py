@@ -26,6 +26,12 @@ Neutral mapping of a request:
   reasoning effort as a budget (`none` 0, `minimal` 512, `low` 1024, `medium` 8192, `high`
   24576).
 
+Thought signatures: a Gemini answer's thoughts keep theirs (as the thinking part's signature),
+but a function call's does not survive a trip through another format's tool call. Gemini 3
+models refuse a replayed function call without one, so for a `gemini-3…` model the first
+function call of each model turn carries Google's documented stand-in
+(`skip_thought_signature_validator`) instead; older models need none and get none.
+
 The JSON schema goes in `responseJsonSchema`, which takes JSON Schema as written, rather than
 `responseSchema`, which takes only Google's OpenAPI subset and refuses common keywords
 (`additionalProperties`, `$ref`) that OpenAI callers send.
@@ -52,7 +58,6 @@ from turnout.wire._body import (
     load_request,
     opt_object,
     opt_str,
-    parse_arguments,
     refuse_emptied,
     refuse_unknown,
     rewrite,
@@ -60,6 +65,7 @@ from turnout.wire._body import (
 from turnout.wire._gemini_response import (
     FORMAT,
     decode_response,
+    encode_call,
     encode_response,
     error_body,
     status_name,
@@ -86,6 +92,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EFFORT_BUDGETS",
     "FORMAT",
+    "SKIP_SIGNATURE",
     "StreamDecoder",
     "StreamEncoder",
     "decode_request",
@@ -97,6 +104,9 @@ __all__ = [
     "forward_body",
     "status_name",
 ]
+
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""Google's documented stand-in for a thought signature the conversation no longer has."""
 
 EFFORT_BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576}
 """The thinking budget (tokens) each reasoning effort asks Gemini for."""
@@ -355,8 +365,7 @@ def encode_request(request: ChatRequest, *, model: str | None = None) -> dict[st
     `extra` is merged (without overriding modelled fields) only when the request came from
     this format or from code.
     """
-    del model
-    body: dict[str, Any] = {"contents": _encode_contents(request)}
+    body: dict[str, Any] = {"contents": _encode_contents(request, _validates_signatures(model))}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": p.text} for p in request.system]}
     declarations = [_encode_declaration(tool) for tool in request.tools if tool.native is None]
@@ -386,7 +395,12 @@ def encode_request(request: ChatRequest, *, model: str | None = None) -> dict[st
     return body
 
 
-def _encode_contents(request: ChatRequest) -> list[dict[str, Any]]:
+def _validates_signatures(model: str | None) -> bool:
+    """Gemini 3 models refuse a replayed function call without a thought signature."""
+    return model is not None and model.removeprefix("models/").startswith("gemini-3")
+
+
+def _encode_contents(request: ChatRequest, sign_calls: bool = False) -> list[dict[str, Any]]:
     names = {call.id: call.name for m in request.messages for call in m.tool_calls}
     # Thoughts go back only to the family that signed them: from Gemini's own format, or code.
     own = request.origin in (None, FORMAT)
@@ -402,16 +416,10 @@ def _encode_contents(request: ChatRequest) -> list[dict[str, Any]]:
             continue
         role = "model" if message.role == "assistant" else "user"
         parts = [e for p in message.content if (e := _encode_part(p, role, own)) is not None]
-        parts.extend(
-            {
-                "functionCall": {
-                    "id": call.id,
-                    "name": call.name,
-                    "args": parse_arguments(call.arguments),
-                }
-            }
-            for call in message.tool_calls
-        )
+        calls = [encode_call(call.id, call.name, call.arguments) for call in message.tool_calls]
+        if calls and sign_calls:
+            calls[0]["thoughtSignature"] = SKIP_SIGNATURE
+        parts.extend(calls)
         if not parts:
             refuse_emptied(message.content, FORMAT, partial(caller_path, request, index))
             parts = [{"text": ""}]
