@@ -347,6 +347,21 @@ def test_finish_reasons(reason: str, neutral: str) -> None:
     assert gemini.decode_response(orjson.dumps(body)).finish_reason == neutral
 
 
+def test_a_candidate_rated_blocked_is_content_filtered() -> None:
+    """A candidate whose safety ratings say `blocked` is a refusal, whatever its finishReason,
+    whole and streamed."""
+    candidate = {
+        "content": {"parts": [{"text": "partial"}]},
+        "finishReason": "OTHER",
+        "safetyRatings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "blocked": True}],
+    }
+    body = orjson.dumps({"candidates": [candidate]})
+    assert gemini.decode_response(body).finish_reason == "content_filter"
+    decoder = gemini.StreamDecoder()
+    [chunk] = decoder.feed(next(iter(SSEDecoder().feed(b"data: " + body + b"\r\n\r\n"))))
+    assert chunk.finish_reason == decoder.finish_reason == "content_filter"
+
+
 def test_unreadable_bodies_are_provider_errors() -> None:
     """No candidate and no block reason, or not JSON, is provider_error (the route moves on)."""
     for body in (b"{}", b"not json", b'{"candidates": ["x"]}'):

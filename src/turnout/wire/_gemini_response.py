@@ -1,9 +1,10 @@
 """Gemini `generateContent`: whole responses, usage, finish reasons, blocks and the error envelope.
 
 Rule 1: an answer is blocked, not failed, when Google says so: `promptFeedback.blockReason`
-(with no candidate), or a candidate whose `finishReason` names a safety or policy stop
-(`SAFETY`, `RECITATION`, `BLOCKLIST`, `PROHIBITED_CONTENT`, `SPII`, `IMAGE_SAFETY`), decodes
-as finish reason `content_filter`, which the engine treats as a refusal.
+(with no candidate), a candidate whose `finishReason` names a safety or policy stop
+(`SAFETY`, `RECITATION`, `BLOCKLIST`, `PROHIBITED_CONTENT`, `SPII`, `IMAGE_SAFETY`), or one
+whose `safetyRatings` mark it `blocked`, decodes as finish reason `content_filter`, which the
+engine treats as a refusal.
 Rule 2: a candidate whose parts hold a `functionCall` finishes `tool_calls` (Gemini says `STOP`).
 Rule 3: usage: `input_tokens` is `promptTokenCount` (cached tokens included, as OpenAI counts
 them), `output_tokens` is `candidatesTokenCount` + `thoughtsTokenCount` (thinking is billed as
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOCKED_FINISHES",
     "FORMAT",
+    "candidate_finish",
     "decode_candidate",
     "decode_finish",
     "decode_response",
@@ -174,6 +176,17 @@ def decode_candidate(
     return out, calls
 
 
+def candidate_finish(candidate: Mapping[str, Any], *, has_tool_calls: bool) -> str | None:
+    """A candidate's neutral finish reason: its `finishReason` (Rules 1 and 2), or
+    `content_filter` when one of its `safetyRatings` says `blocked`, whatever the reason."""
+    ratings = candidate.get("safetyRatings")
+    if isinstance(ratings, list) and any(
+        isinstance(r, OBJECT) and r.get("blocked") is True for r in ratings
+    ):
+        return "content_filter"
+    return decode_finish(candidate.get("finishReason"), has_tool_calls=has_tool_calls)
+
+
 def decode_response(body: bytes | Mapping[str, Any]) -> ChatResponse:
     """An upstream `GenerateContentResponse` -> neutral answer (the first candidate).
 
@@ -202,7 +215,7 @@ def decode_response(body: bytes | Mapping[str, Any]) -> ChatResponse:
     if not isinstance(candidate, OBJECT):
         raise upstream_invalid("candidates[0] is not an object")
     response.content, response.tool_calls = decode_candidate(candidate)
-    finish = decode_finish(candidate.get("finishReason"), has_tool_calls=bool(response.tool_calls))
+    finish = candidate_finish(candidate, has_tool_calls=bool(response.tool_calls))
     response.finish_reason = finish or ("tool_calls" if response.tool_calls else "stop")
     return response
 

@@ -32,8 +32,8 @@ from turnout.errors import ProviderUnavailable
 from turnout.wire._body import OBJECT
 from turnout.wire._gemini_response import (
     FORMAT,
+    candidate_finish,
     decode_candidate,
-    decode_finish,
     decode_usage,
     encode_call,
     encode_finish,
@@ -117,7 +117,7 @@ class StreamDecoder:
         if not isinstance(candidate, OBJECT):
             raise _Malformed
         self._content(candidate, chunk)
-        finish = decode_finish(candidate.get("finishReason"), has_tool_calls=self._calls > 0)
+        finish = candidate_finish(candidate, has_tool_calls=self._calls > 0)
         if finish is not None:
             self._finish(chunk, finish)
         return chunk
