@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from turnout.mock_upstream import answers
+from turnout.mock_upstream import answers, responses
 from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
 from turnout.mock_upstream.log import LoggedRequest, RequestLog
 from turnout.mock_upstream.tools import pick_tool_call
@@ -32,10 +32,15 @@ __all__ = ["MockUpstreamApp"]
 
 _DEPLOYMENT = re.compile(r"/deployments/([^/]+)/")
 _JSON = "application/json"
+_CHAT_ENDPOINTS = frozenset({"chat", "messages", "responses"})
 
 
 def _endpoint(method: str, path: str) -> str | None:
+    if method in ("GET", "DELETE") and "/responses/" in path:
+        return "stored_response"
     if method == "POST":
+        if path.endswith("/responses"):
+            return "responses"
         if path.endswith("/chat/completions"):
             return "chat"
         if path.endswith("/messages/count_tokens"):
@@ -101,8 +106,8 @@ class _Call:
         self.fault = fault
         self.entry = entry
         self.headers = headers
-        # A refusal answers no tool call; only chat and messages answers can carry one.
-        calls_tools = endpoint in {"chat", "messages"} and not fault.refuse
+        # A refusal answers no tool call; only chat, messages and responses answers carry one.
+        calls_tools = endpoint in _CHAT_ENDPOINTS and not fault.refuse
         self.tool_call: ToolCall | None = (
             pick_tool_call(body, fault.tool_call) if calls_tools else None
         )
@@ -123,6 +128,7 @@ class MockUpstreamApp:
         self.faults = FaultBook()
         self.hold_limit = hold_limit
         self.clock: Clock = clock if clock is not None else LoopClock()
+        self.responses = responses.StoredResponses()
         self._started = time.monotonic()
 
     async def __call__(self, exchange: Exchange) -> None:
@@ -136,6 +142,9 @@ class MockUpstreamApp:
             return
         if endpoint == "models":
             exchange.respond(200, orjson.dumps(answers.models_list()))
+            return
+        if endpoint == "stored_response":
+            self._stored_response(exchange)
             return
         call = self._begin(exchange, endpoint)
         if call is not None:
@@ -213,7 +222,7 @@ class MockUpstreamApp:
         fault = call.fault
         if fault is NO_FAULT and call.body.get("stream") is not True:
             call.entry.status = 200
-            exchange.respond(200, orjson.dumps(self._whole(call)), headers=call.headers)
+            exchange.respond(200, orjson.dumps(self._whole(call, keep=True)), headers=call.headers)
             return
         if fault.latency:
             await self.clock.sleep(fault.latency)
@@ -236,7 +245,7 @@ class MockUpstreamApp:
         if fault.body is not None:
             await self._bad(exchange, call, good)
             return
-        if call.body.get("stream") is True and call.endpoint in {"chat", "messages"}:
+        if call.body.get("stream") is True and call.endpoint in _CHAT_ENDPOINTS:
             await self._stream(exchange, call)
             return
         status = fault.status if fault.status is not None else 200
@@ -244,12 +253,26 @@ class MockUpstreamApp:
         if fault.cut is not None or fault.stall is not None:
             await self._cut_whole(exchange, call, good)
             return
+        if call.endpoint == "responses" and status == 200:
+            self.responses.keep(call.body, orjson.loads(good))
         exchange.respond(status, good, headers=call.headers)
 
-    def _whole(self, call: _Call) -> dict[str, Any]:
+    def _whole(self, call: _Call, *, keep: bool = False) -> dict[str, Any]:
         fault = call.fault
         if call.endpoint == "embeddings":
             return answers.embeddings(call.body, call.model)
+        if call.endpoint == "responses":
+            text = responses.json_answer(call.body) or answers.answer_text(call.base, fault.chunks)
+            answer = responses.whole_response(
+                call.body,
+                call.model,
+                text="" if fault.refuse else text,
+                call=call.tool_call,
+                refused=fault.refuse,
+            )
+            if keep:
+                self.responses.keep(call.body, answer)
+            return answer
         prompt = answers.prompt_tokens(call.body)
         if call.endpoint == "count_tokens":
             return {"input_tokens": prompt}
@@ -281,29 +304,38 @@ class MockUpstreamApp:
         exchange.drop()
 
     @staticmethod
-    def _plan(call: _Call) -> answers.StreamPlan:
+    def _plan(call: _Call) -> tuple[answers.StreamPlan, dict[str, Any] | None]:
+        """The stream's events, and for a Responses stream the response it ends with."""
         fault, tool = call.fault, call.tool_call
         prompt = answers.prompt_tokens(call.body)
         if tool is not None:
             pieces = tool.pieces(fault.chunks)
         else:
             pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
+        if call.endpoint == "responses":
+            if tool is None and not fault.refuse and responses.json_answer(call.body):
+                pieces = (responses.json_answer(call.body) or "",)
+            return responses.responses_stream(
+                call.body, call.model, pieces, call=tool, refused=fault.refuse
+            )
         name = tool.name if tool is not None else None
         if call.endpoint == "messages":
             stop = "tool_use" if tool else "refusal" if fault.refuse else "end_turn"
-            return answers.anthropic_stream(
+            plan = answers.anthropic_stream(
                 call.model, pieces, prompt=prompt, stop_reason=stop, tool_name=name
             )
+            return plan, None
         options = call.body.get("stream_options")
         include = isinstance(options, dict) and options.get("include_usage") is True
         finish = "tool_calls" if tool else "content_filter" if fault.refuse else "stop"
-        return answers.openai_stream(
+        plan = answers.openai_stream(
             call.model, pieces, prompt=prompt, finish=finish, include_usage=include, tool_name=name
         )
+        return plan, None
 
     async def _stream(self, exchange: Exchange, call: _Call) -> None:
         fault = call.fault
-        plan = self._plan(call)
+        plan, final = self._plan(call)
         call.entry.status = 200
         exchange.start_stream(200, headers=call.headers)
         for event in plan.head:
@@ -318,6 +350,8 @@ class MockUpstreamApp:
             return
         for event in plan.tail[:-1] if fault.no_done else plan.tail:
             await exchange.send(event)
+        if final is not None and not fault.no_done:
+            self.responses.keep(call.body, final)
         exchange.end_stream()
 
     async def _content(self, exchange: Exchange, fault: Fault, plan: answers.StreamPlan) -> bool:
@@ -340,6 +374,21 @@ class MockUpstreamApp:
                     await self.clock.sleep(fault.chunk_delay)
                 await exchange.send(plan.content[index])
         return True
+
+    def _stored_response(self, exchange: Exchange) -> None:
+        """`GET` / `DELETE /v1/responses/{id}`: a kept response (404 in OpenAI's shape)."""
+        request = exchange.request
+        ident = request.path.rsplit("/responses/", 1)[1]
+        found = self.responses.get(ident)
+        if found is None:
+            fault = Fault(status=404, message=f"Response with id '{ident}' not found.")
+            reply = error_reply(fault, api="openai", model="", request_id=answers.new_id("req_"))
+            exchange.respond(reply.status, reply.body)
+            return
+        if request.method == "DELETE":
+            self.responses.delete(ident)
+            found = orjson.dumps({"id": ident, "object": "response.deleted", "deleted": True})
+        exchange.respond(200, found)
 
     # --- control endpoints ------------------------------------------------------------------
     def _not_found(self, exchange: Exchange) -> None:
@@ -372,6 +421,7 @@ class MockUpstreamApp:
         elif route == ("POST", "/_mock/reset"):
             self.faults.clear()
             self.log.clear()
+            self.responses.clear()
             self._json(exchange, 200, {"reset": True})
         else:
             self._json(exchange, 404, {"error": {"message": f"no control endpoint {route}"}})

@@ -262,8 +262,9 @@ class RoutePass:
             if gate.family_switch is not None:
                 switch = gate.take_family_switch(index)
         translation = self.dropped
-        wire_format = self.route.facts[index].wire_format
-        dropped = None if translation is None else translation.reason(wire_format)
+        dropped = None
+        if translation is not None:
+            dropped = translation.reason(self.route.facts[index].format_for(translation.origin))
         if shadow or switch is not None or dropped is not None:
             call.notes = EntryNotes(shadow, switch, dropped)
         return call
