@@ -101,12 +101,16 @@ class RoutePass:
         self.state = state
         self.hop = hop
         self.plan = plan
-        # Every target is screened for an embeddings request, or one carrying server tools
-        # (a target of another wire format cannot run them); else only those that ask to be.
+        # Every target is screened for an embeddings request, or one carrying server tools or
+        # needing its own format's server state (a target of another wire format cannot serve
+        # them); else only those that ask to be.
         request = state.request
         self.screen_all = state.embedding or (
             isinstance(request, ChatRequest)
-            and any(tool.native is not None for tool in request.tools)
+            and (
+                bool(request.server_features)
+                or any(tool.native is not None for tool in request.tools)
+            )
         )
         self.dropped = DroppedFields.of(request, route.table.translated_origins)
         self.gate: TargetGate | None = None
