@@ -69,10 +69,18 @@ def _config(upstream: MockUpstream) -> dict[str, Any]:
                 "api_key": "sk-ant-test",
                 "base_url": upstream.url,
             },
+            {
+                "name": "azure",
+                "kind": "azure-openai",
+                "api_key": "azure-test-key",
+                "base_url": upstream.url,
+                "wire": "openai-chat",
+            },
         ],
         "routes": [
             _route("to-openai", ("openai", "gpt-5-mini")),
             _route("to-claude", ("anthropic", "claude-sonnet-4-5")),
+            _route("to-azure", ("azure", "my-deployment")),
             _route(
                 "openai-fails",
                 ("openai", "fo/fault:status=503"),
@@ -136,13 +144,14 @@ async def test_an_openai_target_receives_the_callers_bytes(
     [
         ("to-openai", "/v1/responses", "gpt-5-mini"),
         ("to-claude", "/v1/messages", "claude-sonnet-4-5"),
+        ("to-azure", "/openai/v1/responses", "my-deployment"),
     ],
 )
 async def test_create_through_either_target(
     oai: openai.AsyncOpenAI, upstream: MockUpstream, route: str, path: str, served: str
 ) -> None:
-    """`client.responses.create` is answered in the Responses shape by an OpenAI target
-    (forwarded) and by an Anthropic one (translated), usage included."""
+    """`client.responses.create` is answered in the Responses shape by an OpenAI or Azure
+    target (forwarded) and by an Anthropic one (translated), usage included."""
     raw = await oai.responses.with_raw_response.create(
         model=route, input="Why is checkout failing?", instructions="Be brief."
     )
@@ -238,15 +247,21 @@ async def test_server_state_makes_other_families_ineligible(oai: openai.AsyncOpe
     assert "web_search" in str(caught.value.body)
 
 
-async def test_a_stored_response_is_retrieved_and_deleted(oai: openai.AsyncOpenAI) -> None:
-    """A response an OpenAI target created is retrieved and deleted through the gateway; an
-    unknown or translated one is 404 in OpenAI's error envelope."""
-    created = await oai.responses.create(model="to-openai", input="keep me")
+@pytest.mark.parametrize("route", ["to-openai", "to-azure"])
+async def test_a_stored_response_is_retrieved_and_deleted(
+    oai: openai.AsyncOpenAI, upstream: MockUpstream, route: str
+) -> None:
+    """A response an OpenAI (or Azure) target created is retrieved and deleted through the
+    gateway, at that provider; an unknown or translated one is 404 in OpenAI's envelope."""
+    created = await oai.responses.create(model=route, input="keep me")
     again = await oai.responses.retrieve(created.id)
     assert (again.id, again.output_text) == (created.id, created.output_text)
     await oai.responses.delete(created.id)
     with pytest.raises(openai.NotFoundError):
         await oai.responses.retrieve(created.id)
+    paths = {(e.method, e.path) for e in upstream.app.log.entries() if created.id in e.path}
+    prefix = "/v1" if route == "to-openai" else "/openai/v1"
+    assert ("DELETE", f"{prefix}/responses/{created.id}") in paths
     translated = await oai.responses.create(model="to-claude", input="not kept")
     with pytest.raises(openai.NotFoundError) as caught:
         await oai.responses.retrieve(translated.id)

@@ -104,3 +104,39 @@ async def test_unknown_response_ids_are_404_and_other_methods_405(app: GatewayAp
         wrong = await client.put("/v1/responses/resp_x")
     assert wrong.status_code == 405
     assert wrong.headers["allow"] == "GET, DELETE"
+
+
+async def test_a_stored_response_is_only_for_the_key_that_created_it() -> None:
+    """A remembered id is 404 for another key; for its own key the call goes to the provider
+    that created it (here unreachable: a provider error, not a 404)."""
+    config: dict[str, Any] = {
+        "server": {"auth": "keys"},
+        "providers": [
+            {
+                "name": "oai",
+                "kind": "openai",
+                "api_key": "sk-x",
+                "base_url": "http://127.0.0.1:9/v1",
+            }
+        ],
+        "routes": [{"name": "r", "models": ["r"], "targets": [{"provider": "oai"}]}],
+        "keys": [
+            {"name": "owner", "key": "tk_owner_key_01"},
+            {"name": "other", "key": "tk_other_k_02"},
+        ],
+    }
+    app = app_of(config)
+    runtime = app.runtime
+    assert runtime is not None
+    entry = orjson.dumps({"provider": "oai", "key": "owner"})
+    await runtime.state.set(f"responses:{runtime.project}:resp_kept", entry, 60)
+    async with client_of(app) as client:
+        other = await client.get(
+            "/v1/responses/resp_kept", headers={"authorization": "Bearer tk_other_k_02"}
+        )
+        owner = await client.get(
+            "/v1/responses/resp_kept", headers={"authorization": "Bearer tk_owner_key_01"}
+        )
+    assert other.status_code == 404
+    assert owner.status_code == 502
+    assert owner.json()["error"]["meta"]["provider"] == "oai"

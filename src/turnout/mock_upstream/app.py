@@ -379,15 +379,18 @@ class MockUpstreamApp:
         """`GET` / `DELETE /v1/responses/{id}`: a kept response (404 in OpenAI's shape)."""
         request = exchange.request
         ident = request.path.rsplit("/responses/", 1)[1]
+        entry = self._log(request, "", {}, answers.new_id("req_"))
         found = self.responses.get(ident)
         if found is None:
             fault = Fault(status=404, message=f"Response with id '{ident}' not found.")
-            reply = error_reply(fault, api="openai", model="", request_id=answers.new_id("req_"))
+            reply = error_reply(fault, api="openai", model="", request_id=entry.request_id or "")
+            entry.status = reply.status
             exchange.respond(reply.status, reply.body)
             return
         if request.method == "DELETE":
             self.responses.delete(ident)
             found = orjson.dumps({"id": ident, "object": "response.deleted", "deleted": True})
+        entry.status = 200
         exchange.respond(200, found)
 
     # --- control endpoints ------------------------------------------------------------------

@@ -39,6 +39,7 @@ import dataclasses
 import os
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+from urllib.parse import quote
 
 import orjson
 
@@ -64,6 +65,7 @@ from turnout.providers.transport import (
     Transport,
     default_transport,
     error_for_status,
+    local_error,
     redact_error,
     request_id_of,
     too_large_error,
@@ -308,6 +310,24 @@ class HttpProvider:
     def responses_url(self, model: str) -> str:
         """The URL of the Responses endpoint (`supports_responses` kinds only)."""
         raise NotImplementedError
+
+    async def stored_response(self, method: Literal["GET", "DELETE"], response_id: str) -> bytes:
+        """`GET` or `DELETE` a response this provider's Responses endpoint created
+        (`{responses_url}/{response_id}`): the upstream's body. An error status raises as a
+        call's does (mapped, scrubbed, naming this provider)."""
+        try:
+            base, _, query = self.responses_url("").partition("?")
+            url = f"{base}/{quote(response_id, safe='')}" + (f"?{query}" if query else "")
+            headers = self.sent_headers()
+            send = self._transport.request  # type: ignore[attr-defined]
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise local_error(exc, provider=self.name) from exc
+        reply = await send(method, url, b"", headers)
+        self._check_status(reply.status, reply.headers, reply.body)
+        body: bytes = reply.body
+        return body
 
     @property
     def model_aliases(self) -> Mapping[str, str]:

@@ -3,17 +3,14 @@ openai).
 
 A caller's own Responses request is forwarded to `{base_url}/responses` with only `model`
 replaced; a response it created there is read and deleted at `{base_url}/responses/{id}`
-(`stored_response`). Every other request speaks Chat Completions.
+(`HttpProvider.stored_response`). Every other request speaks Chat Completions.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-from urllib.parse import quote
+from typing import TYPE_CHECKING
 
-from turnout.errors import ProviderError
 from turnout.providers.base import OPENAI_CHAT, EmbeddingsSupport
-from turnout.providers.transport import local_error
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -61,19 +58,3 @@ class OpenAI(EmbeddingsSupport):
     def responses_url(self, model: str) -> str:
         """`{base_url}/responses`."""
         return f"{self.base_url}/responses"
-
-    async def stored_response(self, method: Literal["GET", "DELETE"], response_id: str) -> bytes:
-        """`GET` or `DELETE` `{base_url}/responses/{response_id}`: the upstream's body. An error
-        status raises as a call's does (mapped, scrubbed, naming this provider)."""
-        try:
-            url = f"{self.base_url}/responses/{quote(response_id, safe='')}"
-            headers = self.sent_headers()
-            send = self._transport.request  # type: ignore[attr-defined]
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise local_error(exc, provider=self.name) from exc
-        reply = await send(method, url, b"", headers)
-        self._check_status(reply.status, reply.headers, reply.body)
-        body: bytes = reply.body
-        return body

@@ -129,7 +129,7 @@ async def handle_stored_response(exchange: Exchange) -> None:
         entry is None
         or entry.get("key") != exchange.key_name()
         or provider is None
-        or not hasattr(provider, "stored_response")
+        or not getattr(provider, "supports_responses", False)
     ):
         raise NotFound(
             f"no response {response_id!r}: turnout keeps only the ids of responses a Responses "
