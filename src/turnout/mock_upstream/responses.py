@@ -189,43 +189,12 @@ def responses_stream(
     """The events of a streamed answer, and the final `response` (kept once it was sent)."""
     event = _Events()
     ident = new_id("resp_")
-    whole = "".join(pieces)
     in_progress = response_object(body, model, ident=ident, output=[], status="in_progress")
     head = [
         event("response.created", {"response": in_progress}),
         event("response.in_progress", {"response": in_progress}),
     ]
-    item_id = new_id("fc_" if call is not None else "msg_")
-    at = {"item_id": item_id, "output_index": 0}
-    if call is not None:
-        call_id = new_id("call_")
-        added = _call(item_id, call_id, call, "", "in_progress")
-        done_item = _call(item_id, call_id, call, whole, "completed")
-        head.append(event("response.output_item.added", {"output_index": 0, "item": added}))
-        content = [
-            event("response.function_call_arguments.delta", {**at, "delta": p}) for p in pieces
-        ]
-        closing = [event("response.function_call_arguments.done", {**at, "arguments": whole})]
-    else:
-        done_item = _message(item_id, whole, "completed")
-        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        head += [
-            event(
-                "response.output_item.added",
-                {"output_index": 0, "item": _message(item_id, "", "in_progress")},
-            ),
-            event("response.content_part.added", {**at, "content_index": 0, "part": part}),
-        ]
-        text_at = {**at, "content_index": 0}
-        content = [
-            event("response.output_text.delta", {**text_at, "delta": p, "logprobs": []})
-            for p in pieces
-        ]
-        closing = [
-            event("response.output_text.done", {**text_at, "text": whole, "logprobs": []}),
-            event("response.content_part.done", {**text_at, "part": {**part, "text": whole}}),
-        ]
-    closing.append(event("response.output_item.done", {"output_index": 0, "item": done_item}))
+    opening, content, closing, done_item = _item_events(event, pieces, call)
     final = response_object(
         body,
         model,
@@ -235,7 +204,7 @@ def responses_stream(
         refused=refused,
     )
     kind = "response.incomplete" if refused else "response.completed"
-    tail = [*closing, event(kind, {"response": final})]
+    head += opening
     error = {
         "type": "error",
         "code": "server_error",
@@ -246,11 +215,50 @@ def responses_stream(
     plan = StreamPlan(
         head=head,
         content=content,
-        tail=tail,
+        tail=[*closing, event(kind, {"response": final})],
         error=b"event: error\ndata: " + orjson.dumps(error) + b"\n\n",
         malformed=b'event: response.output_text.delta\ndata: {"type": "response.output\n\n',
     )
     return plan, final
+
+
+def _item_events(
+    event: _Events, pieces: Sequence[str], call: ToolCall | None
+) -> tuple[list[bytes], list[bytes], list[bytes], dict[str, Any]]:
+    """The one output item's events: opening, one delta per piece, closing; and the item."""
+    whole = "".join(pieces)
+    item_id = new_id("fc_" if call is not None else "msg_")
+    at = {"item_id": item_id, "output_index": 0}
+    if call is not None:
+        call_id = new_id("call_")
+        added = _call(item_id, call_id, call, "", "in_progress")
+        done_item = _call(item_id, call_id, call, whole, "completed")
+        opening = [event("response.output_item.added", {"output_index": 0, "item": added})]
+        content = [
+            event("response.function_call_arguments.delta", {**at, "delta": p}) for p in pieces
+        ]
+        closing = [event("response.function_call_arguments.done", {**at, "arguments": whole})]
+    else:
+        done_item = _message(item_id, whole, "completed")
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        text_at = {**at, "content_index": 0}
+        opening = [
+            event(
+                "response.output_item.added",
+                {"output_index": 0, "item": _message(item_id, "", "in_progress")},
+            ),
+            event("response.content_part.added", {**text_at, "part": part}),
+        ]
+        content = [
+            event("response.output_text.delta", {**text_at, "delta": p, "logprobs": []})
+            for p in pieces
+        ]
+        closing = [
+            event("response.output_text.done", {**text_at, "text": whole, "logprobs": []}),
+            event("response.content_part.done", {**text_at, "part": {**part, "text": whole}}),
+        ]
+    closing.append(event("response.output_item.done", {"output_index": 0, "item": done_item}))
+    return opening, content, closing, done_item
 
 
 class StoredResponses:
