@@ -1,10 +1,10 @@
 """The gateway's ASGI application: a thin dispatch on (method, path).
 
 Rule 1: each endpoint is one entry of `ENDPOINTS`, every `/v1/...` one also without the `/v1`
-prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL); the one
-path with a parameter, `GET /v1/models/{id}`, is looked up by prefix, and only when no entry
-matches. An unknown path is 404, a known path with another method 405, and before the runtime
-is loaded every endpoint but `/healthz` and `/readyz` is 503.
+prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL); the paths
+with a parameter, `GET /v1/models/{id}` and `GET`/`DELETE /v1/responses/{id}`, are looked up
+by prefix, and only when no entry matches. An unknown path is 404, a known path with another
+method 405, and before the runtime is loaded every endpoint but `/healthz` and `/readyz` is 503.
 Rule 2: a POST endpoint checks the caller's key from the headers (401 before any body byte
 is read), reads the whole body (bounded by `max_body_bytes`, 413 beyond), then runs its
 handler while a watcher task reads `receive()` (started once the handler has run
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from turnout.errors import MethodNotAllowed, NotFound, NotReady, ShuttingDown
 from turnout.gateway.handlers import (
     MODEL_PATHS,
+    RESPONSE_PATHS,
     handle_chat,
     handle_count_tokens,
     handle_embeddings,
@@ -35,10 +36,12 @@ from turnout.gateway.handlers import (
     handle_metrics,
     handle_model,
     handle_models,
+    handle_responses,
+    handle_stored_response,
     readiness,
 )
 from turnout.gateway.observe.observer import Observer
-from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
+from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI, RESPONSES
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
 from turnout.gateway.ui.app import Dashboard
@@ -75,6 +78,7 @@ _API: dict[tuple[str, str], PathHandler] = {
     ),
     ("POST", "/v1/embeddings"): PathHandler(handle_embeddings, OPENAI, reads_body=True),
     ("GET", "/v1/models"): PathHandler(handle_models, OPENAI, reads_body=False),
+    ("POST", "/v1/responses"): PathHandler(handle_responses, RESPONSES, reads_body=True),
 }
 ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     **_API,
@@ -83,6 +87,7 @@ ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     ("GET", "/metrics"): PathHandler(handle_metrics, OPENAI, reads_body=False),
 }
 _MODEL = PathHandler(handle_model, OPENAI, reads_body=False)
+_STORED_RESPONSE = PathHandler(handle_stored_response, RESPONSES, reads_body=False)
 _PATHS: dict[str, list[str]] = {}
 for _method, _path in ENDPOINTS:
     _PATHS.setdefault(_path, []).append(_method)
@@ -91,10 +96,21 @@ _ANTHROPIC_PATHS = ("/v1/messages", "/messages")
 
 
 def _parameterized(path: str) -> list[str] | None:
-    """The methods of a path with a parameter (`/v1/models/{id}`), None for any other."""
+    """The methods of a path with a parameter (`/v1/models/{id}`, `/v1/responses/{id}`), None
+    for any other."""
     if path.startswith(MODEL_PATHS) and path.partition("/models/")[2]:
         return ["GET"]
+    if path.startswith(RESPONSE_PATHS) and path.partition("/responses/")[2]:
+        return ["GET", "DELETE"]
     return None
+
+
+def _parameterized_handler(method: str, path: str) -> PathHandler | None:
+    """The handler of a path with a parameter for `method`, None when there is none."""
+    methods = _parameterized(path)
+    if methods is None or method not in methods:
+        return None
+    return _MODEL if path.startswith(MODEL_PATHS) else _STORED_RESPONSE
 
 
 class GatewayApp:
@@ -162,8 +178,8 @@ class GatewayApp:
         if kind == "http":
             method = _routed_method(scope)
             served = ENDPOINTS.get((method, scope["path"]))
-            if served is None and method == "GET" and _parameterized(scope["path"]):
-                served = _MODEL
+            if served is None and method in ("GET", "DELETE"):
+                served = _parameterized_handler(method, scope["path"])
             settings = self.settings
             if served is None or settings is None:
                 if self._dashboard is not None and _is_ui(scope["path"]):
