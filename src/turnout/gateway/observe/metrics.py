@@ -88,6 +88,11 @@ class Metrics:
             buckets=_OVERHEAD_BUCKETS,
             registry=registry,
         )
+        self.audit_dropped = Counter(
+            "turnout_audit_dropped",
+            "Audit rows dropped because the audit writer's queue was full (usage is kept).",
+            registry=registry,
+        )
         self._children: dict[Hashable, Any] = {}
 
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:

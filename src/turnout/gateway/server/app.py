@@ -45,6 +45,7 @@ from turnout.routing.request_state import new_request_id
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
+    from turnout.gateway.observe.observer import Observer
     from turnout.gateway.responses.client_formats import ClientFormat
     from turnout.gateway.responses.respond import Reply
     from turnout.gateway.runtime.live import Runtime
@@ -99,8 +100,9 @@ class GatewayApp:
     """The ASGI app. Give it a `Runtime`, or `load` (called at lifespan startup, e.g. by each
     server worker) to build one.
 
-    `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
-    `keepalive_seconds` (15) are as in `GatewaySettings`. Lifespan shutdown closes the
+    `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB),
+    `keepalive_seconds` (15) and `observer` (default: a new `Observer` per runtime) are as in
+    `GatewaySettings`. Lifespan shutdown closes the
     providers' connection pools.
     """
 
@@ -111,8 +113,10 @@ class GatewayApp:
         load: Callable[[], Runtime] | None = None,
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
+        observer: Observer | None = None,
     ) -> None:
         self._load = load
+        self._observer = observer
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
         self.settings: GatewaySettings | None = None
@@ -127,6 +131,7 @@ class GatewayApp:
             runtime,
             max_body_bytes=self._max_body_bytes,
             keepalive_seconds=self._keepalive_seconds,
+            observer=self._observer,
         )
 
     @property
