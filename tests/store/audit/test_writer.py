@@ -7,7 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from tests.store._audit_support import DAY, NOW, counts, submit
+from tests.store.audit._support import DAY, NOW, counts, submit
 from turnout.store import migrate
 from turnout.store.audit_writes import delete_expired_audit
 from turnout.store.ledger import AuditWriter, audit_sink
