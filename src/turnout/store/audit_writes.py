@@ -13,6 +13,8 @@ Rule 3: project and key ids are looked up by name when a row is written (a row n
 caller's configuration named; a name the store does not know leaves the id empty).
 Rule 4: retention deletes audit rows (and their attempt rows) older than the retention period;
 the usage ledger is never deleted.
+Rule 5: a text longer than its column (a caller's model name, say) is cut to fit when written,
+and NUL characters are removed, so no value a caller sends can make the store refuse a batch.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import String, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -36,6 +38,31 @@ if TYPE_CHECKING:
 __all__ = ["IdsByName", "delete_expired_audit", "write_batch"]
 
 _DAY = 86_400.0
+
+
+def _lengths(model: type[Base]) -> dict[str, int]:
+    return {
+        column.name: column.type.length
+        for column in model.__table__.columns
+        if isinstance(column.type, String) and column.type.length
+    }
+
+
+_LENGTHS: dict[type[Base], dict[str, int]] = {
+    model: _lengths(model) for model in (RequestAudit, RequestAttempt, UsageEntry)
+}
+
+
+def _fit(model: type[Base], row: dict[str, Any]) -> dict[str, Any]:
+    """Rule 5: `row` with every text cut to its column's length, NUL characters removed
+    (PostgreSQL refuses them in text)."""
+    for name, length in _LENGTHS[model].items():
+        value = row.get(name)
+        if isinstance(value, str):
+            if "\x00" in value:
+                value = value.replace("\x00", "")
+            row[name] = value[:length]
+    return row
 
 
 class IdsByName:
@@ -91,10 +118,12 @@ def write_batch(
 ) -> None:
     """Rules 1 and 2: write `audits` (rows of `audit_row`), their `attempts` and the `usage`
     entries in one transaction. The rows are not changed (ids are set on copies)."""
-    audit_values = [{**row, "at": _moment(row["at"])} for row in audits]
+    audit_values = [_fit(RequestAudit, {**row, "at": _moment(row["at"])}) for row in audits]
     usage_values = [
-        {**row, "at": _moment(row["at"]), "day": _moment(row["at"]).date()} for row in usage
+        _fit(UsageEntry, {**row, "at": _moment(row["at"]), "day": _moment(row["at"]).date()})
+        for row in usage
     ]
+    attempts = [_fit(RequestAttempt, dict(row)) for row in attempts]
     with store.engine.begin() as connection:
         ids.fill(connection, [*audit_values, *usage_values])
         stored: set[str] = set()

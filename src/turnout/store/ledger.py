@@ -17,6 +17,13 @@ Rule 5: about every `cleanup_seconds` (default hourly), and at the first flush, 
 than `retention_days` are deleted; the usage ledger is kept.
 Rule 6: `aclose` writes what is queued; what the store then refuses is spilled (usage) or
 counted and logged (audit rows).
+Rule 7: a batch the store rejects for its data (an integrity or data error, not an outage)
+would be rejected again: its usage entries are spilled (Rule 4) and its requests' audit rows
+written one request at a time; those rejected again are dropped, counted in `rejected` and
+logged, so one bad row never holds up the rest.
+Rule 8: a spilled usage entry the store rejects for its data is moved to a file of rejected
+entries in the spill folder (`rejected-….jsonl`, never replayed or deleted: for an operator)
+and logged as an ERROR; it never blocks the spill.
 """
 
 from __future__ import annotations
@@ -29,9 +36,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import DataError, IntegrityError
+
 from turnout.store.audit_rows import FinishedRequest, attempt_rows, audit_row, usage_entry
 from turnout.store.audit_writes import IdsByName, delete_expired_audit, write_batch
-from turnout.store.spill import SpillFile, orphan_spills, read_spill
+from turnout.store.spill import SpillFile, orphan_spills, read_spill, set_aside
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -60,6 +69,7 @@ class _Written:
 
     failed: bool = False
     retries: list[_AuditRows] = field(default_factory=list)
+    rejected: int = 0
 
 
 class AuditWriter:
@@ -93,6 +103,8 @@ class AuditWriter:
         self.clock = clock
         self.dropped = 0
         """Audit rows dropped because the queue was full (Rule 3)."""
+        self.rejected = 0
+        """Audit rows dropped because the store rejected their batch's data (Rule 7)."""
         self._pending: deque[FinishedRequest] = deque()
         self._retries: deque[_AuditRows] = deque()
         self._usage: list[dict[str, Any]] = []
@@ -218,6 +230,7 @@ class AuditWriter:
         elif not written.failed and self._failing:
             logger.warning("audit: the store answers again")
         self._failing = written.failed
+        self.rejected += written.rejected
         room = self.max_queue - self.queued
         kept = written.retries[:room] if room > 0 else []
         if len(kept) < len(written.retries):
@@ -243,20 +256,58 @@ class AuditWriter:
         try:
             self._replay()
             write_batch(self.store, audits, attempts, usage, self._ids)
+        except (DataError, IntegrityError):
+            # Rule 7: the store is up but refuses this batch: spill its usage (replayed one by
+            # one if need be) and write its requests' audit rows one at a time.
+            self._spill.append(usage)
+            return self._one_by_one(rows)
         except Exception:  # Rule 4: whatever the store says, usage is kept
             logger.debug("audit: the store refused a batch", exc_info=True)
             self._spill.append(usage)
             return _Written(failed=True, retries=rows)
         return _Written()
 
+    def _one_by_one(self, rows: list[_AuditRows]) -> _Written:
+        """Rule 7: each request's audit rows in a transaction of their own; those the store
+        rejects are dropped; if the store stops answering, the rest wait for the next batch."""
+        rejected = 0
+        for number, (audit, attempts) in enumerate(rows):
+            try:
+                write_batch(self.store, [audit], attempts, [], self._ids)
+            except (DataError, IntegrityError):
+                rejected += 1
+            except Exception:  # noqa: BLE001 - an outage now: the rest are written later
+                return _Written(failed=True, retries=rows[number:], rejected=rejected)
+        if rejected:
+            logger.warning("audit: the store rejected %d audit rows for their data; dropped",
+                           rejected)  # fmt: skip
+        return _Written(rejected=rejected)
+
     def _replay(self) -> None:
         """Rule 4: write the spilled usage entries, then empty the spill file."""
         if self._spill.count:
             entries = self._spill.entries()
-            for start in range(0, len(entries), self.batch_size * 10):
-                chunk = entries[start : start + self.batch_size * 10]
-                write_batch(self.store, [], [], chunk, self._ids)
+            step = self.batch_size * 10
+            for start in range(0, len(entries), step):
+                chunk = entries[start : start + step]
+                try:
+                    write_batch(self.store, [], [], chunk, self._ids)
+                except (DataError, IntegrityError):
+                    self._set_aside(chunk)
             self._spill.clear()
+
+    def _set_aside(self, chunk: list[dict[str, Any]]) -> None:
+        """Rule 8: write `chunk` one entry at a time; keep the entries the store rejects."""
+        rejected = []
+        for entry in chunk:
+            try:
+                write_batch(self.store, [], [], [entry], self._ids)
+            except (DataError, IntegrityError):
+                rejected.append(entry)
+        if rejected:
+            path = set_aside(self._spill.folder, rejected)
+            logger.error("audit: the store rejected %d usage entries; they are kept in %s",
+                         len(rejected), path)  # fmt: skip
 
     def _recover(self) -> None:
         """On a thread at start: adopt orphaned spill files into this writer's own, then try

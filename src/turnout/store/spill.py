@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-__all__ = ["SpillFile", "orphan_spills", "read_spill"]
+__all__ = ["SpillFile", "orphan_spills", "read_spill", "set_aside"]
 
 logger = logging.getLogger("turnout.store")
 
@@ -52,6 +52,17 @@ def read_spill(path: Path) -> list[dict[str, Any]]:
             if isinstance(entry, dict):
                 entries.append(entry)
     return entries
+
+
+def set_aside(folder: Path, entries: list[dict[str, Any]]) -> Path:
+    """Keep `entries` the store rejected in a new `rejected-<pid>-<random>.jsonl` in `folder`
+    (fsync'd); the name does not match a spill file's, so it is never replayed."""
+    path = folder / f"rejected-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+    with path.open("ab") as file:
+        file.write(b"".join(orjson.dumps(entry) + b"\n" for entry in entries))
+        file.flush()
+        os.fsync(file.fileno())
+    return path
 
 
 def _try_lock(file: IO[bytes]) -> bool:

@@ -7,11 +7,12 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from tests.store.audit._support import DAY, NOW, counts, submit
+from tests.store.audit._support import DAY, NOW, counts, record, submit
 from turnout.store import migrate
 from turnout.store.audit_writes import delete_expired_audit
 from turnout.store.ledger import AuditWriter, audit_sink
 from turnout.store.spill import read_spill
+from turnout.store.usage import get_request
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -191,4 +192,55 @@ async def test_audit_sink_is_a_writer_with_the_defaults(store: Store, tmp_path: 
     """`audit_sink` gives a writer with the retention asked for and the documented defaults."""
     writer = audit_sink(store, spill_dir=tmp_path, retention_days=7)
     assert (writer.retention_days, writer.batch_size, writer.max_queue) == (7, 500, 10_000)
+    await writer.aclose()
+
+
+async def test_rows_the_store_rejects_hold_up_nothing(store: Store, tmp_path: Path) -> None:
+    """A request whose attempt entry breaks a column rule (no target) makes the store reject
+    its batch: that request's audit row alone is dropped and counted, the other request's rows
+    are written, and both usage entries are billed."""
+    writer = _writer(store, tmp_path)
+    submit(writer, "good")
+    broken = record("broken")
+    broken["attempts"][0]["target"] = None
+    writer.submit(broken, at=NOW, project="default", key_name="app", endpoint="/v1/messages",
+                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    await writer.flush()
+    assert counts(store) == (1, 2, 2)
+    assert (writer.rejected, writer.dropped, writer.queued, writer.spilled) == (1, 0, 0, 0)
+    await writer.aclose()
+
+
+async def test_a_spilled_entry_the_store_rejects_is_set_aside(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A spilled usage entry the store rejects (no request id) goes to a `rejected-` file
+    with an ERROR line; the other spilled entries are written and the spill is emptied."""
+    writer = _writer(store, tmp_path)
+    good = {"id": "u1", "at": NOW, "request_id": "r1", "project": None, "key_name": None,
+            "provider": "openai", "model": "m", "input_tokens": 1, "output_tokens": 1,
+            "cache_read_tokens": 0, "cache_write_tokens": 0, "cost": None}  # fmt: skip
+    writer._spill.append([good, {**good, "id": "u2", "request_id": None}])
+    await writer.flush()
+    assert counts(store) == (0, 0, 1)
+    assert writer.spilled == 0
+    (aside,) = (tmp_path / "spill").glob("rejected-*.jsonl")
+    assert [entry["id"] for entry in read_spill(aside)] == ["u2"]
+    assert any(r.levelno == logging.ERROR and "rejected 1 usage" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
+    await writer.aclose()
+
+
+async def test_long_and_nul_texts_are_cut_to_fit(store: Store, tmp_path: Path) -> None:
+    """A requested model longer than its column, with a NUL character, is stored cut to the
+    column's 256 characters without the NUL, instead of making the store refuse the batch."""
+    writer = _writer(store, tmp_path)
+    long = record("long")
+    long["requested_model"] = "m\x00" + "x" * 400
+    writer.submit(long, at=NOW, project="default", key_name="app", endpoint="/v1/messages",
+                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    await writer.flush()
+    found = get_request(store, "long")
+    assert found is not None
+    assert found["requested_model"] == "m" + "x" * 255
     await writer.aclose()
