@@ -14,7 +14,8 @@ entry; a batch the store refuses has its usage entries appended to the spill fil
 its audit rows queued again; the spill is written to the store (idempotently) at start-up and
 before each batch once the store answers again.
 Rule 5: about every `cleanup_seconds` (default hourly), and at the first flush, audit rows older
-than `retention_days` are deleted; the usage ledger is kept.
+than `retention_days` are deleted (the usage ledger is kept) and the remembered project and key
+ids are forgotten, so renamed or re-created objects are looked up again.
 Rule 6: `aclose` writes what is queued; what the store then refuses is spilled (usage) or
 counted and logged (audit rows).
 Rule 7: a batch the store rejects for its data (an integrity or data error, not an outage)
@@ -155,7 +156,8 @@ class AuditWriter:
 
     async def start(self) -> None:
         """Write what earlier writers spilled (Rule 4), then start the worker."""
-        await asyncio.to_thread(self._recover)
+        async with self._lock:
+            await asyncio.to_thread(self._recover)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -326,6 +328,7 @@ class AuditWriter:
             self._failing = True
 
     def _clean(self) -> None:
+        self._ids = IdsByName()  # forget ids of objects since deleted or renamed
         try:
             deleted = delete_expired_audit(
                 self.store, retention_days=self.retention_days, now=self.clock()
