@@ -41,7 +41,12 @@ CONFIG: dict[str, Any] = {
                 {"provider": "primary", "model": "flaky/fault:status=503"},
                 {"provider": "backup", "model": "backup-model"},
             ],
-        }
+        },
+        {
+            "name": "down",
+            "models": ["down"],
+            "targets": [{"provider": "primary", "model": "down/fault:status=503"}],
+        },
     ],
 }
 
@@ -115,3 +120,50 @@ async def test_a_full_audit_queue_is_counted_in_metrics_and_usage_is_kept(
     await writer.aclose()
     assert counts(store) == (0, 0, 1)
     assert b"turnout_audit_dropped_total 1.0" in observer.metrics.render()
+
+
+async def test_a_streamed_answer_is_audited_and_billed_when_it_ends(
+    store: Store, tmp_path: Path
+) -> None:
+    """A streamed answer leaves its audit row and a usage entry on the served model once the
+    stream has ended."""
+    runtime = Runtime.from_config(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
+    writer = AuditWriter(store, spill_dir=tmp_path)
+    app = GatewayApp(runtime, observer=Observer(sink=writer))
+    async with client_of(app) as client:
+        reply = await client.post(
+            "/v1/chat/completions",
+            json={"model": "gpt-4o-mini", "messages": USER, "stream": True},
+            headers={"authorization": f"Bearer {APP_KEY}"},
+        )
+    assert reply.status_code == 200
+    await writer.aclose()
+    found = get_request(store, reply.headers["x-request-id"])
+    assert found is not None
+    assert (found["served_model"], found["status"]) == ("backup-model", 200)
+    (billed,) = usage_report(store, group_by="model")
+    assert (billed["provider"], billed["model"]) == ("backup", "backup-model")
+    assert billed["output_tokens"] > 0
+
+
+async def test_a_failed_request_is_audited_with_its_error_and_not_billed(
+    store: Store, tmp_path: Path
+) -> None:
+    """A request no target answers leaves an audit row (outcome `failed`, the status and error
+    code sent) and no usage entry."""
+    runtime = Runtime.from_config(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
+    writer = AuditWriter(store, spill_dir=tmp_path)
+    app = GatewayApp(runtime, observer=Observer(sink=writer))
+    async with client_of(app) as client:
+        reply = await client.post(
+            "/v1/chat/completions",
+            json={"model": "down", "messages": USER},
+            headers={"authorization": f"Bearer {APP_KEY}"},
+        )
+    assert reply.status_code >= 500
+    await writer.aclose()
+    found = get_request(store, reply.headers["x-request-id"])
+    assert found is not None
+    assert (found["outcome"], found["status"]) == ("failed", reply.status_code)
+    assert found["error_code"] == reply.json()["error"]["code"]
+    assert counts(store) == (1, 1, 0)
