@@ -12,7 +12,7 @@ one WARNING line marks each burst of drops.
 Rule 4: usage entries are never dropped. A request whose audit row is dropped keeps its usage
 entry; a batch the store refuses has its usage entries appended to the spill file (fsync'd) and
 its audit rows queued again; the spill is written to the store (idempotently) at start-up and
-before each batch once the store answers again.
+after each batch the store takes.
 Rule 5: about every `cleanup_seconds` (default hourly), and at the first flush, audit rows older
 than `retention_days` are deleted (the usage ledger is kept) and the remembered project and key
 ids are forgotten, so renamed or re-created objects are looked up again.
@@ -22,9 +22,9 @@ Rule 7: a batch the store rejects for its data (an integrity or data error, not 
 would be rejected again: its usage entries are spilled (Rule 4) and its requests' audit rows
 written one request at a time; those rejected again are dropped, counted in `rejected` and
 logged, so one bad row never holds up the rest.
-Rule 8: a spilled usage entry the store rejects for its data is moved to a file of rejected
-entries in the spill folder (`rejected-….jsonl`, never replayed or deleted: for an operator)
-and logged as an ERROR; it never blocks the spill.
+Rule 8: a spilled usage entry the store rejects for its data (or of the wrong shape) is moved
+to a file of rejected entries in the spill folder (`rejected-….jsonl`, never replayed or
+deleted: for an operator) and logged as an ERROR; it never blocks the spill.
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ logger = logging.getLogger("turnout.store")
 
 _AuditRows = tuple[dict[str, Any], list[dict[str, Any]]]
 """One request's audit row and its attempt rows."""
+_REJECTED = (DataError, IntegrityError)
+"""What the store says of a row it will never take (Rules 7 and 8)."""
+_MALFORMED = (KeyError, TypeError, ValueError)
+"""What a spilled line of the wrong shape raises before it reaches the store (Rule 8)."""
 
 
 @dataclass(slots=True)
@@ -242,7 +246,7 @@ class AuditWriter:
             self._dropping = False
 
     def _write(self, batch: _Batch) -> _Written:
-        """On the worker thread: the spill, then the batch, in one transaction each."""
+        """On the worker thread: the batch in one transaction, then the spill."""
         rows = list(batch.retries)
         usage = list(batch.usage)
         seen = {audit["request_id"] for audit, _ in rows}
@@ -256,18 +260,24 @@ class AuditWriter:
         audits = [audit for audit, _ in rows]
         attempts = [attempt for _, some in rows for attempt in some]
         try:
-            self._replay()
             write_batch(self.store, audits, attempts, usage, self._ids)
-        except (DataError, IntegrityError):
+        except _REJECTED:
             # Rule 7: the store is up but refuses this batch: spill its usage (replayed one by
             # one if need be) and write its requests' audit rows one at a time.
             self._spill.append(usage)
-            return self._one_by_one(rows)
+            written = self._one_by_one(rows)
         except Exception:  # Rule 4: whatever the store says, usage is kept
             logger.debug("audit: the store refused a batch", exc_info=True)
             self._spill.append(usage)
             return _Written(failed=True, retries=rows)
-        return _Written()
+        else:
+            written = _Written()
+        try:  # after the batch: while the store is down, the spill is not even read
+            self._replay()
+        except Exception:  # the store stopped answering: replayed later
+            logger.debug("audit: the store refused the spill", exc_info=True)
+            written.failed = True
+        return written
 
     def _one_by_one(self, rows: list[_AuditRows]) -> _Written:
         """Rule 7: each request's audit rows in a transaction of their own; those the store
@@ -276,7 +286,7 @@ class AuditWriter:
         for number, (audit, attempts) in enumerate(rows):
             try:
                 write_batch(self.store, [audit], attempts, [], self._ids)
-            except (DataError, IntegrityError):
+            except _REJECTED:
                 rejected += 1
             except Exception:  # noqa: BLE001 - an outage now: the rest are written later
                 return _Written(failed=True, retries=rows[number:], rejected=rejected)
@@ -294,7 +304,7 @@ class AuditWriter:
                 chunk = entries[start : start + step]
                 try:
                     write_batch(self.store, [], [], chunk, self._ids)
-                except (DataError, IntegrityError):
+                except (*_REJECTED, *_MALFORMED):
                     self._set_aside(chunk)
             self._spill.clear()
 
@@ -304,7 +314,7 @@ class AuditWriter:
         for entry in chunk:
             try:
                 write_batch(self.store, [], [], [entry], self._ids)
-            except (DataError, IntegrityError):
+            except (*_REJECTED, *_MALFORMED):
                 rejected.append(entry)
         if rejected:
             path = set_aside(self._spill.folder, rejected)

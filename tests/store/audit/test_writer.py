@@ -214,19 +214,20 @@ async def test_rows_the_store_rejects_hold_up_nothing(store: Store, tmp_path: Pa
 async def test_a_spilled_entry_the_store_rejects_is_set_aside(
     store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A spilled usage entry the store rejects (no request id) goes to a `rejected-` file
-    with an ERROR line; the other spilled entries are written and the spill is emptied."""
+    """Spilled usage entries the store rejects (no request id) or of the wrong shape go to a
+    `rejected-` file with an ERROR line; the others are written and the spill is emptied."""
     writer = _writer(store, tmp_path)
     good = {"id": "u1", "at": NOW, "request_id": "r1", "project": None, "key_name": None,
             "provider": "openai", "model": "m", "input_tokens": 1, "output_tokens": 1,
             "cache_read_tokens": 0, "cache_write_tokens": 0, "cost": None}  # fmt: skip
-    writer._spill.append([good, {**good, "id": "u2", "request_id": None}])
+    malformed = {"id": "u3", "at": "yesterday"}
+    writer._spill.append([good, {**good, "id": "u2", "request_id": None}, malformed])
     await writer.flush()
     assert counts(store) == (0, 0, 1)
     assert writer.spilled == 0
     (aside,) = (tmp_path / "spill").glob("rejected-*.jsonl")
-    assert [entry["id"] for entry in read_spill(aside)] == ["u2"]
-    assert any(r.levelno == logging.ERROR and "rejected 1 usage" in r.getMessage()
+    assert [entry["id"] for entry in read_spill(aside)] == ["u2", "u3"]
+    assert any(r.levelno == logging.ERROR and "rejected 2 usage" in r.getMessage()
                for r in caplog.records)  # fmt: skip
     await writer.aclose()
 
