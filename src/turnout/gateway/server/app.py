@@ -118,9 +118,10 @@ class GatewayApp:
     server worker) to build one.
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
-    `keepalive_seconds` (15) are as in `GatewaySettings`. With `admin_hashes` (the admin keys'
-    hashes), the dashboard is served at `/ui`. Lifespan shutdown closes the providers'
-    connection pools.
+    `keepalive_seconds` (15) are as in `GatewaySettings`; `observer` (default: a new
+    `Observer`) serves every runtime the app installs, so metrics and activity outlive a
+    reload. With `admin_hashes` (the admin keys' hashes), the dashboard is served at `/ui`.
+    Lifespan shutdown closes the providers' connection pools.
     """
 
     def __init__(
@@ -131,12 +132,13 @@ class GatewayApp:
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
         admin_hashes: Callable[[], frozenset[str]] | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self._load = load
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
         # One observer for the app's life: metrics and activity outlive a reload.
-        self.observer = Observer()
+        self.observer = observer if observer is not None else Observer()
         self._dashboard = (
             None
             if admin_hashes is None
