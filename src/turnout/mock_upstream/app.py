@@ -16,11 +16,11 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from turnout.mock_upstream import answers
+from turnout.mock_upstream import answers, gemini, responses
 from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
 from turnout.mock_upstream.log import LoggedRequest, RequestLog
 from turnout.mock_upstream.tools import pick_tool_call
-from turnout.mock_upstream.vendors import bad_body, error_reply
+from turnout.mock_upstream.vendors import ErrorReply, bad_body, error_reply
 from turnout.routing.clock import LoopClock
 
 if TYPE_CHECKING:
@@ -35,7 +35,14 @@ _JSON = "application/json"
 
 
 def _endpoint(method: str, path: str) -> str | None:
+    if method in ("GET", "DELETE") and "/responses/" in path:
+        return "stored_response"
     if method == "POST":
+        for suffix, name in gemini.ENDPOINTS.items():
+            if path.endswith(suffix) and "/models/" in path:
+                return name
+        if path.endswith("/responses"):
+            return "responses"
         if path.endswith("/chat/completions"):
             return "chat"
         if path.endswith("/messages/count_tokens"):
@@ -47,6 +54,17 @@ def _endpoint(method: str, path: str) -> str | None:
     elif method == "GET" and path.endswith("/models"):
         return "models"
     return None
+
+
+_ANSWERS = frozenset({"chat", "messages", "responses", "gemini", "gemini_stream"})
+"""The endpoints whose answers can be streamed or carry a tool call."""
+
+
+def _api(endpoint: str) -> str:
+    """Which vendor's shapes an endpoint answers in: `openai`, `anthropic` or `gemini`."""
+    if endpoint in {"messages", "count_tokens"}:
+        return "anthropic"
+    return "gemini" if endpoint.startswith("gemini") else "openai"
 
 
 def _seconds(value: float) -> str:
@@ -79,6 +97,7 @@ class _Call:
         "fault",
         "headers",
         "model",
+        "stream",
         "tool_call",
     )
 
@@ -94,17 +113,20 @@ class _Call:
         headers: list[tuple[str, str]],
     ) -> None:
         self.endpoint = endpoint
-        self.api = "anthropic" if endpoint in {"messages", "count_tokens"} else "openai"
+        self.api = _api(endpoint)
+        self.stream = body.get("stream") is True or endpoint == "gemini_stream"
         self.body = body
         self.model = model
         self.base = base
         self.fault = fault
         self.entry = entry
         self.headers = headers
-        # A refusal answers no tool call; only chat and messages answers can carry one.
-        calls_tools = endpoint in {"chat", "messages"} and not fault.refuse
+        # A refusal answers no tool call; only chat, messages, responses and Gemini answers
+        # can carry one.
+        calls_tools = endpoint in _ANSWERS and not fault.refuse
+        offered = gemini.as_openai_tools(body) if self.api == "gemini" else body
         self.tool_call: ToolCall | None = (
-            pick_tool_call(body, fault.tool_call) if calls_tools else None
+            pick_tool_call(offered, fault.tool_call) if calls_tools else None
         )
 
 
@@ -113,16 +135,24 @@ class MockUpstreamApp:
 
     `log` is the request log; `faults` holds scripts and sequence positions; `hold_limit`
     (seconds, default 300) bounds hangs and stalls; `clock` (default the loop's) times every
-    delay a fault asks for.
+    delay a fault asks for; `gemini_key` (default none: any key) is the key Gemini requests
+    must carry in `x-goog-api-key` (`turnout.mock_upstream.gemini`, Rule 2).
     """
 
     def __init__(
-        self, *, log_limit: int = 10_000, hold_limit: float = 300.0, clock: Clock | None = None
+        self,
+        *,
+        log_limit: int = 10_000,
+        hold_limit: float = 300.0,
+        clock: Clock | None = None,
+        gemini_key: str | None = None,
     ) -> None:
+        self.gemini_key = gemini_key
         self.log = RequestLog(log_limit)
         self.faults = FaultBook()
         self.hold_limit = hold_limit
         self.clock: Clock = clock if clock is not None else LoopClock()
+        self.responses = responses.StoredResponses()
         self._started = time.monotonic()
 
     async def __call__(self, exchange: Exchange) -> None:
@@ -136,6 +166,9 @@ class MockUpstreamApp:
             return
         if endpoint == "models":
             exchange.respond(200, orjson.dumps(answers.models_list()))
+            return
+        if endpoint == "stored_response":
+            self._stored_response(exchange)
             return
         call = self._begin(exchange, endpoint)
         if call is not None:
@@ -154,14 +187,23 @@ class MockUpstreamApp:
             parsed = None
         body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         model = body.get("model")
-        if not isinstance(model, str):
+        if _api(endpoint) == "gemini":
+            model = gemini.model_of(request.path)
+        elif not isinstance(model, str):
             match = _DEPLOYMENT.search(request.path)
             model = match.group(1) if match else ""
         base, spec = split_model(model)
         header_spec = request.headers.get("x-mock-fault")
         if header_spec is not None:
             spec = header_spec
-        entry = self._log(request, model, body, request_id)
+        entry = self._log(request, model, body, request_id, stream=endpoint == "gemini_stream")
+        refusal = None
+        if _api(endpoint) == "gemini":
+            refusal = gemini.key_refusal(request.headers, request.query, self.gemini_key)
+        if refusal is not None:
+            entry.status = refusal.status
+            exchange.respond(refusal.status, refusal.body, headers=headers)
+            return None
         if not isinstance(parsed, dict):
             message = "could not parse the JSON body" if parsed is None else "expected an object"
             self._invalid(exchange, endpoint, entry, headers, message)
@@ -177,7 +219,13 @@ class MockUpstreamApp:
         )
 
     def _log(
-        self, request: Request, model: str, body: dict[str, Any], request_id: str
+        self,
+        request: Request,
+        model: str,
+        body: dict[str, Any],
+        request_id: str,
+        *,
+        stream: bool = False,
     ) -> LoggedRequest:
         entry = LoggedRequest(
             seq=self.log.next_seq(),
@@ -186,7 +234,7 @@ class MockUpstreamApp:
             path=request.path,
             query=request.query,
             model=model,
-            stream=body.get("stream") is True,
+            stream=stream or body.get("stream") is True,
             request_headers=request.headers,
             body=request.body,
             request_id=request_id,
@@ -202,18 +250,17 @@ class MockUpstreamApp:
         headers: list[tuple[str, str]],
         message: str,
     ) -> None:
-        api = "anthropic" if endpoint in {"messages", "count_tokens"} else "openai"
         fault = Fault(status=400, message=message)
-        reply = error_reply(fault, api=api, model=entry.model or "", request_id=headers[0][1])
+        reply = self._error(fault, _api(endpoint), entry.model or "", headers[0][1])
         entry.status = reply.status
         exchange.respond(reply.status, reply.body, headers=headers)
 
     # --- playback ---------------------------------------------------------------------------
     async def _play(self, exchange: Exchange, call: _Call) -> None:
         fault = call.fault
-        if fault is NO_FAULT and call.body.get("stream") is not True:
+        if fault is NO_FAULT and not call.stream:
             call.entry.status = 200
-            exchange.respond(200, orjson.dumps(self._whole(call)), headers=call.headers)
+            exchange.respond(200, orjson.dumps(self._whole(call, keep=True)), headers=call.headers)
             return
         if fault.latency:
             await self.clock.sleep(fault.latency)
@@ -225,9 +272,7 @@ class MockUpstreamApp:
             exchange.drop()
             return
         if fault.is_error:
-            reply = error_reply(
-                fault, api=call.api, model=call.model, request_id=call.entry.request_id or ""
-            )
+            reply = self._error(fault, call.api, call.model, call.entry.request_id or "")
             call.entry.status = reply.status
             headers = [*call.headers, *retry_headers(fault)]
             exchange.respond(reply.status, reply.body, headers=headers)
@@ -236,7 +281,7 @@ class MockUpstreamApp:
         if fault.body is not None:
             await self._bad(exchange, call, good)
             return
-        if call.body.get("stream") is True and call.endpoint in {"chat", "messages"}:
+        if call.stream and call.endpoint in _ANSWERS:
             await self._stream(exchange, call)
             return
         status = fault.status if fault.status is not None else 200
@@ -244,12 +289,41 @@ class MockUpstreamApp:
         if fault.cut is not None or fault.stall is not None:
             await self._cut_whole(exchange, call, good)
             return
+        if call.endpoint == "responses" and status == 200:
+            self.responses.keep(call.body, orjson.loads(good))
         exchange.respond(status, good, headers=call.headers)
 
-    def _whole(self, call: _Call) -> dict[str, Any]:
+    @staticmethod
+    def _error(fault: Fault, api: str, model: str, request_id: str) -> ErrorReply:
+        """The error answer of `fault` in the shapes of `api`."""
+        if api == "gemini":
+            return gemini.error_reply(fault, model=split_model(model)[0])
+        return error_reply(fault, api=api, model=model, request_id=request_id)
+
+    def _whole(self, call: _Call, *, keep: bool = False) -> dict[str, Any]:
         fault = call.fault
         if call.endpoint == "embeddings":
             return answers.embeddings(call.body, call.model)
+        if call.endpoint == "gemini_embed":
+            return gemini.embeddings(call.body)
+        if call.api == "gemini":
+            text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
+            prompt = gemini.prompt_tokens(call.body)
+            return gemini.whole(
+                call.model, text, prompt=prompt, refuse=fault.refuse, call=call.tool_call
+            )
+        if call.endpoint == "responses":
+            text = responses.json_answer(call.body) or answers.answer_text(call.base, fault.chunks)
+            answer = responses.whole_response(
+                call.body,
+                call.model,
+                text="" if fault.refuse else text,
+                call=call.tool_call,
+                refused=fault.refuse,
+            )
+            if keep:
+                self.responses.keep(call.body, answer)
+            return answer
         prompt = answers.prompt_tokens(call.body)
         if call.endpoint == "count_tokens":
             return {"input_tokens": prompt}
@@ -281,29 +355,44 @@ class MockUpstreamApp:
         exchange.drop()
 
     @staticmethod
-    def _plan(call: _Call) -> answers.StreamPlan:
+    def _plan(call: _Call) -> tuple[answers.StreamPlan, dict[str, Any] | None]:
+        """The stream's events, and for a Responses stream the response it ends with."""
         fault, tool = call.fault, call.tool_call
         prompt = answers.prompt_tokens(call.body)
         if tool is not None:
             pieces = tool.pieces(fault.chunks)
         else:
             pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
+        if call.endpoint == "responses":
+            if tool is None and not fault.refuse and responses.json_answer(call.body):
+                pieces = (responses.json_answer(call.body) or "",)
+            return responses.responses_stream(
+                call.body, call.model, pieces, call=tool, refused=fault.refuse
+            )
         name = tool.name if tool is not None else None
+        if call.api == "gemini":
+            prompt = gemini.prompt_tokens(call.body)
+            plan = gemini.stream_plan(
+                call.model, pieces, prompt=prompt, refuse=fault.refuse, call=tool
+            )
+            return plan, None
         if call.endpoint == "messages":
             stop = "tool_use" if tool else "refusal" if fault.refuse else "end_turn"
-            return answers.anthropic_stream(
+            plan = answers.anthropic_stream(
                 call.model, pieces, prompt=prompt, stop_reason=stop, tool_name=name
             )
+            return plan, None
         options = call.body.get("stream_options")
         include = isinstance(options, dict) and options.get("include_usage") is True
         finish = "tool_calls" if tool else "content_filter" if fault.refuse else "stop"
-        return answers.openai_stream(
+        plan = answers.openai_stream(
             call.model, pieces, prompt=prompt, finish=finish, include_usage=include, tool_name=name
         )
+        return plan, None
 
     async def _stream(self, exchange: Exchange, call: _Call) -> None:
         fault = call.fault
-        plan = self._plan(call)
+        plan, final = self._plan(call)
         call.entry.status = 200
         exchange.start_stream(200, headers=call.headers)
         for event in plan.head:
@@ -316,8 +405,10 @@ class MockUpstreamApp:
             await self.clock.sleep(fault.first_token)
         if not await self._content(exchange, fault, plan):
             return
-        for event in plan.tail[:-1] if fault.no_done else plan.tail:
+        for event in plan.tail[:-1] if fault.no_done and plan.terminated else plan.tail:
             await exchange.send(event)
+        if final is not None and not fault.no_done:
+            self.responses.keep(call.body, final)
         exchange.end_stream()
 
     async def _content(self, exchange: Exchange, fault: Fault, plan: answers.StreamPlan) -> bool:
@@ -340,6 +431,24 @@ class MockUpstreamApp:
                     await self.clock.sleep(fault.chunk_delay)
                 await exchange.send(plan.content[index])
         return True
+
+    def _stored_response(self, exchange: Exchange) -> None:
+        """`GET` / `DELETE /v1/responses/{id}`: a kept response (404 in OpenAI's shape)."""
+        request = exchange.request
+        ident = request.path.rsplit("/responses/", 1)[1]
+        entry = self._log(request, "", {}, answers.new_id("req_"))
+        found = self.responses.get(ident)
+        if found is None:
+            fault = Fault(status=404, message=f"Response with id '{ident}' not found.")
+            reply = error_reply(fault, api="openai", model="", request_id=entry.request_id or "")
+            entry.status = reply.status
+            exchange.respond(reply.status, reply.body)
+            return
+        if request.method == "DELETE":
+            self.responses.delete(ident)
+            found = orjson.dumps({"id": ident, "object": "response.deleted", "deleted": True})
+        entry.status = 200
+        exchange.respond(200, found)
 
     # --- control endpoints ------------------------------------------------------------------
     def _not_found(self, exchange: Exchange) -> None:
@@ -372,6 +481,7 @@ class MockUpstreamApp:
         elif route == ("POST", "/_mock/reset"):
             self.faults.clear()
             self.log.clear()
+            self.responses.clear()
             self._json(exchange, 200, {"reset": True})
         else:
             self._json(exchange, 404, {"error": {"message": f"no control endpoint {route}"}})

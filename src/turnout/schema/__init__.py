@@ -72,6 +72,13 @@ class FileConfig(Model):
     defaults: DefaultsConfig = Field(
         DefaultsConfig(), description="Settings shared by every route."
     )
+    audit_retention_days: int = Field(
+        30,
+        ge=1,
+        le=36_500,
+        description="Days the store keeps the request audit (one row per routed request and "
+        "per attempt entry); older rows are deleted about hourly. The usage ledger is kept.",
+    )
     providers: tuple[ProviderConfig, ...] = Field((), description="The providers.")
     routes: tuple[RouteConfig, ...] = Field((), description="The routes.")
     keys: tuple[KeyConfig, ...] = Field(

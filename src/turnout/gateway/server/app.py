@@ -1,10 +1,10 @@
 """The gateway's ASGI application: a thin dispatch on (method, path).
 
 Rule 1: each endpoint is one entry of `ENDPOINTS`, every `/v1/...` one also without the `/v1`
-prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL); the one
-path with a parameter, `GET /v1/models/{id}`, is looked up by prefix, and only when no entry
-matches. An unknown path is 404, a known path with another method 405, and before the runtime
-is loaded every endpoint but `/healthz` and `/readyz` is 503.
+prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL); the paths
+with a parameter, `GET /v1/models/{id}` and `GET`/`DELETE /v1/responses/{id}`, are looked up
+by prefix, and only when no entry matches. An unknown path is 404, a known path with another
+method 405, and before the runtime is loaded every endpoint but `/healthz` and `/readyz` is 503.
 Rule 2: a POST endpoint checks the caller's key from the headers (401 before any body byte
 is read), reads the whole body (bounded by `max_body_bytes`, 413 beyond), then runs its
 handler while a watcher task reads `receive()` (started once the handler has run
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from turnout.errors import MethodNotAllowed, NotFound, NotReady, ShuttingDown
 from turnout.gateway.handlers import (
     MODEL_PATHS,
+    RESPONSE_PATHS,
     handle_chat,
     handle_count_tokens,
     handle_embeddings,
@@ -38,10 +39,12 @@ from turnout.gateway.handlers import (
     handle_metrics,
     handle_model,
     handle_models,
+    handle_responses,
+    handle_stored_response,
     readiness,
 )
 from turnout.gateway.observe.observer import Observer
-from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
+from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI, RESPONSES
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
 from turnout.gateway.ui.app import Dashboard
@@ -79,6 +82,7 @@ _API: dict[tuple[str, str], PathHandler] = {
     ),
     ("POST", "/v1/embeddings"): PathHandler(handle_embeddings, OPENAI, reads_body=True),
     ("GET", "/v1/models"): PathHandler(handle_models, OPENAI, reads_body=False),
+    ("POST", "/v1/responses"): PathHandler(handle_responses, RESPONSES, reads_body=True),
 }
 ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     **_API,
@@ -87,6 +91,7 @@ ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     ("GET", "/metrics"): PathHandler(handle_metrics, OPENAI, reads_body=False),
 }
 _MODEL = PathHandler(handle_model, OPENAI, reads_body=False)
+_STORED_RESPONSE = PathHandler(handle_stored_response, RESPONSES, reads_body=False)
 _PATHS: dict[str, list[str]] = {}
 for _method, _path in ENDPOINTS:
     _PATHS.setdefault(_path, []).append(_method)
@@ -95,10 +100,21 @@ _ANTHROPIC_PATHS = ("/v1/messages", "/messages")
 
 
 def _parameterized(path: str) -> list[str] | None:
-    """The methods of a path with a parameter (`/v1/models/{id}`), None for any other."""
+    """The methods of a path with a parameter (`/v1/models/{id}`, `/v1/responses/{id}`), None
+    for any other."""
     if path.startswith(MODEL_PATHS) and path.partition("/models/")[2]:
         return ["GET"]
+    if path.startswith(RESPONSE_PATHS) and path.partition("/responses/")[2]:
+        return ["GET", "DELETE"]
     return None
+
+
+def _parameterized_handler(method: str, path: str) -> PathHandler | None:
+    """The handler of a path with a parameter for `method`, None when there is none."""
+    methods = _parameterized(path)
+    if methods is None or method not in methods:
+        return None
+    return _MODEL if path.startswith(MODEL_PATHS) else _STORED_RESPONSE
 
 
 class GatewayApp:
@@ -106,8 +122,10 @@ class GatewayApp:
     server worker) to build one.
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
-    `keepalive_seconds` (15) are as in `GatewaySettings`. With `admin_hashes` (the admin keys'
-    hashes), the dashboard is served at `/ui`; `admin` serves the admin API (Rule 6).
+    `keepalive_seconds` (15) are as in `GatewaySettings`; `observer` (default: a new
+    `Observer`) serves every runtime the app installs, so metrics and activity outlive a
+    reload. With `admin_hashes` (the admin keys' hashes), the dashboard is served at `/ui`;
+    `admin` serves the admin API (Rule 6).
     Lifespan shutdown closes the providers' connection pools.
     """
 
@@ -119,6 +137,7 @@ class GatewayApp:
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
         admin_hashes: Callable[[], frozenset[str]] | None = None,
+        observer: Observer | None = None,
         admin: AdminContext | None = None,
     ) -> None:
         self._load = load
@@ -127,7 +146,7 @@ class GatewayApp:
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
         # One observer for the app's life: metrics and activity outlive a reload.
-        self.observer = Observer()
+        self.observer = observer if observer is not None else Observer()
         self._dashboard = (
             None
             if admin_hashes is None
@@ -169,8 +188,8 @@ class GatewayApp:
         if kind == "http":
             method = _routed_method(scope)
             served = ENDPOINTS.get((method, scope["path"]))
-            if served is None and method == "GET" and _parameterized(scope["path"]):
-                served = _MODEL
+            if served is None and method in ("GET", "DELETE"):
+                served = _parameterized_handler(method, scope["path"])
             settings = self.settings
             if served is None or settings is None:
                 beside = self._beside(scope["path"])
