@@ -199,3 +199,25 @@ async def test_the_openapi_document_describes_every_endpoint(url: str) -> None:
                 if status.startswith(("4", "5")) or status == "default":
                     schema = answer["content"]["application/json"]["schema"]
                     assert schema == {"$ref": "#/components/schemas/ErrorEnvelope"}
+
+
+class _ReloadFails(StoreContext):
+    async def committed(self) -> None:
+        raise RuntimeError("reload failed")
+
+
+async def test_a_failed_reload_does_not_undo_an_answered_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write whose reload fails is stored and answered as done; the failure is logged."""
+    with store_on("sqlite", tmp_path, None) as store:
+        migrate(store)
+        async with (
+            running(_ReloadFails(store, file_config())) as found,
+            httpx.AsyncClient(base_url=found, headers=HEADERS) as client,
+        ):
+            created = await client.post("/admin/v1/projects", json={"name": "kept"})
+            listed = (await client.get("/admin/v1/projects")).json()["data"]
+    assert created.status_code == 201
+    assert [project["name"] for project in listed] == ["kept"]
+    assert "reloading the configuration failed" in caplog.text

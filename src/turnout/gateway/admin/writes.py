@@ -7,7 +7,9 @@ validator over the project as it would be served after the write (`project_probl
 config file's objects and the store's together); any problem rolls the write back as a 400
 `VALIDATION_FAILED` listing each problem with its path.
 Rule 2: after a write commits, `context.committed()` is awaited, so the answer goes out only
-once the new configuration is served.
+once the new configuration is served. A reload that fails does not undo the write: the write is
+answered as done, and the failure is logged as an error (serving keeps its last configuration
+until a reload succeeds).
 """
 
 from __future__ import annotations
@@ -46,8 +48,13 @@ async def write(call: AdminCall, function: Callable[..., _T], *args: Any, what: 
     check = validator(context.file_config())
     bound = functools.partial(function, context.store, *args, actor=call.actor, validate=check)
     result = await asyncio.to_thread(bound)
-    await context.committed()
     logger.info("admin %s: %s", call.actor, what)
+    try:
+        await context.committed()
+    except Exception:
+        logger.exception(
+            "admin %s: %s is stored, but reloading the configuration failed", call.actor, what
+        )
     return result
 
 
