@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
+    from turnout.gateway.runtime.live import Runtime
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -221,3 +223,32 @@ async def test_a_failed_reload_does_not_undo_an_answered_write(
     assert created.status_code == 201
     assert [project["name"] for project in listed] == ["kept"]
     assert "reloading the configuration failed" in caplog.text
+
+
+class _RuntimeFails(StoreContext):
+    failing = False
+
+    def runtime_for(self, project_name: str) -> Runtime | None:
+        if self.failing:
+            raise RuntimeError("secret detail of the failure")
+        return super().runtime_for(project_name)
+
+
+async def test_an_unexpected_failure_is_a_500_in_the_envelope_without_its_cause(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failure of turnout's own is 500 `internal_error` in the envelope; its cause is in
+    the log, never in the answer."""
+    with store_on("sqlite", tmp_path, None) as store:
+        migrate(store)
+        context = _RuntimeFails(store, file_config())
+        async with (
+            running(context) as found,
+            httpx.AsyncClient(base_url=found, headers=HEADERS) as client,
+        ):
+            context.failing = True
+            reply = await client.get("/admin/v1/health")
+    assert reply.status_code == 500
+    assert error_of(reply)["code"] == "internal_error"
+    assert "secret detail" not in reply.text
+    assert "secret detail" in caplog.text

@@ -5,7 +5,7 @@ prefixed ids, masked secrets, provider ids in targets, and the error envelope.""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -203,3 +203,52 @@ async def test_an_object_of_another_project_is_404(admin: httpx.AsyncClient) -> 
     assert error_of(elsewhere)["code"] == "NOT_FOUND"
     nowhere = await admin.get("/admin/v1/projects/proj_nope/routes")
     assert nowhere.status_code == 404
+
+
+def _bodies(provider_id: str, route_id: str) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Per collection: a body to create and a merge-patch to apply."""
+    return {
+        "providers": ({"name": "extra", "kind": "mock"}, {"model_patterns": ["extra-*"]}),
+        "routes": (
+            {"name": "extra-route", "targets": [{"ai_provider_id": provider_id}]},
+            {"models": ["extra-*"]},
+        ),
+        "consumers": (
+            {"name": "bot", "kind": "agent", "model_route_id": route_id},
+            {"name": "bot-2"},
+        ),
+        "keys": ({"name": "svc"}, {"teams": ["ops"]}),
+        "bindings": (
+            {"name": "b", "subjects": [{"team": "ops"}], "grants": [{"models": "x-*"}]},
+            {"enabled": False},
+        ),
+        "policies": ({"name": "p", "deny_when": {"family": "gemini"}}, {"mode": "observe"}),
+    }
+
+
+@pytest.mark.parametrize(
+    "plural", ["providers", "routes", "consumers", "keys", "bindings", "policies"]
+)
+async def test_every_collection_round_trips(admin: httpx.AsyncClient, plural: str) -> None:
+    """Each collection: create (201), read, list, merge-patch (200, the change kept) and
+    delete (204, then 404)."""
+    base = f"/admin/v1/projects/{await new_project(admin)}"
+    provider = (await admin.post(f"{base}/providers", json=MOCK)).json()
+    route = await admin.post(
+        f"{base}/routes", json={"name": "r", "targets": [{"provider": "mock-a"}]}
+    )
+    body, patch = _bodies(provider["id"], route.json()["id"])[plural]
+    created = await admin.post(f"{base}/{plural}", json=body)
+    assert created.status_code == 201, created.text
+    one = f"{base}/{plural}/{created.json()['id']}"
+    read = (await admin.get(one)).json()
+    assert read["id"] == created.json()["id"]
+    assert read["id"] in {
+        item["id"] for item in (await admin.get(f"{base}/{plural}")).json()["data"]
+    }
+    patched = await admin.patch(one, json=patch)
+    assert patched.status_code == 200, patched.text
+    for name, value in patch.items():
+        assert patched.json()[name] == value
+    assert (await admin.delete(one)).status_code == 204
+    assert (await admin.get(one)).status_code == 404
