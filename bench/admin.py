@@ -59,6 +59,7 @@ class BenchContext:
         self.store = store
         self.file = file
         self.app: GatewayApp | None = None
+        self.reloads: list[float] = []
         self.runtime = self._build()
 
     def admin_key_hashes(self) -> frozenset[str]:
@@ -75,7 +76,9 @@ class BenchContext:
         return Runtime.from_config(project_config(self.file, snapshot.projects[PROJECT]))
 
     async def committed(self) -> None:
+        started = time.perf_counter()
         self.runtime = self._build()
+        self.reloads.append(time.perf_counter() - started)
         if self.app is not None:
             self.app.swap_runtime(self.runtime)
 
@@ -104,7 +107,7 @@ def _ms(values: list[float]) -> str:
     return f"p50 {p50 * 1000:7.2f} ms   p99 {p99 * 1000:7.2f} ms   (n={len(values)})"
 
 
-async def _measure(url: str, project: str, lists: int, writes: int) -> None:
+async def _measure(url: str, project: str, lists: int, writes: int, context: BenchContext) -> None:
     base = f"{url}/admin/v1/projects/{project}"
     async with (
         httpx.AsyncClient(headers=ADMIN, timeout=60) as admin,
@@ -146,6 +149,8 @@ async def _measure(url: str, project: str, lists: int, writes: int) -> None:
         print(f"a PATCH to a route of {len(listed)} (reload included):")
         print(f"  PATCH answered             {_ms(patches)}")
         print(f"  first chat that sees it    {_ms(visible)}")
+        print(f"  of which the reload        {_ms(context.reloads[-writes:])}")
+        print("  (the reload: a store snapshot and the project's runtime, built and validated)")
 
 
 def _import_cost() -> None:
@@ -196,7 +201,7 @@ async def main() -> None:
         with bind_socket("127.0.0.1", 0) as sock:
             async with serving(app, sock, ServerLimits(shutdown_grace=0.0)):
                 url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-                await _measure(url, project, args.lists, args.writes)
+                await _measure(url, project, args.lists, args.writes, context)
         store.close()
     _import_cost()
 

@@ -103,6 +103,8 @@ async def test_unknown_paths_and_methods(
         reply = await client.request(method, path)
     assert reply.status_code == status
     assert error_of(reply)["code"] == code
+    if status == 405:
+        assert reply.headers["allow"] == ", ".join(error_of(reply)["meta"]["allowed"])
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,8 @@
 `{"error": {"code", "message", "meta"}}`, from one table.
 
 Rule 1: every 4xx and 5xx answer is the envelope; `meta` is an object (empty when there is
-nothing to add). A validation error lists each problem in `meta.errors` as `{path, message}`.
+nothing to add). A validation error lists each problem in `meta.errors` as `{path, message}`;
+a 405 lists the path's methods in `meta.allowed` and in an `allow` header.
 Rule 2: errors of turnout's own carry their status and code (`AdminError`, `ConfigError`,
 `StoreError`); a value the database refuses (too long for its column) is a 400; anything else
 is a 500 `internal_error` whose message says nothing of the cause (the log has it).
@@ -56,7 +57,10 @@ def problems_meta(problems: Sequence[tuple[str, str]]) -> dict[str, Any]:
 def error_reply(exc: BaseException) -> Reply:
     """Rule 2: the envelope of `exc`."""
     if isinstance(exc, AdminError):
-        return _envelope(exc.status, exc.code, exc.message, exc.meta)
+        reply = _envelope(exc.status, exc.code, exc.message, exc.meta)
+        if exc.status == 405:
+            reply.headers.append((b"allow", ", ".join(exc.meta.get("allowed", ())).encode()))
+        return reply
     if isinstance(exc, StoreError):
         return _envelope(exc.status, exc.code, exc.message, exc.meta)
     if isinstance(exc, ConfigError):
