@@ -220,7 +220,9 @@ class RoutingTestBody(_Request):
     """Where would `model` go for this caller? Name the caller by `key_id` (a stored key's
     id, or a config-file key's name) or by `subject`; neither: the anonymous caller."""
 
-    project_id: str | None = Field(None, description="Default: the config file's project.")
+    project_id: str | None = Field(
+        None, min_length=1, max_length=64, description="Default: the config file's project."
+    )
     model: str = Field(min_length=1, max_length=256)
     endpoint: Literal["chat", "messages", "embeddings", "count_tokens"] = "chat"
     key_id: str | None = Field(None, min_length=1, max_length=128)

@@ -56,10 +56,8 @@ async def served_project(call: AdminCall, project_id: str | None) -> ServedProje
         found_id = project_id
     runtime = call.context.runtime_for(name)
     if runtime is None:
-        raise AdminError(
-            404, "NOT_FOUND", f"project {name!r} is not served by this gateway (its "
-            "configuration did not load)"
-        )  # fmt: skip
+        why = f"project {name!r} is not served by this gateway (its configuration did not load)"
+        raise AdminError(404, "NOT_FOUND", why)
     return ServedProject(name, found_id, runtime)
 
 
