@@ -39,7 +39,9 @@ class TargetFacts:
     - `stats_key`: what the strategy keeps the target's call statistics under;
     - `has_eligibility_rules`: requests are checked against the target before it is called;
     - `wire_format`: the wire format the client speaks (a provider adapter's `wire_format`),
-      None when it does not say (a route used as a target, a test double).
+      None when it does not say (a route used as a target, a test double);
+    - `vendor`: the vendor the client calls (a provider adapter's `vendor`, such as `openai`),
+      None when it does not say; spans name the provider by it (`turnout.routing.spans`).
     """
 
     provider: str
@@ -51,6 +53,7 @@ class TargetFacts:
     stats_key: Hashable
     has_eligibility_rules: bool
     wire_format: WireFormat | None = None
+    vendor: str | None = None
 
     @classmethod
     def of(cls, route: str, target: Target, *, health_key: str | None) -> TargetFacts:
@@ -70,6 +73,7 @@ class TargetFacts:
             (route, target.name),
             target.has_eligibility_rules,
             _wire_format(client),
+            _vendor(client),
         )
 
     def price(self, model: str | None) -> tuple[float, float] | None:
@@ -175,6 +179,11 @@ class TargetTable:
 def _wire_format(client: object) -> WireFormat | None:
     wire = getattr(client, "wire_format", None)
     return cast("WireFormat", wire) if wire in _WIRE_FORMATS else None
+
+
+def _vendor(client: object) -> str | None:
+    vendor = getattr(client, "vendor", None)
+    return vendor if isinstance(vendor, str) else None
 
 
 def starters(unpaused: Sequence[Candidate], fallback_only: Sequence[bool]) -> tuple[Candidate, ...]:
