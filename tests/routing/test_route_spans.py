@@ -5,6 +5,7 @@ tracer provider, no span and no SDK import."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
@@ -214,6 +215,26 @@ async def test_a_broken_stream_ends_its_spans_as_errors(spans: InMemorySpanExpor
     assert attributes(call)["turnout.outcome"] == "failed"
     assert attributes(call)["turnout.class"] == "provider_error"
     assert call.status.status_code == routed.status.status_code == StatusCode.ERROR
+
+
+async def test_a_route_used_as_a_target_nests_its_span_under_the_call(
+    spans: InMemorySpanExporter,
+) -> None:
+    """An inner route as the outer route's target: `route inner` is a child of the outer call's
+    span, and its own call span a child of it."""
+    health = isolated_health()
+    inner = Route(
+        "inner", [Target("local", scripted("local", "llama3", turn.answer("ok")))], health=health
+    )
+    outer = Route("triage", [Target("nested", inner)], health=health)
+    await health.clock.run(outer.complete(QUESTION))
+    by_name = {span.name: span for span in spans.get_finished_spans()}
+    assert set(by_name) == {"route triage", "chat", "route inner", "chat llama3"}
+    chain = [by_name[name] for name in ("route triage", "chat", "route inner", "chat llama3")]
+    for parent, child in itertools.pairwise(chain):
+        assert child.parent is not None
+        assert child.parent.span_id == parent.context.span_id
+    assert attributes(by_name["chat"])["turnout.provider"] == "inner"
 
 
 async def _drain(route: Route) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
 from turnout.routing.deadline import Deadline
-from turnout.routing.spans import end_call
+from turnout.routing.spans import current_call, end_call
 from turnout.vendors.classify import classify_exception
 from turnout.wire.model import EmbeddingRequest
 
@@ -193,11 +193,12 @@ async def run_whole(state: RequestState, call: Call) -> None:
     try:
         request = call.request
         answer: ChatResponse | EmbeddingResponse
-        if isinstance(request, EmbeddingRequest):
-            client = cast("EmbeddingClient", call.client)
-            answer = call.embedding = await client.embed(request)
-        else:
-            answer = call.response = await call.client.complete(request)
+        with current_call(call):
+            if isinstance(request, EmbeddingRequest):
+                client = cast("EmbeddingClient", call.client)
+                answer = call.embedding = await client.embed(request)
+            else:
+                answer = call.response = await call.client.complete(request)
     except asyncio.CancelledError as exc:
         if not deadline.disarm():
             strategy.call_finished(call.stats_key)

@@ -1,8 +1,10 @@
 """OpenTelemetry spans of routed requests, made through the OpenTelemetry API alone.
 
 A request gets a span `route <name>` (kind INTERNAL), a child of whatever span is current when
-the request starts (the gateway's request span, or the caller's own); each call to a target gets
-a child span `<operation> <model>` (kind CLIENT) with the GenAI semantic-convention attributes
+the request starts (the caller's own, if any), unless the code that serves the request offered
+its own span for it (`offer_span`: the gateway's span of an HTTP request), which the request then
+takes as its own. Each call to a target gets a child span `<operation> <model>` of the request's
+span (kind CLIENT) with the GenAI semantic-convention attributes
 (`gen_ai.provider.name`, the current spelling of what older conventions called `gen_ai.system`)
 and turnout's own (`turnout.*`). The API is a no-op facade that does no I/O: the application
 (or `turnout serve`) chooses the SDK and exporter, or none.
@@ -15,7 +17,8 @@ token counts, statuses, outcome and error-class words. Never a prompt, an answer
 key or an error message (which may quote either).
 Rule 3: every span started ends once: a call's when it is settled or cancelled, a committed
 stream's when the stream ends; the route span when the request closes, which first ends any
-call span still open (as its entry then reads).
+call span still open (as its entry then reads). An offered span is taken by one request only,
+which writes the route's attributes on it and leaves its end to the code that offered it.
 Rule 4: a failed call, and a request that ended without an answer, get status ERROR with the
 error class as its description and as `error.type`; refused, rejected, lost and cancelled
 calls are not errors.
@@ -23,8 +26,10 @@ calls are not errors.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any, Final
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -36,24 +41,45 @@ if TYPE_CHECKING:
     from turnout.routing.attempt import Call
     from turnout.routing.request_state import RequestState
 
-__all__ = ["RequestTrace", "end_call", "start_request"]
+__all__ = ["RequestTrace", "current_call", "end_call", "offer_span", "start_request"]
 
 _TRACER: Final = trace.get_tracer("turnout")
 """The API's tracer: a proxy that follows the global tracer provider once one is set."""
 
 _SEMCONV_PROVIDERS: Final = {"azure-openai": "azure.ai.openai", "xai": "x_ai"}
 """Vendor names whose well-known `gen_ai.provider.name` is spelled otherwise."""
+_OFFERED: Final = otel_context.create_key("turnout.offered_span")
+
+
+class _Offer:
+    """A span offered to the next request that starts in its context (taken once)."""
+
+    __slots__ = ("span", "taken")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.taken = False
+
+
+def offer_span(span: Span) -> Context:
+    """A context where `span` is current and the first request started in it takes `span` as
+    its own instead of starting a route span (Rule 3); the offerer ends it."""
+    return trace.set_span_in_context(span, otel_context.set_value(_OFFERED, _Offer(span)))
 
 
 class RequestTrace:
     """The spans of one traced request: its route span, the context its calls start in, and
     every call that started a span (those whose `span` is still set are open)."""
 
-    __slots__ = ("calls", "context", "span")
+    __slots__ = ("calls", "context", "owned", "span")
 
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span, *, owned: bool = True) -> None:
         self.span = span
-        self.context: Context = trace.set_span_in_context(span)
+        self.owned = owned
+        # Calls start under the request's span, where no offer is left for a nested route.
+        self.context: Context = trace.set_span_in_context(
+            span, otel_context.set_value(_OFFERED, None)
+        )
         self.calls: list[Call] = []
 
     def start_call(self, call: Call, entry: AttemptEntry, *, embedding: bool) -> None:
@@ -110,14 +136,22 @@ class RequestTrace:
             attributes["error.type"] = error_class
             span.set_status(Status(StatusCode.ERROR, error_class))
         span.set_attributes(attributes)
-        span.end()
+        if self.owned:
+            span.end()
 
 
 def start_request(state: RequestState) -> RequestTrace | None:
-    """The request's route span, started in the current context; None when it does not record
-    (Rule 1), which is all the cost of tracing when it is off."""
+    """The request's span: the one offered in the current context, else a route span started
+    in it; None when it does not record (Rule 1), which is all the cost of tracing when off."""
     route = state.route
-    span = _TRACER.start_span(f"route {route.name}", kind=SpanKind.INTERNAL)
+    offer = otel_context.get_value(_OFFERED)
+    owned = not isinstance(offer, _Offer) or offer.taken
+    if owned:
+        span = _TRACER.start_span(f"route {route.name}", kind=SpanKind.INTERNAL)
+    else:
+        assert isinstance(offer, _Offer)
+        offer.taken = True
+        span = offer.span
     if not span.is_recording():
         return None
     attributes: dict[str, Any] = {
@@ -128,7 +162,7 @@ def start_request(state: RequestState) -> RequestTrace | None:
     if model is not None:
         attributes["gen_ai.request.model"] = model
     span.set_attributes(attributes)
-    return RequestTrace(span)
+    return RequestTrace(span, owned=owned)
 
 
 def end_call(call: Call, *, model: str | None = None, finish: str | None = None) -> None:
@@ -164,6 +198,33 @@ def end_call(call: Call, *, model: str | None = None, finish: str | None = None)
         span.set_status(Status(StatusCode.ERROR, error_class))
     span.set_attributes(attributes)
     span.end()
+
+
+class _Current:
+    """While its block runs, a call's span is the current span."""
+
+    __slots__ = ("span", "token")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.token: object = None
+
+    def __enter__(self) -> None:
+        scope = otel_context.set_value(_OFFERED, None)
+        self.token = otel_context.attach(trace.set_span_in_context(self.span, scope))
+
+    def __exit__(self, *exc: object) -> None:
+        otel_context.detach(self.token)  # type: ignore[arg-type]
+
+
+_UNTRACED: Final = contextlib.nullcontext()
+
+
+def current_call(call: Call) -> contextlib.AbstractContextManager[None]:
+    """A block in which `call`'s span is current, when it has one (so a route used as a target
+    nests its own span under the call's); else a block that does nothing."""
+    span = call.span
+    return _UNTRACED if span is None else _Current(span)
 
 
 def _provider_name(call: Call) -> str:

@@ -27,7 +27,7 @@ from turnout.routing.attempt import as_provider_error, cancelled
 from turnout.routing.deadline import call_deadline
 from turnout.routing.health import Admission
 from turnout.routing.reasons import failure_reason, joined
-from turnout.routing.spans import end_call
+from turnout.routing.spans import current_call, end_call
 from turnout.vendors.classify import RETRYABLE
 from turnout.wire.model import ChatChunk, ChatResponse, TextPart
 
@@ -57,17 +57,18 @@ async def open_stream(state: RequestState, call: Call) -> None:
     clock = state.clock
     upstream: AsyncIterator[ChatChunk] | None = None
     try:
-        async with call_deadline(clock, seconds):
-            upstream = aiter(call.client.stream(cast("ChatRequest", call.request)))
-            while True:
-                try:
-                    chunk = await anext(upstream)
-                except StopAsyncIteration:
-                    call.ended = True
-                    break
-                call.held.append(chunk)
-                if chunk.has_content:
-                    break
+        with current_call(call):
+            async with call_deadline(clock, seconds):
+                upstream = aiter(call.client.stream(cast("ChatRequest", call.request)))
+                while True:
+                    try:
+                        chunk = await anext(upstream)
+                    except StopAsyncIteration:
+                        call.ended = True
+                        break
+                    call.held.append(chunk)
+                    if chunk.has_content:
+                        break
     except asyncio.CancelledError:
         cancelled(call)
         await _close(upstream)

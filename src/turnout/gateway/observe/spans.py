@@ -1,13 +1,14 @@
 """The gateway's span of each API request (`POST /v1/chat/completions` and the other POST
-endpoints), the parent of the engine's route span (`turnout.routing.spans`).
+endpoints): offered to the engine as the request's span (`turnout.routing.spans`), so the route's
+attributes are written on it and each upstream call's span is its child.
 
 Rule 1: requests get spans only when a tracer provider was installed before the gateway started
 (`is_tracing`: `turnout serve` with tracing on, or an application that embeds the gateway);
 otherwise the observer keeps no `RequestSpans` and a request costs nothing.
 Rule 2: the caller's trace is continued: the span's parent is what the configured propagators
 (W3C `traceparent` by default, `OTEL_PROPAGATORS`) read from the request's headers.
-Rule 3: the span is current while the handler runs, so the route span and its call spans are
-its descendants; it ends once the response ended (a stream's last event) or failed.
+Rule 3: the span is current (and offered) while the handler runs; it ends once the response
+ended (a stream's last event) or failed.
 Rule 4: attributes are the method, the endpoint's path, the status, the request id, the key's
 name, the route, the outcome words and the cache marker; never a header value, a body or a key.
 Status ERROR for a 5xx answer or a request whose every call failed.
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from turnout.routing.spans import offer_span
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -66,7 +69,7 @@ class RequestSpans:
         )
         if span.is_recording():
             span.set_attributes({"http.request.method": method, "url.path": path})
-        return OpenSpan(span, context.attach(trace.set_span_in_context(span)))
+        return OpenSpan(span, context.attach(offer_span(span)))
 
     def end(self, exchange: Exchange, opened: OpenSpan) -> None:
         """Rule 4: the span's closing attributes and status; then it ends."""
