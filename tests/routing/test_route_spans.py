@@ -138,6 +138,34 @@ async def test_a_request_whose_calls_all_fail_is_an_error(spans: InMemorySpanExp
     assert routed.status.description == got["turnout.class"]
 
 
+async def test_an_embeddings_request_makes_embeddings_spans(spans: InMemorySpanExporter) -> None:
+    """`Route.embed`: the route span and the call span say `embeddings`, with the call's usage
+    and the model that answered."""
+    health = isolated_health()
+    model = scripted("local", "embed-small", turn.embedding([[0.1, 0.2]], usage=Usage(4, 0)))
+    route = Route("triage", [Target("backup", model)], health=health)
+    await health.clock.run(route.embed("checkout"))
+    call, routed = spans.get_finished_spans()
+    assert (call.name, routed.name) == ("embeddings embed-small", "route triage")
+    assert attributes(routed)["gen_ai.operation.name"] == "embeddings"
+    got = attributes(call)
+    assert {
+        k: got[k]
+        for k in (
+            "gen_ai.operation.name",
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.output_tokens",
+            "gen_ai.response.model",
+        )
+    } == {
+        "gen_ai.operation.name": "embeddings",
+        "gen_ai.usage.input_tokens": 4,
+        "gen_ai.usage.output_tokens": 0,
+        "gen_ai.response.model": "embed-small",
+    }
+    assert "gen_ai.response.finish_reasons" not in got
+
+
 async def test_hedged_calls_each_get_a_span(spans: InMemorySpanExporter) -> None:
     """A call still running at `hedge_after` and its hedge: two call spans, the hedge marked,
     the loser `lost_race` and not an error."""

@@ -86,10 +86,10 @@ class RequestSpans:
 def _closing(exchange: Exchange) -> tuple[int, dict[str, Any]]:
     status = exchange.status if not exchange.gone else 499
     record = exchange.record
-    attributes: dict[str, Any] = {
-        "http.response.status_code": status,
-        "turnout.request_id": record.request_id if record is not None else exchange.reply_id(),
-    }
+    attributes: dict[str, Any] = {"http.response.status_code": status}
+    request_id = record.request_id if record is not None else exchange.request_id
+    if request_id is not None:  # without a record, only the caller's id is known
+        attributes["turnout.request_id"] = request_id
     key = exchange.key_name()
     if key is not None:
         attributes["turnout.key"] = key
