@@ -1,18 +1,21 @@
 """Turning tracing on for `turnout serve`: when `server.tracing` and the `OTEL_*` variables say
 it is on, the start-up error without the `turnout[otel]` extra, and a served process that
-exports its spans (console) and flushes them when it stops."""
+exports its spans (console, and OTLP to a collector stand-in) and flushes them when it stops."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import signal
+import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
 import pytest
+from aiohttp import web
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from turnout.config.load import parse_config
 from turnout.errors import ConfigError
@@ -98,13 +101,63 @@ def test_serve_without_the_extra_stops_with_an_error_naming_it(
     assert "turnout serving" not in out.getvalue()
 
 
-async def test_a_served_process_exports_its_spans_and_flushes_them_on_stop(
-    tmp_path: Path,
-) -> None:
+async def test_a_served_process_prints_its_spans_to_the_console_on_stop(tmp_path: Path) -> None:
     """`turnout serve` with the console exporter: after one request and SIGINT, standard output
     holds its request and call spans under the configured service name."""
+    output = await _serve_one_request(
+        tmp_path, CONFIG, "tracing: console, service gateway-under-test"
+    )
+    spans = _console_spans(output)
+    assert sorted(span["name"] for span in spans) == [
+        "POST /v1/chat/completions",
+        "chat quick-model",
+    ]
+    assert {span["resource"]["attributes"]["service.name"] for span in spans} == {
+        "gateway-under-test"
+    }
+
+
+async def test_a_served_process_sends_its_spans_to_the_collector_on_stop(tmp_path: Path) -> None:
+    """`turnout serve` with the OTLP exporter and an `endpoint`: its spans arrive as one
+    protobuf export at the endpoint's `/v1/traces` (a collector stand-in on 127.0.0.1)."""
+    received: list[tuple[str, bytes]] = []
+
+    async def collect(request: web.Request) -> web.Response:
+        received.append((request.path, await request.read()))
+        return web.Response(body=b"", content_type="application/x-protobuf")
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", collect)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        await web.SockSite(runner, sock).start()
+        try:
+            config = CONFIG.replace(
+                "{exporter: console, service_name: gateway-under-test}",
+                f"{{exporter: otlp, endpoint: 'http://127.0.0.1:{port}/'}}",
+            )
+            await _serve_one_request(tmp_path, config, "tracing: otlp, service turnout")
+        finally:
+            await runner.cleanup()
+    assert [path for path, _ in received] == ["/v1/traces"]
+    export = ExportTraceServiceRequest.FromString(received[0][1])
+    names = sorted(
+        span.name
+        for resource in export.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    )
+    assert names == ["POST /v1/chat/completions", "chat quick-model"]
+
+
+async def _serve_one_request(tmp_path: Path, config: str, tracing_line: str) -> str:
+    """Run `turnout serve` over `config`, check its first line, answer one chat request, stop
+    it with SIGINT (exit 0): its standard output."""
     path = tmp_path / "turnout.yaml"
-    path.write_text(CONFIG)
+    path.write_text(config)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -122,7 +175,7 @@ async def test_a_served_process_exports_its_spans_and_flushes_them_on_stop(
         lines = [(await asyncio.wait_for(process.stdout.readline(), 30)).decode()]
         while not lines[-1].startswith("turnout serving on "):
             lines.append((await asyncio.wait_for(process.stdout.readline(), 30)).decode())
-        assert lines[0] == "tracing: console, service gateway-under-test\n"
+        assert lines[0] == tracing_line + "\n"
         base = lines[-1].split()[3]
         body = {"model": "quick-model", "messages": [{"role": "user", "content": "hi"}]}
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
@@ -133,14 +186,7 @@ async def test_a_served_process_exports_its_spans_and_flushes_them_on_stop(
             process.send_signal(signal.SIGINT)
         output, _ = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 0
-    spans = _console_spans(output.decode())
-    assert sorted(span["name"] for span in spans) == [
-        "POST /v1/chat/completions",
-        "chat quick-model",
-    ]
-    assert {span["resource"]["attributes"]["service.name"] for span in spans} == {
-        "gateway-under-test"
-    }
+    return output.decode()
 
 
 def _console_spans(text: str) -> list[dict[str, Any]]:
