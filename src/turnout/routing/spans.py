@@ -83,16 +83,11 @@ class RequestTrace:
         self.calls: list[Call] = []
 
     def start_call(self, call: Call, entry: AttemptEntry, *, embedding: bool) -> None:
-        """Start `call`'s span, a child of the route span (Rule 1: only when it records)."""
+        """Start `call`'s span, a child of the request's span. Only a traced request calls this
+        (Rule 1), so the attributes are given at the start, where a sampler sees them (and the
+        SDK copies them once instead of twice)."""
         operation = "embeddings" if embedding else "chat"
         model = call.model
-        span = _TRACER.start_span(
-            f"{operation} {model}" if model else operation,
-            context=self.context,
-            kind=SpanKind.CLIENT,
-        )
-        if not span.is_recording():
-            return
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": operation,
             "gen_ai.provider.name": _provider_name(call),
@@ -104,9 +99,15 @@ class RequestTrace:
         }
         if model:
             attributes["gen_ai.request.model"] = model
-        span.set_attributes(attributes)
-        call.span = span
-        self.calls.append(call)
+        span = _TRACER.start_span(
+            f"{operation} {model}" if model else operation,
+            context=self.context,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        if span.is_recording():
+            call.span = span
+            self.calls.append(call)
 
     def finish(self, state: RequestState, error: BaseException | None) -> None:
         """Rule 3: end the calls still open, then the route span, as the record now reads."""

@@ -66,9 +66,8 @@ class RequestSpans:
             f"{method} {path}",
             context=propagate.extract(exchange.headers),
             kind=SpanKind.SERVER,
+            attributes={"http.request.method": method, "url.path": path},
         )
-        if span.is_recording():
-            span.set_attributes({"http.request.method": method, "url.path": path})
         return OpenSpan(span, context.attach(offer_span(span)))
 
     def end(self, exchange: Exchange, opened: OpenSpan) -> None:
