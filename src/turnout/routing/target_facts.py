@@ -41,6 +41,8 @@ class TargetFacts:
     - `wire_format`: the wire format the client speaks (a provider adapter's `wire_format`),
       None when it does not say (a route used as a target, a test double); `wire_formats`:
       every format it serves natively (its `wire_formats`, else `wire_format` alone).
+    - `vendor`: the vendor the client calls (a provider adapter's `vendor`, such as `openai`),
+      None when it does not say; spans name the provider by it (`turnout.routing.spans`).
     """
 
     provider: str
@@ -53,6 +55,7 @@ class TargetFacts:
     has_eligibility_rules: bool
     wire_format: WireFormat | None = None
     wire_formats: frozenset[WireFormat] = frozenset()
+    vendor: str | None = None
 
     @classmethod
     def of(cls, route: str, target: Target, *, health_key: str | None) -> TargetFacts:
@@ -73,6 +76,7 @@ class TargetFacts:
             target.has_eligibility_rules,
             _wire_format(client),
             native_formats(client),
+            _vendor(client),
         )
 
     def format_for(self, origin: WireFormat | None) -> WireFormat | None:
@@ -198,6 +202,11 @@ def native_formats(client: object) -> frozenset[WireFormat]:
         return frozenset(cast("WireFormat", f) for f in formats if f in _WIRE_FORMATS)
     wire = _wire_format(client)
     return frozenset() if wire is None else frozenset((wire,))
+
+
+def _vendor(client: object) -> str | None:
+    vendor = getattr(client, "vendor", None)
+    return vendor if isinstance(vendor, str) else None
 
 
 def starters(unpaused: Sequence[Candidate], fallback_only: Sequence[bool]) -> tuple[Candidate, ...]:

@@ -24,7 +24,7 @@ from turnout.schema._access import (
 from turnout.schema._base import Model
 from turnout.schema._providers import DataHandling, Price, ProviderConfig
 from turnout.schema._routes import CacheConfig, FallbacksConfig, RouteConfig, TargetConfig
-from turnout.schema._server import BreakerConfig, DefaultsConfig, ServerConfig
+from turnout.schema._server import BreakerConfig, DefaultsConfig, ServerConfig, TracingConfig
 
 __all__ = [
     "BindingConfig",
@@ -45,6 +45,7 @@ __all__ = [
     "ServerConfig",
     "SubjectConfig",
     "TargetConfig",
+    "TracingConfig",
 ]
 
 

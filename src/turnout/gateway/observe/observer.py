@@ -1,5 +1,6 @@
 """The one place the gateway observes what it did: each finished request (its routing record)
-and each health transition, turned into log lines and metrics.
+and each health transition, turned into log lines and metrics, and, when tracing is on, each
+API request's span (`turnout.gateway.observe.spans`).
 
 Rule 1: `request_done` runs once per request, after the response ended or failed; it reads the
 finished record and never raises (a failure to observe is logged, the request is unharmed).
@@ -9,6 +10,8 @@ sharing) is the `turnout_shared_state_up` gauge.
 Rule 4: with a sink (the store's audit writer), each request with a routing record is handed to
 it once, the record turned into plain JSON once; the sink queues it without I/O. Its count of
 dropped audit rows feeds `turnout_audit_dropped_total`.
+Rule 5: a request's span starts before its handler runs (`request_started`) and ends in
+`request_done`, after its access line; without tracing neither does anything.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from turnout.gateway.observe.logs import (
     log_health,
 )
 from turnout.gateway.observe.metrics import Metrics
+from turnout.gateway.observe.spans import RequestSpans, is_tracing
 from turnout.record import SKIP_OUTCOMES
 from turnout.routing.health import key_text
 
 if TYPE_CHECKING:
+    from turnout.gateway.observe.spans import OpenSpan
     from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.server.exchange import Exchange
     from turnout.record import AttemptEntry, RoutingRecord
@@ -92,19 +97,22 @@ def _upstream_seconds(record: RoutingRecord) -> float:
 
 
 class Observer:
-    """Logs, metrics and the dashboard's activity for one gateway process. `metrics` defaults
-    to a new `Metrics`, `activity` to a new `Activity`; `sink` (none by default) takes each
-    finished request with a routing record (Rule 4)."""
+    """Logs, metrics, spans and the dashboard's activity for one gateway process. `metrics`
+    defaults to a new `Metrics`, `activity` to a new `Activity`; `spans` to a new
+    `RequestSpans` when a tracer provider is installed, else None (no spans); `sink` (none by
+    default) takes each finished request with a routing record (Rule 4)."""
 
     def __init__(
         self,
         metrics: Metrics | None = None,
         activity: Activity | None = None,
         *,
+        spans: RequestSpans | None = None,
         sink: RequestSink | None = None,
     ) -> None:
         self.metrics = metrics if metrics is not None else Metrics()
         self.activity = activity if activity is not None else Activity()
+        self.spans = spans if spans is not None else RequestSpans() if is_tracing() else None
         self.sink = sink
         self._watched: set[int] = set()
         self._dropped = 0
@@ -130,12 +138,23 @@ class Observer:
         self.metrics.count_transition(key, event.to)
         log_health(event, key)
 
-    def request_done(self, exchange: Exchange) -> None:
-        """Rule 1: the access line, the failover lines and the metrics of one request."""
+    def request_started(self, exchange: Exchange) -> OpenSpan | None:
+        """Rule 3: the request's span, current from now on (None without tracing)."""
+        spans = self.spans
+        return None if spans is None else spans.start(exchange)
+
+    def request_done(self, exchange: Exchange, opened: OpenSpan | None = None) -> None:
+        """Rule 1: the access line, the failover lines and the metrics of one request; then
+        Rule 3: the end of its span, `opened` by `request_started`."""
         try:
             self._request_done(exchange)
         except Exception:
             logger.exception("observing a request failed")
+        if opened is not None and self.spans is not None:
+            try:
+                self.spans.end(exchange, opened)
+            except Exception:
+                logger.exception("ending a request's span failed")
 
     def _request_done(self, exchange: Exchange) -> None:
         seconds = time.perf_counter() - exchange.began

@@ -200,6 +200,7 @@ class GatewayApp:
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
             task = self._open[exchange] = asyncio.current_task()
+            opened = settings.observer.request_started(exchange) if served.reads_body else None
             try:
                 if not served.reads_body:
                     await served.handler(exchange)
@@ -217,7 +218,7 @@ class GatewayApp:
             finally:
                 del self._open[exchange]
                 self._ending.discard(exchange)
-                settings.observer.request_done(exchange)
+                settings.observer.request_done(exchange, opened)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 

@@ -5,7 +5,9 @@ With one worker the runtime built (and checked) at start serves directly. With s
 worker builds its own runtime from the same configuration file at its start (`worker_app`),
 so no live object (a connection pool, a Redis client) is shared across a fork. Shutdown
 closes the providers' connection pools (lifespan). SIGHUP reloads the configuration file
-(`worker.reload_runtime`).
+(`worker.reload_runtime`). With tracing on (`server.tracing`, `OTEL_TRACES_EXPORTER`), each
+serving process installs its tracer provider before it serves and flushes it when it stops
+(`turnout.gateway.observe.tracing`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TextIO
 
 from turnout.config.load import load_config
+from turnout.errors import ConfigError
 from turnout.gateway.observe.logs import configure_logging_from_env
+from turnout.gateway.observe.tracing import TracingSettings, install_tracing
 from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
@@ -30,7 +34,7 @@ from turnout.gateway.server.prefork import Supervisor
 from turnout.gateway.server.worker import run_worker
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 __all__ = [
     "ServeOptions",
@@ -103,6 +107,15 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
     port = options.port if options.port is not None else server_config.port
     several = options.workers > 1
     try:
+        tracing = TracingSettings.of(server_config.tracing, os.environ)
+        if tracing is not None:
+            tracing.check_sdk()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        for key, message in exc.errors:
+            print(f"  {key}: {message}", file=sys.stderr)
+        return 1
+    try:
         # Listening before the banner makes it true when printed: a caller that connects at
         # once waits in the backlog instead of being refused.
         sock = bind_socket(host, port)
@@ -121,6 +134,8 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
     limits = ServerLimits.from_config(server_config)
     path = options.config_path or None
     reload = (path or "the embedded defaults", functools.partial(load_runtime, path, os.environ))
+    if tracing is not None:
+        print(f"tracing: {tracing.exporter}, service {tracing.service_name}", file=out)
     _log_to_stderr()
     # Before the banner: callers may connect as soon as they read it.
     _settle_heap()
@@ -128,16 +143,33 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
     # A Ctrl-C that lands after the shutdown, while the process ends, is not an error.
     with sock, contextlib.suppress(KeyboardInterrupt):
         if not several:
-            return run_worker(sock, GatewayApp(runtime), limits, reload=reload)
+            return _traced(
+                tracing, lambda: run_worker(sock, GatewayApp(runtime), limits, reload=reload)
+            )
         with contextlib.suppress(Exception):
             asyncio.run(runtime.aclose())
         supervisor = Supervisor(
             options.workers,
-            lambda parent: run_worker(sock, worker_app(path), limits, reload=reload, parent=parent),
+            lambda parent: _traced(
+                tracing,
+                lambda: run_worker(sock, worker_app(path), limits, reload=reload, parent=parent),
+            ),
             grace=limits.shutdown_grace,
         )
         return supervisor.run()
     return 0
+
+
+def _traced(tracing: TracingSettings | None, run: Callable[[], int]) -> int:
+    """Run one serving process, its tracer provider installed first (when tracing is on) and
+    shut down, flushing its spans, after."""
+    if tracing is None:
+        return run()
+    shutdown = install_tracing(tracing)
+    try:
+        return run()
+    finally:
+        shutdown()
 
 
 def _log_to_stderr() -> None:
