@@ -4,6 +4,9 @@ where the model would go without them, refusals)."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import io
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -11,6 +14,7 @@ import pytest
 import pytest_asyncio
 
 from tests.gateway.admin._support import (
+    ADMIN_KEY,
     BASE_FILE,
     HEADERS,
     StoreContext,
@@ -20,6 +24,7 @@ from tests.gateway.admin._support import (
 )
 from turnout.access.keys import hash_key
 from turnout.gateway.admin.auth import admin_key_id
+from turnout.gateway.commands.health import main_health
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -28,7 +33,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-ADMIN_ID = admin_key_id(hash_key(HEADERS["authorization"].removeprefix("Bearer ")))
+ADMIN_ID = admin_key_id(hash_key(ADMIN_KEY))
 APP_KEY = "tk_file_app_key_for_tests"
 FILE: dict[str, Any] = {
     **BASE_FILE,
@@ -100,8 +105,8 @@ async def test_changes_are_audited_newest_first_with_secrets_masked(
 
 async def test_health_and_upstreams_after_a_failover(admin: httpx.AsyncClient) -> None:
     """A 429 with Retry-After cools the first target: health shows the key cooling down with
-    seconds left; upstreams shows the route's targets in try order, the healthy one active,
-    and the bindings that grant it."""
+    seconds left (and `turnout health` reads it so); upstreams shows the route's targets in
+    try order, the healthy one active, and the bindings that grant it."""
     chat = {"model": "pair", "messages": [{"role": "user", "content": "hi"}]}
     answered = await admin.post(
         "/v1/chat/completions", json=chat, headers={"authorization": f"Bearer {APP_KEY}"}
@@ -123,6 +128,12 @@ async def test_health_and_upstreams_after_a_failover(admin: httpx.AsyncClient) -
     served = {p["provider"]: p["routes"] for p in upstreams["providers"]}
     assert served["mock-a"] == ["pair"]
     assert served["file-mock"] == ["file-route"]
+    out = io.StringIO()
+    args = argparse.Namespace(
+        admin_key=ADMIN_KEY, url=str(admin.base_url), json=False, timeout=10.0
+    )
+    assert await asyncio.to_thread(main_health, args, out) == 2
+    assert "mock-a/mock-429-retry-8  cooling down" in out.getvalue()
 
 
 async def _test(admin: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
