@@ -91,7 +91,7 @@ async def test_admin_keys_by_either_header_plain_or_hashed(
         ("PUT", "/admin/v1/projects", 405, "method_not_allowed"),
         ("DELETE", "/admin/v1/health", 405, "method_not_allowed"),
         ("GET", "/admin/v1/projects/%00", 404, "NOT_FOUND"),
-        ("GET", "/admin/v1/projects/" + "x" * 65, 404, "NOT_FOUND"),
+        ("GET", "/admin/v1/projects/" + "x" * 129, 404, "NOT_FOUND"),
     ],
 )
 async def test_unknown_paths_and_methods(
@@ -182,7 +182,8 @@ async def test_the_openapi_document_describes_every_endpoint(url: str) -> None:
     paths = document["paths"]
     expected = {"/admin/v1/projects", "/admin/v1/changes", "/admin/v1/health"}
     expected |= {"/admin/v1/upstreams", "/admin/v1/routing/test", "/admin/v1/openapi.json"}
-    for plural in ("providers", "routes", "keys", "bindings", "policies"):
+    expected |= {"/admin/v1/requests/{request_id}", "/admin/v1/usage"}
+    for plural in ("providers", "routes", "consumers", "keys", "bindings", "policies"):
         expected |= {
             f"/admin/v1/projects/{{project_id}}/{plural}",
             f"/admin/v1/projects/{{project_id}}/{plural}/{{object_id}}",

@@ -23,6 +23,7 @@ from turnout.gateway.admin.objects import COLLECTIONS, object_operations, projec
 from turnout.gateway.admin.openapi import openapi_document
 from turnout.gateway.admin.replies import AdminError, error_reply, json_body
 from turnout.gateway.admin.routing_test import routing_operations
+from turnout.gateway.admin.usage import usage_operations
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
@@ -43,6 +44,7 @@ def admin_operations() -> tuple[Operation, ...]:
         *audit_operations(),
         *health_operations(),
         *routing_operations(),
+        *usage_operations(),
     )
 
 

@@ -5,8 +5,8 @@ Rule 1: a path template is literal segments and `{name}` segments; a request pat
 template segment by segment (no trailing slash, no empty segment). A path that matches no
 template is 404; one that matches with another method is 405 naming the allowed methods.
 HEAD is GET.
-Rule 2: a path parameter is 1 to 64 visible ASCII characters, else the object cannot exist:
-404 before any store read.
+Rule 2: a path parameter is 1 to 128 visible ASCII characters (a request id's bounds; stored
+ids are shorter), else the object cannot exist: 404 before any store read.
 Rule 3: an operation with a body takes only its content types (`application/json`; a PATCH
 also `application/merge-patch+json`), parameters ignored: any other is 415. The body is read
 up to `MAX_BODY_BYTES` (413 beyond) and must be one JSON object (400 `invalid_request`
@@ -47,7 +47,7 @@ MAX_BODY_BYTES: Final = 1024 * 1024
 """The largest admin request body (1 MiB)."""
 JSON_TYPE: Final = "application/json"
 MERGE_PATCH_TYPE: Final = "application/merge-patch+json"
-_PARAM: Final = re.compile(r"[!-~]{1,64}")
+_PARAM: Final = re.compile(r"[!-~]{1,128}")
 
 
 @dataclass(frozen=True, slots=True)

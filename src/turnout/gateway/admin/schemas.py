@@ -17,6 +17,7 @@ from turnout.schema import SubjectConfig
 __all__ = [
     "REQUEST_MODELS",
     "RESPONSE_MODELS",
+    "AuditedRequest",
     "Change",
     "ChangeList",
     "ConsumerBody",
@@ -31,6 +32,7 @@ __all__ = [
     "StoredObject",
     "StoredProject",
     "UpstreamsView",
+    "UsageReport",
 ]
 
 
@@ -274,6 +276,23 @@ class RoutingTestResult(_Response):
     without_grant: Resolved | Refusal | None
 
 
+class AuditedRequest(_Response):
+    """One request as audited: who called, when, how it ended, usage and cost, its routing
+    record (`routing`) and its attempt rows (`attempts`)."""
+
+    request_id: str
+    at: str
+    routing: dict[str, Any] | None
+    attempts: list[dict[str, Any]]
+
+
+class UsageReport(_Response):
+    """One row per group: its naming fields, `requests`, token sums, `cost` (USD, null when
+    nothing in the group was priced) and `unpriced_requests`."""
+
+    data: list[dict[str, Any]]
+
+
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (ProjectBody, ConsumerBody, RoutingTestBody)
 RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     ErrorEnvelope,
@@ -286,4 +305,6 @@ RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     HealthView,
     UpstreamsView,
     RoutingTestResult,
+    AuditedRequest,
+    UsageReport,
 )
