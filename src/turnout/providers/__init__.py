@@ -13,6 +13,9 @@ kind                   class                    wire format and family
 ``azure-openai``       `AzureOpenAI`            the required ``wire``; its family
 ``gemini``             `Gemini`                 Gemini generateContent + batchEmbedContents;
                                                 gemini
+``vertex``             `Vertex`                 Gemini generateContent or Anthropic Messages
+                                                (rawPredict), by the model's publisher; gemini or
+                                                anthropic
 ``mock``               `MockProvider`           in-process, scripted, no network; none
 =====================  =======================  ==================================================
 
@@ -35,6 +38,7 @@ from turnout.providers.mock import MockProvider
 from turnout.providers.openai import OpenAI
 from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
 from turnout.providers.transport import HttpOptions, HttpTimeouts, Timeouts
+from turnout.providers.vertex import Vertex
 
 __all__ = [
     "PRESETS",
@@ -49,4 +53,5 @@ __all__ = [
     "OpenAI",
     "OpenAICompatible",
     "Timeouts",
+    "Vertex",
 ]
