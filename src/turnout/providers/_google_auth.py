@@ -19,6 +19,7 @@ or a retryable refusal is `provider_error`. No message carries a token.
 from __future__ import annotations
 
 import calendar
+import importlib
 import importlib.util
 import threading
 import urllib.error
@@ -131,27 +132,41 @@ def google_credentials(
     return fetch
 
 
-def _from_json(google_auth: Any, text: str) -> Any:
+def _from_json(google_auth: Any, text: str, field: str = "credentials_json") -> Any:
+    """Rule 2: credentials of the two types a config names (a service account, or an
+    authorized user's refresh token); other types only through application-default
+    credentials, as Google advises for credentials from elsewhere."""
     try:
         info = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         rule = f"must be a service-account JSON object (invalid JSON at {exc.pos})"
-        raise ConfigError(f"credentials_json: {rule}", [("credentials_json", rule)]) from None
+        raise ConfigError(f"{field}: {rule}", [(field, rule)]) from None
+    kind = info.get("type") if isinstance(info, dict) else None
     try:
-        credentials, _ = google_auth.load_credentials_from_dict(info, scopes=[SCOPE])
-    except (google_auth.exceptions.DefaultCredentialsError, ValueError, TypeError) as exc:
+        if kind == "service_account":
+            accounts: Any = importlib.import_module("google.oauth2.service_account")
+            return accounts.Credentials.from_service_account_info(info, scopes=[SCOPE])
+        if kind == "authorized_user":
+            users: Any = importlib.import_module("google.oauth2.credentials")
+            return users.Credentials.from_authorized_user_info(info, scopes=[SCOPE])
+    except (google_auth.exceptions.GoogleAuthError, ValueError, TypeError, KeyError) as exc:
         rule = f"must be Google credentials JSON ({_first_line(exc)})"
-        raise ConfigError(f"credentials_json: {rule}", [("credentials_json", rule)]) from None
-    return credentials
+        raise ConfigError(f"{field}: {rule}", [(field, rule)]) from None
+    rule = (
+        f"must be a service_account or authorized_user JSON (type {kind!r}); other "
+        "credential types are read as application-default credentials"
+    )
+    raise ConfigError(f"{field}: {rule}", [(field, rule)])
 
 
 def _from_file(google_auth: Any, path: str) -> Any:
     try:
-        credentials, _ = google_auth.load_credentials_from_file(path, scopes=[SCOPE])
-    except (google_auth.exceptions.DefaultCredentialsError, ValueError, OSError) as exc:
-        rule = f"must name a readable Google credentials JSON file ({_first_line(exc)})"
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        rule = f"must name a readable JSON file ({type(exc).__name__}: {_first_line(exc)})"
         raise ConfigError(f"credentials_file: {rule}", [("credentials_file", rule)]) from None
-    return credentials
+    return _from_json(google_auth, text, "credentials_file")
 
 
 def _first_line(exc: BaseException) -> str:
