@@ -29,6 +29,8 @@ connection cap) a provider is built with.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from turnout.providers.anthropic import Anthropic
 from turnout.providers.azure_openai import AzureOpenAI
 from turnout.providers.base import HttpProvider
@@ -38,7 +40,9 @@ from turnout.providers.mock import MockProvider
 from turnout.providers.openai import OpenAI
 from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
 from turnout.providers.transport import HttpOptions, HttpTimeouts, Timeouts
-from turnout.providers.vertex import Vertex
+
+if TYPE_CHECKING:
+    from turnout.providers.vertex import Vertex
 
 __all__ = [
     "PRESETS",
@@ -55,3 +59,12 @@ __all__ = [
     "Timeouts",
     "Vertex",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`Vertex` is loaded when first asked for: only a vertex provider needs its modules."""
+    if name == "Vertex":
+        from turnout.providers.vertex import Vertex  # noqa: PLC0415
+
+        return Vertex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

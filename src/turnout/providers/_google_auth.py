@@ -22,8 +22,6 @@ import calendar
 import importlib
 import importlib.util
 import threading
-import urllib.error
-import urllib.request
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -79,6 +77,10 @@ class _Response:
 
 def _urllib_request(google_auth: Any) -> Any:
     """Rule 3: a `google.auth.transport.Request` over `urllib` (blocking)."""
+    # Imported here: urllib.request is a heavy import, needed only with a vertex provider.
+    import urllib.error  # noqa: PLC0415
+    import urllib.request  # noqa: PLC0415
+
     transport = google_auth.transport
 
     class UrllibRequest(transport.Request):  # type: ignore[misc, name-defined]
