@@ -263,3 +263,22 @@ def test_without_the_extra_a_vertex_provider_names_it(monkeypatch: pytest.Monkey
     assert google_auth_installed() is False
     with pytest.raises(ConfigError, match=r"pip install 'turnout\[gcp\]'"):
         Vertex(PROJECT, credentials_json=service_account_json("http://127.0.0.1:9/token"))
+
+
+async def test_application_default_credentials_are_used_without_a_file(
+    upstream: ThreadedMockUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without credentials_file or credentials_json, google-auth's application-default
+    lookup (here GOOGLE_APPLICATION_CREDENTIALS) supplies the account, on the first call."""
+    path = tmp_path / "adc.json"
+    path.write_text(service_account_json(f"{upstream.url}/token"))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    issued = upstream.app.tokens.issued
+    provider = Vertex(PROJECT, base_url=upstream.url)
+    try:
+        assert upstream.app.tokens.issued == issued  # nothing is looked up before a call
+        response = await provider.complete(ask("gemini-2.5-flash"))
+    finally:
+        await provider.aclose()
+    assert response.finish_reason == "stop"
+    assert upstream.app.tokens.issued == issued + 1
