@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -17,6 +18,7 @@ from turnout.providers import (
     MockProvider,
     OpenAI,
     OpenAICompatible,
+    Vertex,
 )
 
 if TYPE_CHECKING:
@@ -29,17 +31,23 @@ ADAPTERS = (
     "azure-openai",
     "azure-anthropic",
     "gemini",
+    "vertex-gemini",
+    "vertex-claude",
     "mock",
 )
-"""Every adapter kind, with Azure once per wire format."""
+"""Every adapter kind, with Azure once per wire format and Vertex once per publisher."""
 GEMINI_KEY = "gm-test-key"
 """The key the shared mock upstream expects on Gemini calls (in `x-goog-api-key`)."""
+VERTEX_TOKEN = "ya29.test-fixed-token"
+"""A bearer token the shared mock upstream accepts on Vertex calls (besides those it issues)."""
 
 
 @pytest.fixture(scope="session")
 def upstream() -> Iterator[ThreadedMockUpstream]:
     """The mock upstream on a free 127.0.0.1 port, shared by the provider tests."""
-    with ThreadedMockUpstream(hold_limit=10.0, gemini_key=GEMINI_KEY) as server:
+    with ThreadedMockUpstream(
+        hold_limit=10.0, gemini_key=GEMINI_KEY, vertex_token=VERTEX_TOKEN
+    ) as server:
         yield server
 
 
@@ -55,6 +63,17 @@ def make_adapter(kind: str, upstream: ThreadedMockUpstream, **options: Any) -> H
         return AzureOpenAI(upstream.url, "az-key", wire="openai-chat", **options)
     if kind == "gemini":
         return Gemini(GEMINI_KEY, base_url=upstream.url, **options)
+    if kind in ("vertex-gemini", "vertex-claude"):
+        publisher: Literal["anthropic", "google"] = (
+            "anthropic" if kind == "vertex-claude" else "google"
+        )
+        return Vertex(
+            "test-project",
+            token=lambda: (VERTEX_TOKEN, time.time() + 3600),
+            publisher=publisher,
+            base_url=upstream.url,
+            **options,
+        )
     if kind == "azure-anthropic":
         return AzureOpenAI(
             f"{upstream.url}/anthropic", "az-ant", wire="anthropic-messages", **options

@@ -15,7 +15,7 @@ from turnout.routing.route import Route
 from turnout.routing.target import Target
 from turnout.wire.model import ChatChunk, ChatRequest, Message, RawBody
 
-from .conftest import logged, make_adapter
+from .conftest import VERTEX_TOKEN, logged, make_adapter
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -335,7 +335,9 @@ async def test_same_format_forwards_the_callers_bytes(
     assert response.raw is not None
     raw = orjson.loads(response.raw)
     assert raw.get("model", raw.get("modelVersion")) == "wire-model"
-    if adapter.wire_format == "anthropic-messages":
+    if adapter.kind == "vertex" and adapter.wire_format == "anthropic-messages":
+        assert sent["body"]["anthropic_beta"] == ["tools-2099"]  # Vertex takes betas in the body
+    elif adapter.wire_format == "anthropic-messages":
         assert sent["headers"]["anthropic-beta"] == "tools-2099"
 
 
@@ -364,6 +366,7 @@ EXPECTED_CREDENTIALS = {
     "azure-openai": {"api-key": "az-key"},
     "azure-anthropic": {"x-api-key": "az-ant"},
     "gemini": {"x-goog-api-key": "gm-test-key"},
+    "vertex": {"authorization": f"Bearer {VERTEX_TOKEN}"},
     "mock": {},
 }
 
@@ -389,7 +392,7 @@ async def test_embeddings_where_supported(adapter: HttpProvider) -> None:
 
     embed = getattr(adapter, "embed", None)
     if embed is None or not getattr(adapter, "supports_embeddings", False):
-        assert adapter.wire_format == "anthropic-messages"
+        assert adapter.wire_format == "anthropic-messages" or adapter.kind == "vertex"
         return
     response = await embed(EmbeddingRequest(["a", "b", "c"], model="text-embedding-3-small"))
     assert len(response.data) == 3
@@ -397,7 +400,8 @@ async def test_embeddings_where_supported(adapter: HttpProvider) -> None:
 
 
 @pytest.mark.parametrize(
-    "kind", ["openai", "anthropic", "openai-compatible", "azure-openai", "gemini"]
+    "kind",
+    ["openai", "anthropic", "openai-compatible", "azure-openai", "gemini", "vertex-claude"],
 )
 async def test_read_timeout_frees_a_hung_socket(upstream: ThreadedMockUpstream, kind: str) -> None:
     """With no route deadline, the provider's own read timeout ends a hung call."""
@@ -411,7 +415,8 @@ async def test_read_timeout_frees_a_hung_socket(upstream: ThreadedMockUpstream, 
 
 
 @pytest.mark.parametrize(
-    "kind", ["openai", "anthropic", "openai-compatible", "azure-openai", "gemini"]
+    "kind",
+    ["openai", "anthropic", "openai-compatible", "azure-openai", "gemini", "vertex-claude"],
 )
 async def test_connection_refused_is_provider_error(kind: str) -> None:
     """A refused connection is provider_error with reason `connection`."""

@@ -159,6 +159,11 @@ _KIND_OPTIONS: Mapping[str, frozenset[str]] = {
     "wire": frozenset({"azure-openai", "mock"}),
     "api_version": frozenset({"azure-openai"}),
     "script": frozenset({"mock"}),
+    "project": frozenset({"vertex"}),
+    "location": frozenset({"vertex"}),
+    "credentials_file": frozenset({"vertex"}),
+    "credentials_json": frozenset({"vertex"}),
+    "publisher": frozenset({"vertex"}),
 }
 
 
@@ -186,6 +191,8 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
             errors.append(
                 (f"{base}.base_url", "an azure-openai provider needs base_url (its endpoint)")
             )
+    if kind == "vertex":
+        errors.extend(vertex_problems(base, provider))
     if kind == "openai-compatible" and not provider.base_url and provider.preset is None:
         errors.append(
             (f"{base}.base_url", "an openai-compatible provider needs base_url or preset")
@@ -201,6 +208,27 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
             )
     if provider.script:
         errors.extend(_script_problems(base, provider.script))
+    return errors
+
+
+def vertex_problems(base: str, provider: ProviderConfig) -> Problems:
+    """A `vertex` provider: a project, one credentials source at most, no `api_key`, and the
+    `gcp` extra installed (looked up, not imported)."""
+    # Imported here: the check is only for configurations that have a vertex provider.
+    from turnout.providers._google_auth import GCP_EXTRA, google_auth_installed  # noqa: PLC0415
+
+    errors: Problems = []
+    if not provider.project:
+        errors.append((f"{base}.project", "a vertex provider needs project (a Google Cloud id)"))
+    if provider.credentials_file and provider.credentials_json:
+        rule = "give credentials_file or credentials_json, not both"
+        errors.append((f"{base}.credentials_json", rule))
+    if provider.api_key:
+        rule = "a vertex provider authenticates with Google Cloud credentials, not api_key"
+        errors.append((f"{base}.api_key", rule))
+    if not google_auth_installed():
+        rule = f"a vertex provider needs the google-auth library: {GCP_EXTRA}"
+        errors.append((f"{base}.kind", rule))
     return errors
 
 

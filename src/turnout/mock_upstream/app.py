@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from turnout.mock_upstream import answers, gemini, responses
+from turnout.mock_upstream import answers, gemini, responses, vertex
 from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
 from turnout.mock_upstream.log import LoggedRequest, RequestLog
 from turnout.mock_upstream.tools import pick_tool_call
@@ -38,9 +38,9 @@ def _endpoint(method: str, path: str) -> str | None:
     if method in ("GET", "DELETE") and "/responses/" in path:
         return "stored_response"
     if method == "POST":
-        for suffix, name in gemini.ENDPOINTS.items():
-            if path.endswith(suffix) and "/models/" in path:
-                return name
+        named = _model_endpoint(path)
+        if named is not None:
+            return named
         if path.endswith("/responses"):
             return "responses"
         if path.endswith("/chat/completions"):
@@ -53,6 +53,18 @@ def _endpoint(method: str, path: str) -> str | None:
             return "embeddings"
     elif method == "GET" and path.endswith("/models"):
         return "models"
+    return None
+
+
+def _model_endpoint(path: str) -> str | None:
+    """The endpoint of a path naming its model (Gemini's, and Vertex's Claude ones)."""
+    if vertex.is_vertex(path):
+        for suffix, name in vertex.ENDPOINTS.items():
+            if path.endswith(suffix):
+                return name
+    for suffix, name in gemini.ENDPOINTS.items():
+        if path.endswith(suffix) and "/models/" in path:
+            return name
     return None
 
 
@@ -136,7 +148,9 @@ class MockUpstreamApp:
     `log` is the request log; `faults` holds scripts and sequence positions; `hold_limit`
     (seconds, default 300) bounds hangs and stalls; `clock` (default the loop's) times every
     delay a fault asks for; `gemini_key` (default none: any key) is the key Gemini requests
-    must carry in `x-goog-api-key` (`turnout.mock_upstream.gemini`, Rule 2).
+    must carry in `x-goog-api-key` (`turnout.mock_upstream.gemini`, Rule 2); `vertex_token`
+    (default none) a bearer token Vertex requests may carry besides those the mock's own token
+    endpoint issued (`turnout.mock_upstream.vertex`).
     """
 
     def __init__(
@@ -146,8 +160,10 @@ class MockUpstreamApp:
         hold_limit: float = 300.0,
         clock: Clock | None = None,
         gemini_key: str | None = None,
+        vertex_token: str | None = None,
     ) -> None:
         self.gemini_key = gemini_key
+        self.tokens = vertex.TokenIssuer(vertex_token)
         self.log = RequestLog(log_limit)
         self.faults = FaultBook()
         self.hold_limit = hold_limit
@@ -159,6 +175,10 @@ class MockUpstreamApp:
         request = exchange.request
         if request.path.startswith("/_mock/"):
             self._control(exchange)
+            return
+        if (request.method, request.path) == ("POST", "/token"):
+            status, body = self.tokens.grant(request.body)
+            exchange.respond(status, body)
             return
         endpoint = _endpoint(request.method, request.path)
         if endpoint is None:
@@ -187,7 +207,8 @@ class MockUpstreamApp:
             parsed = None
         body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         model = body.get("model")
-        if _api(endpoint) == "gemini":
+        on_vertex = vertex.is_vertex(request.path)
+        if _api(endpoint) == "gemini" or on_vertex:
             model = gemini.model_of(request.path)
         elif not isinstance(model, str):
             match = _DEPLOYMENT.search(request.path)
@@ -198,7 +219,9 @@ class MockUpstreamApp:
             spec = header_spec
         entry = self._log(request, model, body, request_id, stream=endpoint == "gemini_stream")
         refusal = None
-        if _api(endpoint) == "gemini":
+        if on_vertex:
+            refusal = vertex.bearer_refusal(request.headers, self.tokens)
+        elif _api(endpoint) == "gemini":
             refusal = gemini.key_refusal(request.headers, request.query, self.gemini_key)
         if refusal is not None:
             entry.status = refusal.status
@@ -214,9 +237,12 @@ class MockUpstreamApp:
             self._invalid(exchange, endpoint, entry, headers, f"mock fault: {exc}")
             return None
         entry.fault = fault
-        return _Call(
+        call = _Call(
             endpoint, body=body, model=model, base=base, fault=fault, entry=entry, headers=headers
         )
+        if on_vertex and call.api == "anthropic":
+            call.api = "vertex-anthropic"
+        return call
 
     def _log(
         self,
@@ -298,6 +324,8 @@ class MockUpstreamApp:
         """The error answer of `fault` in the shapes of `api`."""
         if api == "gemini":
             return gemini.error_reply(fault, model=split_model(model)[0])
+        if api == "vertex-anthropic":
+            return vertex.claude_error(fault, model=split_model(model)[0], request_id=request_id)
         return error_reply(fault, api=api, model=model, request_id=request_id)
 
     def _whole(self, call: _Call, *, keep: bool = False) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def parser_options() -> dict[str, Any]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's options: `--host`, `--port`, `--hold-limit` (seconds), `--log-limit`,
-    `--gemini-key`."""
+    `--gemini-key`, `--vertex-token`."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT}; 0 = any free)"
@@ -57,4 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--gemini-key",
         default=None,
         help="the test key Gemini requests must send in x-goog-api-key (default: any)",
+    )
+    parser.add_argument(
+        "--vertex-token",
+        default=None,
+        help="a bearer token Vertex requests may send besides those POST /token issues",
     )

@@ -49,7 +49,9 @@ class MockUpstream:
 
     `host` defaults to 127.0.0.1, `port` to 0 (a free port); `hold_limit` (seconds, default 300)
     bounds hangs and stalls; `log_limit` (default 10,000) bounds the request log;
-    `gemini_key` (default none) is the key Gemini requests must carry in `x-goog-api-key`.
+    `gemini_key` (default none) is the key Gemini requests must carry in `x-goog-api-key`;
+    `vertex_token` (default none) a bearer token Vertex requests may carry besides the ones
+    its `POST /token` endpoint issues.
     """
 
     def __init__(
@@ -60,11 +62,15 @@ class MockUpstream:
         hold_limit: float = 300.0,
         log_limit: int = 10_000,
         gemini_key: str | None = None,
+        vertex_token: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.app = MockUpstreamApp(
-            log_limit=log_limit, hold_limit=hold_limit, gemini_key=gemini_key
+            log_limit=log_limit,
+            hold_limit=hold_limit,
+            gemini_key=gemini_key,
+            vertex_token=vertex_token,
         )
         self._server: asyncio.Server | None = None
         self._live: set[_Connection] = set()
@@ -234,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
         hold_limit=args.hold_limit,
         log_limit=args.log_limit,
         gemini_key=args.gemini_key,
+        vertex_token=getattr(args, "vertex_token", None),
     )
 
     async def serve() -> None:

@@ -46,7 +46,9 @@ class ProviderConfig(Model):
     kind: ProviderKind = Field(
         description="The adapter: `openai`, `anthropic`, `openai-compatible` (any server "
         "speaking OpenAI Chat Completions), `azure-openai`, `gemini` (Google's native Gemini "
-        "API; the key goes in `x-goog-api-key`), or `mock` (built in, scripted, no network).",
+        "API; the key goes in `x-goog-api-key`), `vertex` (Google Cloud Vertex AI: Gemini "
+        "and Claude models with Google Cloud credentials; needs `pip install 'turnout[gcp]'`), "
+        "or `mock` (built in, scripted, no network).",
     )
     api_key: str | None = Field(
         None,
@@ -76,12 +78,42 @@ class ProviderConfig(Model):
         description="`azure-openai` only: the `api-version` query parameter (default "
         "`2024-10-21`).",
     )
+    project: str | None = Field(
+        None,
+        description="`vertex` only, required: the Google Cloud project id the calls bill to.",
+    )
+    location: str | None = Field(
+        None,
+        description="`vertex` only: the Vertex AI region, e.g. `us-central1` (the default) or "
+        "`global`. The endpoint is `https://{location}-aiplatform.googleapis.com` "
+        "(`https://aiplatform.googleapis.com` for `global`) unless `base_url` says otherwise.",
+    )
+    credentials_file: str | None = Field(
+        None,
+        description="`vertex` only: the path of a service-account JSON key file. Without it "
+        "or `credentials_json`, application-default credentials are used "
+        "(`GOOGLE_APPLICATION_CREDENTIALS`, `gcloud auth application-default login`, or the "
+        "metadata server on Google Cloud).",
+    )
+    credentials_json: str | None = Field(
+        None,
+        description='`vertex` only: the service-account JSON itself, usually `"${VAR}"`.',
+    )
+    publisher: Literal["google", "anthropic"] | None = Field(
+        None,
+        description="`vertex` only: the publisher of every model this provider serves: "
+        "`google` (Gemini, family gemini) or `anthropic` (Claude over Anthropic Messages, "
+        "family anthropic). Default: by the model name (`claude-*` is anthropic, anything else "
+        "google); the provider's family is anthropic when every one of its `model_patterns` "
+        "starts with `claude`, else gemini.",
+    )
     credential_mode: Literal["org_key", "passthrough"] | None = Field(
         None,
         description="`org_key`: calls use this provider's own credential. `passthrough`: "
         "calls use the caller's own provider credential, and only callers that send one are "
-        "served. Default: `org_key` when there is an `api_key` or none is needed (`mock`, the "
-        "`ollama`, `vllm` and `lmstudio` presets, a server on loopback), else `passthrough`.",
+        "served. Default: `org_key` when there is an `api_key` or none is needed (`mock`, "
+        "`vertex`, the `ollama`, `vllm` and `lmstudio` presets, a server on loopback), else "
+        "`passthrough`.",
     )
     model_patterns: tuple[str, ...] = Field(
         (),

@@ -264,6 +264,16 @@ _ENTRIES = (
         content_messages=_GEMINI_CONTENT,
     ),
     _entry(
+        # Vertex AI: Google's error envelope, with Claude's own errors on its Claude endpoints
+        # (`turnout.vendors.vertex_errors`); the family follows the model's publisher.
+        "vertex",
+        family="gemini",
+        error_reader=read_google_error,
+        quota_messages=("purchase credits",),
+        context_messages=_GEMINI_CONTEXT,
+        content_messages=(*_GEMINI_CONTENT, "output blocked by content filtering"),
+    ),
+    _entry(
         "deepseek",
         key_env="DEEPSEEK_API_KEY",
         base_url="https://api.deepseek.com/v1",

@@ -4,8 +4,9 @@ A deployment's provider comes from the prefix of `litellm_params.model` (`azure/
 or `custom_llm_provider`, or, for a bare model name, the vendor LiteLLM would infer (`gpt-*`,
 `o1…`, `claude-*`). `gemini/…` becomes the `gemini` kind; `mistral/`, `together_ai/`,
 `fireworks_ai/`, `openrouter/`, `cerebras/`, `perplexity/` and `lm_studio/` become
-`openai-compatible` providers with that vendor's preset. Unsupported providers (`vertex_ai/`
-and `bedrock/` among them) and malformed entries are skipped with a note. A
+`openai-compatible` providers with that vendor's preset; `vertex_ai/…` becomes the `vertex`
+kind (`turnout.config.litellm._vertex`). Unsupported providers (`bedrock/` among them) and
+malformed entries are skipped with a note. A
 missing `api_key` becomes the environment variable LiteLLM itself would read
 (`${OPENAI_API_KEY}` …), so the imported provider keeps using an organisation key.
 
@@ -28,6 +29,7 @@ from turnout.config.litellm._values import (
     reference_of,
     text_of,
 )
+from turnout.config.litellm._vertex import VERTEX_PARAMS, vertex_fields
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -43,6 +45,7 @@ _KINDS: Mapping[str, tuple[str, str | None]] = {
     "anthropic": ("anthropic", None),
     "azure": ("azure-openai", None),
     "gemini": ("gemini", None),
+    "vertex_ai": ("vertex", None),
     "deepseek": ("openai-compatible", "deepseek"),
     "groq": ("openai-compatible", "groq"),
     "xai": ("openai-compatible", "xai"),
@@ -129,6 +132,8 @@ class ProviderSpec:
     api_version: str | None = None
     api_key: str | None = None  # always a ${VAR} reference, never a literal
     headers: tuple[tuple[str, str], ...] = ()
+    cloud: tuple[tuple[str, str], ...] = ()
+    """A cloud kind's own fields (`vertex`: project, location, credentials, publisher)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +308,10 @@ def _provider(
         headers = (("OpenAI-Organization", organization),)
     elif "organization" in params:
         notes.drop(f"{path}.litellm_params.organization", "only OpenAI-style providers take it")
+    cloud: tuple[tuple[str, str], ...] = ()
+    if kind == "vertex":
+        model = str(params["model"]).removeprefix(prefix + "/")
+        cloud = vertex_fields(model, params, path, secrets, notes)
     return ProviderSpec(
         kind=kind,
         preset=preset,
@@ -311,6 +320,7 @@ def _provider(
         api_version=text_of(params.get("api_version")) if kind == "azure-openai" else None,
         api_key=key,
         headers=headers,
+        cloud=cloud,
     )
 
 
@@ -330,6 +340,8 @@ def _note_unread(
         if key in _PARAMS_READ or key == "organization":
             continue
         if key == "api_version" and prefix == "azure":
+            continue
+        if key in VERTEX_PARAMS and prefix == "vertex_ai":
             continue
         reason = _PARAM_REASONS.get(key, "no turnout equivalent")
         if key in _REQUEST_DEFAULTS:

@@ -49,6 +49,8 @@ def _hint(spec: ProviderSpec) -> str:
         return spec.preset
     if spec.kind in {"openai", "anthropic", "gemini"}:
         return spec.kind
+    if spec.kind == "vertex":
+        return "vertex-claude" if ("publisher", "anthropic") in spec.cloud else "vertex-gemini"
     label = _host_label(spec.base_url)
     if spec.kind == "azure-openai":
         return f"azure-{label}" if label else "azure"
@@ -115,6 +117,7 @@ def _config(
         "api_key": spec.api_key,
     }
     config.update({key: value for key, value in optional.items() if value is not None})
+    config.update(dict(spec.cloud))
     config["model_patterns"] = models
     if spec.headers:
         config["headers"] = dict(spec.headers)

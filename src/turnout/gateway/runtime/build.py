@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from turnout.access.policies import vertex_family
 from turnout.access.served_routes import (
     MESSAGES_WIRE,
     alias_wire_model,
@@ -143,7 +144,35 @@ def build_provider(
         )
     if config.kind == "gemini":
         return Gemini(key, base_url=url or GEMINI_URL, name=name, options=options, **keywords)
+    if config.kind == "vertex":
+        return _vertex(config, options=options, keywords=keywords)
     return OpenAICompatible(url, key, preset=config.preset, name=name, options=options, **keywords)
+
+
+def _vertex(
+    config: ProviderConfig,
+    *,
+    options: HttpOptions,
+    keywords: ProviderKeywords,
+) -> Any:
+    """A `vertex` adapter (imported here: it is the only kind that may need google-auth). Its
+    token refresh runs on the real clock whatever the gateway's: the expiry is Google's."""
+    from turnout.providers.vertex import Vertex  # noqa: PLC0415
+
+    anthropic = vertex_family(config) == "anthropic"
+    default: Literal["google", "anthropic"] = "anthropic" if anthropic else "google"
+    return Vertex(
+        config.project or "",
+        config.location or "us-central1",
+        credentials_file=config.credentials_file,
+        credentials_json=config.credentials_json,
+        publisher=config.publisher,
+        default_publisher=default,
+        base_url=config.base_url,
+        name=config.name,
+        options=options,
+        **keywords,
+    )
 
 
 def supports_embeddings(provider: Any) -> bool:
