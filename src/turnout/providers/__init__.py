@@ -13,6 +13,8 @@ kind                   class                    wire format and family
 ``azure-openai``       `AzureOpenAI`            the required ``wire``; its family
 ``gemini``             `Gemini`                 Gemini generateContent + batchEmbedContents;
                                                 gemini
+``bedrock``            `Bedrock`                Bedrock Converse, or Anthropic Messages through
+                                                InvokeModel for Claude models; none
 ``mock``               `MockProvider`           in-process, scripted, no network; none
 =====================  =======================  ==================================================
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 from turnout.providers.anthropic import Anthropic
 from turnout.providers.azure_openai import AzureOpenAI
 from turnout.providers.base import HttpProvider
+from turnout.providers.bedrock import Bedrock
 from turnout.providers.gemini import Gemini
 from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
@@ -40,6 +43,7 @@ __all__ = [
     "PRESETS",
     "Anthropic",
     "AzureOpenAI",
+    "Bedrock",
     "Gemini",
     "Http1Transport",
     "HttpOptions",
