@@ -16,7 +16,7 @@ __all__ = ["DEFAULT_PORT", "HELP", "add_arguments", "parser_options"]
 
 DEFAULT_PORT = 4010
 
-HELP = "an OpenAI + Anthropic + Gemini compatible upstream with scriptable faults"
+HELP = "an OpenAI + Anthropic + Gemini + Bedrock compatible upstream with scriptable faults"
 """The one-line summary in the `turnout` command list."""
 
 _DESCRIPTION = """\
