@@ -25,6 +25,7 @@ from turnout.wire.model import (
     ToolCall,
 )
 from turnout.wire.sse import SSEEvent
+from turnout.wire.translate import untranslatable
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "bedrock"
 
@@ -229,11 +230,32 @@ def test_converse_request_tool_choices_and_failed_tools() -> None:
     assert body["inferenceConfig"] == {"maxTokens": bedrock_converse.DEFAULT_MAX_TOKENS}
 
 
-def test_converse_refuses_images_by_url() -> None:
-    """An http(s) image cannot travel to Converse: a 400 naming the rule."""
-    request = ChatRequest([Message("user", [ImagePart(url="https://example.com/a.png")])])
-    with pytest.raises(MalformedRequest, match="base64 bytes only"):
-        bedrock_converse.encode_request(request, model="m")
+def test_what_converse_cannot_carry_is_dropped_and_named() -> None:
+    """An image by URL, unsigned thinking, seed and response_format are left out of the
+    Converse body, and `untranslatable` names each; an image format Converse lacks is a 400."""
+    request = ChatRequest(
+        [
+            Message("user", [TextPart("look"), ImagePart(url="https://example.com/a.png")]),
+            Message("assistant", [ThinkingPart("hmm"), TextPart("ok")]),
+        ],
+        seed=7,
+        response_format={"type": "json_object"},
+        origin="openai-chat",
+    )
+    body = bedrock_converse.encode_request(request, model="m")
+    assert body["messages"] == [
+        {"role": "user", "content": [{"text": "look"}]},
+        {"role": "assistant", "content": [{"text": "ok"}]},
+    ]
+    assert untranslatable(request, "bedrock-converse") == [
+        "seed",
+        "response_format",
+        "image urls",
+        "unsigned thinking blocks",
+    ]
+    tiff = ChatRequest([Message("user", [ImagePart(data="AAAA", media_type="image/tiff")])])
+    with pytest.raises(MalformedRequest, match="png, jpeg, gif or webp"):
+        bedrock_converse.encode_request(tiff, model="m")
 
 
 # ---- Converse answers ----------------------------------------------------------------------------

@@ -4,10 +4,13 @@ ConverseStream events back to neutral.
 Rule 1: messages alternate roles as Converse requires: consecutive messages of one role (tool
 results are user turns) merge into one message, tool results first.
 Rule 2: content blocks: text (`cache_control` becomes a `cachePoint` block after it), images
-by base64 bytes (a `data:` URL or `data`; an http(s) image URL cannot travel and is refused,
-400), documents by base64 bytes, `toolUse` with its input as an object, `toolResult` (with
-`status: error` for a failed tool). Signed thinking is sent back as `reasoningContent` only
-with its signature; unsigned thinking, native blocks and server tools are dropped.
+by base64 bytes (a `data:` URL or `data`; an image by http(s) URL cannot travel and is
+dropped), documents by base64 bytes or text, `toolUse` with its input as an object,
+`toolResult` (with `status: error` for a failed tool). Signed thinking is sent back as
+`reasoningContent` only with its signature; unsigned thinking, native blocks and server tools
+are dropped. An image of a format Converse does not take is refused (400).
+Rule 7: what the encoder drops is named by `untranslatable_into` (for
+`turnout.wire.translate.untranslatable`).
 Rule 3: `inferenceConfig` carries `maxTokens`, `temperature` (clamped to 1), `topP` and
 `stopSequences`; `toolConfig` carries the function tools and `toolChoice` (`auto`, `any`,
 `tool`; `none` sends no choice); Anthropic-style `thinking` travels in
@@ -162,7 +165,8 @@ def _encode_part(part: Part) -> list[dict[str, Any]]:
     if isinstance(part, TextPart):
         return _encode_text_parts([part]) if part.text else []
     if isinstance(part, ImagePart):
-        return [{"image": _image(part)}]
+        image = _image(part)
+        return [{"image": image}] if image is not None else []
     if isinstance(part, DocumentPart):
         document = _document(part)
         return [{"document": document}] if document is not None else []
@@ -172,15 +176,12 @@ def _encode_part(part: Part) -> list[dict[str, Any]]:
     return []
 
 
-def _image(part: ImagePart) -> dict[str, Any]:
+def _image(part: ImagePart) -> dict[str, Any] | None:
     media_type, data = part.media_type, part.data
     if data is None and part.url is not None:
         split = split_data_url(part.url)
         if split is None:
-            raise MalformedRequest(
-                "image: Bedrock Converse takes images as base64 bytes only, not by URL",
-                reason="image url",
-            )
+            return None  # Rule 2: Converse takes no image URLs
         media_type, data = split
     fmt = _IMAGE_FORMATS.get((media_type or "").lower())
     if fmt is None or data is None:
@@ -207,7 +208,9 @@ def _tool_result(message: Message) -> dict[str, Any]:
         if isinstance(part, TextPart):
             content.append({"text": part.text})
         elif isinstance(part, ImagePart):
-            content.append({"image": _image(part)})
+            image = _image(part)
+            if image is not None:
+                content.append({"image": image})
     result: dict[str, Any] = {"toolUseId": message.tool_call_id or "", "content": content}
     if message.is_error:
         result["status"] = "error"
@@ -245,6 +248,32 @@ def _encode_choice(choice: str | dict[str, Any] | None) -> dict[str, Any] | None
         if isinstance(name, str):
             return {"tool": {"name": name}}
     return None
+
+
+def untranslatable_into(request: ChatRequest, found: dict[str, None]) -> None:
+    """Rule 7: add to `found` the names of what `encode_request` drops from `request`."""
+    checks = (
+        ("seed", request.seed),
+        ("response_format", request.response_format),
+        ("reasoning_effort", request.reasoning_effort),
+        ("user", request.user),
+        ("metadata", request.metadata),
+    )
+    for name, value in checks:
+        if value:
+            found[name] = None
+    if request.temperature is not None and request.temperature > 1:
+        found["temperature above 1 (clamped)"] = None
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, ThinkingPart) and (part.redacted or not part.signature):
+                found["unsigned thinking blocks"] = None
+            elif isinstance(part, ImagePart) and part.data is None and _image(part) is None:
+                found["image urls"] = None
+            elif isinstance(part, DocumentPart) and part.data is None and part.text is None:
+                found["document urls"] = None
+            elif isinstance(part, NativeBlock):
+                found[f"{part.block.get('type', 'native')} blocks"] = None
 
 
 # --- answers ----------------------------------------------------------------------------------
