@@ -6,25 +6,35 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from botocore.credentials import ReadOnlyCredentials, RefreshableCredentials
 
 from turnout.config.load import parse_config
-from turnout.errors import AuthenticationFailed, ConfigError
+from turnout.errors import (
+    AuthenticationFailed,
+    ConfigError,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimited,
+)
 from turnout.providers import Bedrock
 from turnout.providers._aws_auth import AwsSigner
-from turnout.wire.model import ChatRequest, Message
+from turnout.wire.aws_eventstream import EventStreamDecoder, Frame, encode_frame
+from turnout.wire.model import ChatChunk, ChatRequest, Message
 
+from ._raw_http import RawServer, answering, chunked
 from .conftest import AWS_CREDENTIALS
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from turnout.mock_upstream import ThreadedMockUpstream
 
+    from ._raw_http import Answer
+
 CLAUDE = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "bedrock"
 NOVA = "amazon.nova-pro-v1:0"
 
 
@@ -243,3 +253,70 @@ def test_bedrock_options_belong_to_bedrock() -> None:
         "providers[1].access_key_id",
         "providers[2].credential_mode",
     ]
+
+
+def _served(*pieces: bytes) -> Answer:
+    """A raw server answer: a 200 event stream carrying `pieces`, then the end of the body."""
+    head = b"content-type: application/vnd.amazon.eventstream\r\nx-amzn-requestid: rid-1\r\n"
+    return answering(chunked(*pieces, head=head))
+
+
+async def _stream_from(answer: Answer) -> tuple[list[ChatChunk], BaseException | None]:
+    """The chunks a bedrock provider streams from a raw server, and what it raised."""
+    seen: list[ChatChunk] = []
+    async with RawServer(answer) as server:
+        provider = Bedrock(
+            base_url=server.url(""), access_key_id="AKID", secret_access_key="secret"
+        )
+        try:
+            async for chunk in provider.stream(ask(NOVA)):
+                seen.append(chunk)  # noqa: PERF401 - kept one by one until the stream fails
+        except ProviderError as exc:
+            return seen, exc
+        finally:
+            await provider.aclose()
+    return seen, None
+
+
+async def test_a_stream_cut_inside_a_frame_before_the_finish_ended_early() -> None:
+    """A stream whose body ends inside a frame, before the finish, fails after its text."""
+    data = (FIXTURES / "converse_stream.bin").read_bytes()
+    frames = EventStreamDecoder().feed(data)
+    cut = sum(len(encoded(f)) for f in frames[:3]) + 20
+    seen, error = await _stream_from(_served(data[:cut]))
+    assert "".join(c.delta for c in seen) == "Checking the weather."
+    assert isinstance(error, ProviderUnavailable)
+    assert error.reason == "stream ended early"
+    assert error.provider_request_id == "rid-1"
+
+
+async def test_a_stream_cut_after_its_finish_is_whole() -> None:
+    """A stream cut inside the metadata frame, after messageStop, is a whole answer."""
+    data = (FIXTURES / "converse_stream.bin").read_bytes()
+    seen, error = await _stream_from(_served(data[:-30]))
+    assert error is None
+    assert [c.finish_reason for c in seen if c.finish_reason] == ["tool_calls"]
+
+
+async def test_an_exception_frame_raises_its_class() -> None:
+    """A throttlingException frame in the stream is rate_limited, naming the provider."""
+    seen, error = await _stream_from(
+        _served((FIXTURES / "converse_stream_throttled.bin").read_bytes())
+    )
+    assert not any(c.has_content for c in seen)
+    assert isinstance(error, RateLimited)
+    assert error.error_type == "ThrottlingException"
+    assert (error.provider, error.provider_request_id) == ("bedrock", "rid-1")
+
+
+async def test_broken_framing_is_provider_error() -> None:
+    """Bytes that are no event stream fail the call as the provider's fault."""
+    seen, error = await _stream_from(_served(b"<html>502 Bad Gateway</html>" * 4))
+    assert seen == []
+    assert isinstance(error, ProviderUnavailable)
+    assert "malformed" in error.message
+
+
+def encoded(frame: Frame) -> bytes:
+    """A decoded frame's bytes again (string headers only, as the fixtures have)."""
+    return encode_frame({k: str(v) for k, v in frame.headers.items()}, frame.payload)

@@ -14,7 +14,9 @@ Rule 4: every call is signed (`turnout.providers._aws_auth`); the kind has no ke
 and never forwards a caller's credential (`credential_mode` is always `org_key`).
 Rule 5: streams are AWS event-stream frames (`turnout.wire.aws_eventstream`): an exception
 frame raises the error its type names, classified as a whole call's would be; broken framing
-or a stream cut inside a frame or before the finish raises `ProviderUnavailable`.
+raises `ProviderUnavailable`, and so does a stream that ends before its finish reason (cut
+inside a frame or between two); one cut after its finish reason is complete (base Rule 2),
+without the usage a lost `metadata` frame held.
 Rule 6: errors are read by `turnout.vendors.aws_errors` (type from `x-amzn-ErrorType` or
 `__type`), then classified by the vendor catalog's `bedrock` entry; the request id is
 `x-amzn-requestid` (`turnout.providers.transport`).
@@ -242,7 +244,7 @@ class Bedrock(HttpProvider):
                 raise self._named(error, request_id) from None
             finally:
                 self.malformed_events += decoder.malformed
-            if decoder.finish_reason is None or frames.pending:
+            if decoder.finish_reason is None:
                 raise ProviderUnavailable(
                     "the stream ended early: no finish reason",
                     reason="stream ended early",
