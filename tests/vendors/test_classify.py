@@ -264,7 +264,7 @@ def test_catalog_entries() -> None:
     assert set(VENDORS) == {
         "openai", "anthropic", "azure-openai", "gemini", "vertex", "deepseek", "groq", "kimi",
         "zai", "xai", "ollama", "vllm", "mistral", "together", "fireworks", "openrouter",
-        "gemini-openai", "cerebras", "perplexity", "lmstudio", "mock",
+        "gemini-openai", "cerebras", "perplexity", "lmstudio", "bedrock", "mock",
     }  # fmt: skip
     assert vendor_entry("OpenAI").base_url == "https://api.openai.com/v1"
     assert vendor_entry("anthropic").family == "anthropic"

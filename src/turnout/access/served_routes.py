@@ -67,6 +67,9 @@ def provider_wire(provider: ProviderConfig) -> str:
         return _GEMINI_WIRE
     if provider.kind == "vertex":
         return MESSAGES_WIRE if provider_family(provider) == "anthropic" else _GEMINI_WIRE
+    if provider.kind == "bedrock":
+        # Claude models on Bedrock speak Anthropic Messages (the default `api`).
+        return "bedrock-converse" if provider.api == "converse" else MESSAGES_WIRE
     if provider.kind in ("azure-openai", "mock") and provider.wire is not None:
         return provider.wire
     return _OPENAI_WIRE
@@ -79,7 +82,7 @@ def credential_mode(provider: ProviderConfig) -> Literal["org_key", "passthrough
     wins."""
     if provider.credential_mode is not None:
         return provider.credential_mode
-    if provider.api_key or provider.kind in ("mock", "vertex"):
+    if provider.api_key or provider.kind in ("mock", "vertex", "bedrock"):
         return "org_key"
     if provider.kind == "openai-compatible":
         if provider.preset in KEYLESS_PRESETS:

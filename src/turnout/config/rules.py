@@ -12,6 +12,7 @@ its static attempt total, a provider that gets no implicit route, a target exclu
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.bindings import RouteModels, check_bindings, route_models
@@ -164,6 +165,12 @@ _KIND_OPTIONS: Mapping[str, frozenset[str]] = {
     "credentials_file": frozenset({"vertex"}),
     "credentials_json": frozenset({"vertex"}),
     "publisher": frozenset({"vertex"}),
+    "region": frozenset({"bedrock"}),
+    "access_key_id": frozenset({"bedrock"}),
+    "secret_access_key": frozenset({"bedrock"}),
+    "session_token": frozenset({"bedrock"}),
+    "profile": frozenset({"bedrock"}),
+    "api": frozenset({"bedrock"}),
 }
 
 
@@ -193,6 +200,8 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
             )
     if kind == "vertex":
         errors.extend(vertex_problems(base, provider))
+    if kind == "bedrock":
+        errors.extend(_bedrock_problems(base, provider))
     if kind == "openai-compatible" and not provider.base_url and provider.preset is None:
         errors.append(
             (f"{base}.base_url", "an openai-compatible provider needs base_url or preset")
@@ -229,6 +238,22 @@ def vertex_problems(base: str, provider: ProviderConfig) -> Problems:
     if not google_auth_installed():
         rule = f"a vertex provider needs the google-auth library: {GCP_EXTRA}"
         errors.append((f"{base}.kind", rule))
+    return errors
+
+
+def _bedrock_problems(base: str, provider: ProviderConfig) -> Problems:
+    """A bedrock provider needs the aws extra installed, its two keys together, and signs
+    with its own credentials (never a caller's)."""
+    errors: Problems = []
+    if importlib.util.find_spec("botocore") is None:
+        rule = "a bedrock provider needs the aws extra (botocore): pip install 'turnout[aws]'"
+        errors.append((f"{base}.kind", rule))
+    if bool(provider.access_key_id) != bool(provider.secret_access_key):
+        rule = "access_key_id and secret_access_key are given together or not at all"
+        errors.append((f"{base}.access_key_id", rule))
+    if provider.credential_mode == "passthrough":
+        rule = "a bedrock provider signs with AWS credentials: org_key only"
+        errors.append((f"{base}.credential_mode", rule))
     return errors
 
 

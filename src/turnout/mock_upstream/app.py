@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from turnout.mock_upstream import answers, gemini, responses, vertex
+from turnout.mock_upstream import answers, bedrock, gemini, responses, vertex
 from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
 from turnout.mock_upstream.log import LoggedRequest, RequestLog
 from turnout.mock_upstream.tools import pick_tool_call
@@ -38,6 +38,9 @@ def _endpoint(method: str, path: str) -> str | None:
     if method in ("GET", "DELETE") and "/responses/" in path:
         return "stored_response"
     if method == "POST":
+        found = bedrock.endpoint(path)
+        if found is not None:
+            return found
         named = _model_endpoint(path)
         if named is not None:
             return named
@@ -68,14 +71,29 @@ def _model_endpoint(path: str) -> str | None:
     return None
 
 
-_ANSWERS = frozenset({"chat", "messages", "responses", "gemini", "gemini_stream"})
+_ANSWERS = frozenset(
+    {
+        "chat",
+        "messages",
+        "responses",
+        "gemini",
+        "gemini_stream",
+        "bedrock_converse",
+        "bedrock_converse_stream",
+        "bedrock_invoke",
+        "bedrock_invoke_stream",
+    }
+)
 """The endpoints whose answers can be streamed or carry a tool call."""
 
 
 def _api(endpoint: str) -> str:
-    """Which vendor's shapes an endpoint answers in: `openai`, `anthropic` or `gemini`."""
+    """Which vendor's shapes an endpoint answers in: `openai`, `anthropic`, `gemini` or
+    `bedrock`."""
     if endpoint in {"messages", "count_tokens"}:
         return "anthropic"
+    if endpoint.startswith("bedrock"):
+        return "bedrock"
     return "gemini" if endpoint.startswith("gemini") else "openai"
 
 
@@ -126,7 +144,7 @@ class _Call:
     ) -> None:
         self.endpoint = endpoint
         self.api = _api(endpoint)
-        self.stream = body.get("stream") is True or endpoint == "gemini_stream"
+        self.stream = body.get("stream") is True or endpoint in {"gemini_stream", *bedrock.STREAMS}
         self.body = body
         self.model = model
         self.base = base
@@ -136,7 +154,11 @@ class _Call:
         # A refusal answers no tool call; only chat, messages, responses and Gemini answers
         # can carry one.
         calls_tools = endpoint in _ANSWERS and not fault.refuse
-        offered = gemini.as_openai_tools(body) if self.api == "gemini" else body
+        offered = body
+        if self.api == "gemini":
+            offered = gemini.as_openai_tools(body)
+        elif endpoint.startswith("bedrock_converse"):
+            offered = bedrock.as_openai_tools(body)
         self.tool_call: ToolCall | None = (
             pick_tool_call(offered, fault.tool_call) if calls_tools else None
         )
@@ -151,6 +173,8 @@ class MockUpstreamApp:
     must carry in `x-goog-api-key` (`turnout.mock_upstream.gemini`, Rule 2); `vertex_token`
     (default none) a bearer token Vertex requests may carry besides those the mock's own token
     endpoint issued (`turnout.mock_upstream.vertex`).
+    `aws_credentials` (access key id, secret key; default none: any signature) are what
+    Bedrock requests must be signed with (`turnout.mock_upstream.bedrock`, Rule 2).
     """
 
     def __init__(
@@ -161,9 +185,11 @@ class MockUpstreamApp:
         clock: Clock | None = None,
         gemini_key: str | None = None,
         vertex_token: str | None = None,
+        aws_credentials: tuple[str, str] | None = None,
     ) -> None:
         self.gemini_key = gemini_key
         self.tokens = vertex.TokenIssuer(vertex_token)
+        self.aws_credentials = aws_credentials
         self.log = RequestLog(log_limit)
         self.faults = FaultBook()
         self.hold_limit = hold_limit
@@ -201,6 +227,8 @@ class MockUpstreamApp:
         headers = [("x-request-id", request_id)]
         if endpoint in {"messages", "count_tokens"}:
             headers.append(("request-id", request_id))
+        elif _api(endpoint) == "bedrock":
+            headers.append(("x-amzn-requestid", request_id))
         try:
             parsed = orjson.loads(request.body)
         except orjson.JSONDecodeError:
@@ -210,6 +238,8 @@ class MockUpstreamApp:
         on_vertex = vertex.is_vertex(request.path)
         if _api(endpoint) == "gemini" or on_vertex:
             model = gemini.model_of(request.path)
+        elif _api(endpoint) == "bedrock":
+            model = bedrock.model_of(request.path)
         elif not isinstance(model, str):
             match = _DEPLOYMENT.search(request.path)
             model = match.group(1) if match else ""
@@ -217,15 +247,12 @@ class MockUpstreamApp:
         header_spec = request.headers.get("x-mock-fault")
         if header_spec is not None:
             spec = header_spec
-        entry = self._log(request, model, body, request_id, stream=endpoint == "gemini_stream")
-        refusal = None
-        if on_vertex:
-            refusal = vertex.bearer_refusal(request.headers, self.tokens)
-        elif _api(endpoint) == "gemini":
-            refusal = gemini.key_refusal(request.headers, request.query, self.gemini_key)
+        streamed = endpoint in {"gemini_stream", *bedrock.STREAMS}
+        entry = self._log(request, model, body, request_id, stream=streamed)
+        refusal = self._refusal(request, endpoint, body)
         if refusal is not None:
             entry.status = refusal.status
-            exchange.respond(refusal.status, refusal.body, headers=headers)
+            exchange.respond(refusal.status, refusal.body, headers=[*headers, *refusal.headers])
             return None
         if not isinstance(parsed, dict):
             message = "could not parse the JSON body" if parsed is None else "expected an object"
@@ -243,6 +270,21 @@ class MockUpstreamApp:
         if on_vertex and call.api == "anthropic":
             call.api = "vertex-anthropic"
         return call
+
+    def _refusal(self, request: Request, endpoint: str, body: dict[str, Any]) -> ErrorReply | None:
+        """What refuses a request before any fault plays: a Gemini key or a Bedrock signature
+        that is not the test one, a Vertex bearer token it did not issue, a Bedrock InvokeModel
+        body Bedrock would refuse."""
+        if vertex.is_vertex(request.path):
+            return vertex.bearer_refusal(request.headers, self.tokens)
+        if _api(endpoint) == "gemini":
+            return gemini.key_refusal(request.headers, request.query, self.gemini_key)
+        if _api(endpoint) != "bedrock":
+            return None
+        refusal = bedrock.signature_refusal(request, self.aws_credentials)
+        if refusal is None and endpoint.startswith("bedrock_invoke"):
+            refusal = bedrock.check_invoke_body(body)
+        return refusal
 
     def _log(
         self,
@@ -279,7 +321,7 @@ class MockUpstreamApp:
         fault = Fault(status=400, message=message)
         reply = self._error(fault, _api(endpoint), entry.model or "", headers[0][1])
         entry.status = reply.status
-        exchange.respond(reply.status, reply.body, headers=headers)
+        exchange.respond(reply.status, reply.body, headers=[*headers, *reply.headers])
 
     # --- playback ---------------------------------------------------------------------------
     async def _play(self, exchange: Exchange, call: _Call) -> None:
@@ -300,7 +342,7 @@ class MockUpstreamApp:
         if fault.is_error:
             reply = self._error(fault, call.api, call.model, call.entry.request_id or "")
             call.entry.status = reply.status
-            headers = [*call.headers, *retry_headers(fault)]
+            headers = [*call.headers, *retry_headers(fault), *reply.headers]
             exchange.respond(reply.status, reply.body, headers=headers)
             return
         good = orjson.dumps(self._whole(call))
@@ -326,6 +368,8 @@ class MockUpstreamApp:
             return gemini.error_reply(fault, model=split_model(model)[0])
         if api == "vertex-anthropic":
             return vertex.claude_error(fault, model=split_model(model)[0], request_id=request_id)
+        if api == "bedrock":
+            return bedrock.error_reply(fault)
         return error_reply(fault, api=api, model=model, request_id=request_id)
 
     def _whole(self, call: _Call, *, keep: bool = False) -> dict[str, Any]:
@@ -339,6 +383,12 @@ class MockUpstreamApp:
             prompt = gemini.prompt_tokens(call.body)
             return gemini.whole(
                 call.model, text, prompt=prompt, refuse=fault.refuse, call=call.tool_call
+            )
+        if call.endpoint.startswith("bedrock_converse"):
+            text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
+            prompt = bedrock.prompt_tokens(call.body)
+            return bedrock.converse_whole(
+                text, prompt=prompt, refuse=fault.refuse, call=call.tool_call
             )
         if call.endpoint == "responses":
             text = responses.json_answer(call.body) or answers.answer_text(call.base, fault.chunks)
@@ -355,12 +405,13 @@ class MockUpstreamApp:
         prompt = answers.prompt_tokens(call.body)
         if call.endpoint == "count_tokens":
             return {"input_tokens": prompt}
+        messages = call.endpoint in {"messages", "bedrock_invoke", "bedrock_invoke_stream"}
         if call.tool_call is not None:
-            if call.endpoint == "messages":
+            if messages:
                 return answers.anthropic_tool_message(call.model, call.tool_call, prompt=prompt)
             return answers.openai_tool_completion(call.model, call.tool_call, prompt=prompt)
         text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
-        if call.endpoint == "messages":
+        if messages:
             stop = "refusal" if fault.refuse else "end_turn"
             return answers.anthropic_message(call.model, text, prompt=prompt, stop_reason=stop)
         finish = "content_filter" if fault.refuse else "stop"
@@ -404,11 +455,17 @@ class MockUpstreamApp:
                 call.model, pieces, prompt=prompt, refuse=fault.refuse, call=tool
             )
             return plan, None
-        if call.endpoint == "messages":
+        if call.endpoint == "bedrock_converse_stream":
+            prompt = bedrock.prompt_tokens(call.body)
+            plan = bedrock.converse_plan(pieces, prompt=prompt, refuse=fault.refuse, call=tool)
+            return plan, None
+        if call.endpoint in {"messages", "bedrock_invoke_stream"}:
             stop = "tool_use" if tool else "refusal" if fault.refuse else "end_turn"
             plan = answers.anthropic_stream(
                 call.model, pieces, prompt=prompt, stop_reason=stop, tool_name=name
             )
+            if call.endpoint == "bedrock_invoke_stream":
+                plan = bedrock.invoke_plan(plan)
             return plan, None
         options = call.body.get("stream_options")
         include = isinstance(options, dict) and options.get("include_usage") is True
@@ -422,7 +479,8 @@ class MockUpstreamApp:
         fault = call.fault
         plan, final = self._plan(call)
         call.entry.status = 200
-        exchange.start_stream(200, headers=call.headers)
+        kind = bedrock.CONTENT_TYPE if call.api == "bedrock" else "text/event-stream"
+        exchange.start_stream(200, content_type=kind, headers=call.headers)
         for event in plan.head:
             await exchange.send(event)
         if fault.error_event:

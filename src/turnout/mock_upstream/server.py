@@ -52,6 +52,8 @@ class MockUpstream:
     `gemini_key` (default none) is the key Gemini requests must carry in `x-goog-api-key`;
     `vertex_token` (default none) a bearer token Vertex requests may carry besides the ones
     its `POST /token` endpoint issues.
+    `aws_credentials` (access key id, secret key; default none) are what Bedrock requests
+    must be signed with.
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class MockUpstream:
         log_limit: int = 10_000,
         gemini_key: str | None = None,
         vertex_token: str | None = None,
+        aws_credentials: tuple[str, str] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -71,6 +74,7 @@ class MockUpstream:
             hold_limit=hold_limit,
             gemini_key=gemini_key,
             vertex_token=vertex_token,
+            aws_credentials=aws_credentials,
         )
         self._server: asyncio.Server | None = None
         self._live: set[_Connection] = set()
@@ -232,6 +236,13 @@ class ThreadedMockUpstream:
         self.stop()
 
 
+def _aws_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
+    key_id, secret = args.aws_access_key_id, args.aws_secret_access_key
+    if bool(key_id) != bool(secret):
+        raise SystemExit("--aws-access-key-id and --aws-secret-access-key go together")
+    return (key_id, secret) if key_id and secret else None
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM with the parsed `args`; returns the exit status."""
     upstream = MockUpstream(
@@ -241,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
         log_limit=args.log_limit,
         gemini_key=args.gemini_key,
         vertex_token=getattr(args, "vertex_token", None),
+        aws_credentials=_aws_credentials(args),
     )
 
     async def serve() -> None:

@@ -16,6 +16,8 @@ kind                   class                    wire format and family
 ``vertex``             `Vertex`                 Gemini generateContent or Anthropic Messages
                                                 (rawPredict), by the model's publisher; gemini or
                                                 anthropic
+``bedrock``            `Bedrock`                Bedrock Converse, or Anthropic Messages through
+                                                InvokeModel for Claude models; none
 ``mock``               `MockProvider`           in-process, scripted, no network; none
 =====================  =======================  ==================================================
 
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from turnout.providers.anthropic import Anthropic
 from turnout.providers.azure_openai import AzureOpenAI
 from turnout.providers.base import HttpProvider
+from turnout.providers.bedrock import Bedrock
 from turnout.providers.gemini import Gemini
 from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
@@ -48,6 +51,7 @@ __all__ = [
     "PRESETS",
     "Anthropic",
     "AzureOpenAI",
+    "Bedrock",
     "Gemini",
     "Http1Transport",
     "HttpOptions",

@@ -12,7 +12,14 @@ __all__ = ["ErrorClassName", "Model", "Preset", "ProviderKind", "Seconds"]
 
 ErrorClassName = Literal["provider_error", "timeout", "rate_limited", "quota_exhausted", "auth"]
 ProviderKind = Literal[
-    "openai", "anthropic", "openai-compatible", "azure-openai", "gemini", "vertex", "mock"
+    "openai",
+    "anthropic",
+    "openai-compatible",
+    "azure-openai",
+    "gemini",
+    "vertex",
+    "bedrock",
+    "mock",
 ]
 Preset = Literal[
     "deepseek",

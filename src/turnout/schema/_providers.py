@@ -48,7 +48,8 @@ class ProviderConfig(Model):
         "speaking OpenAI Chat Completions), `azure-openai`, `gemini` (Google's native Gemini "
         "API; the key goes in `x-goog-api-key`), `vertex` (Google Cloud Vertex AI: Gemini "
         "and Claude models with Google Cloud credentials; needs `pip install 'turnout[gcp]'`), "
-        "or `mock` (built in, scripted, no network).",
+        "`bedrock` (AWS Bedrock, SigV4-signed; needs "
+        "`pip install 'turnout[aws]'`), or `mock` (built in, scripted, no network).",
     )
     api_key: str | None = Field(
         None,
@@ -106,6 +107,35 @@ class ProviderConfig(Model):
         "family anthropic). Default: by the model name (`claude-*` is anthropic, anything else "
         "google); the provider's family is anthropic when every one of its `model_patterns` "
         "starts with `claude`, else gemini.",
+    )
+    # `bedrock` providers only: the AWS region, credentials and API (see providers.bedrock).
+    region: str | None = Field(
+        None,
+        description="`bedrock` only: the AWS region (default `us-east-1`); it names the "
+        "endpoint `https://bedrock-runtime.{region}.amazonaws.com` and the signing region.",
+    )
+    access_key_id: str | None = Field(
+        None,
+        description="`bedrock` only: the AWS access key id, with `secret_access_key` (and "
+        "`session_token` for temporary keys). Default: the standard AWS credential chain "
+        "(environment, `profile`, container or instance role).",
+    )
+    secret_access_key: str | None = Field(
+        None, description="`bedrock` only: the AWS secret access key, with `access_key_id`."
+    )
+    session_token: str | None = Field(
+        None, description="`bedrock` only: the session token of temporary AWS credentials."
+    )
+    profile: str | None = Field(
+        None,
+        description="`bedrock` only: the AWS shared-config profile the credential chain reads.",
+    )
+    api: Literal["converse", "invoke"] | None = Field(
+        None,
+        description="`bedrock` only: `converse` (Bedrock's Converse API) or `invoke` "
+        "(Anthropic Messages through InvokeModel, which keeps `cache_control`, thinking and "
+        "betas). Default: `invoke` for Claude models (`anthropic.…`, `us.anthropic.…` …), "
+        "`converse` for the rest.",
     )
     credential_mode: Literal["org_key", "passthrough"] | None = Field(
         None,

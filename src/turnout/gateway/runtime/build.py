@@ -33,6 +33,7 @@ from turnout.gateway.runtime.engine_config import build_route_options, build_tar
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
+    Bedrock,
     Gemini,
     HttpOptions,
     HttpTimeouts,
@@ -97,6 +98,7 @@ def configured_secrets(config: FileConfig) -> tuple[str, ...]:
     for provider in config.providers:
         if provider.api_key:
             values.append(provider.api_key)
+        values.extend(s for s in (provider.secret_access_key, provider.session_token) if s)
         values.extend(provider.headers.values())
     return secrets_of(values)
 
@@ -146,6 +148,19 @@ def build_provider(
         return Gemini(key, base_url=url or GEMINI_URL, name=name, options=options, **keywords)
     if config.kind == "vertex":
         return _vertex(config, options=options, keywords=keywords)
+    if config.kind == "bedrock":
+        return Bedrock(
+            config.region or "us-east-1",
+            base_url=url,
+            name=name,
+            api=config.api,
+            access_key_id=config.access_key_id,
+            secret_access_key=config.secret_access_key,
+            session_token=config.session_token,
+            profile=config.profile,
+            options=options,
+            **keywords,
+        )
     return OpenAICompatible(url, key, preset=config.preset, name=name, options=options, **keywords)
 
 
