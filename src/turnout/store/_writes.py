@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from turnout.errors import ConfigError, FileManaged, NameTaken, ObjectNotFound
 from turnout.store.models import ConfigChange, Meta, Project
+from turnout.store.provider_secrets import MASK
 from turnout.store.snapshot import project_snapshot
 
 if TYPE_CHECKING:
@@ -51,9 +52,6 @@ __all__ = [
 ]
 
 _Row = TypeVar("_Row")
-
-MASK: Final = "********"
-"""What a stored secret reads as."""
 
 
 @contextmanager

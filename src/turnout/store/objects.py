@@ -3,8 +3,9 @@ policies. Bodies use the config file's field names and are validated by its mode
 
 Rule 1: routes and providers share one name space per project, ignoring case (`NameTaken`);
 bindings and policies each have their own.
-Rule 2: a provider's `api_key` is stored encrypted and reads back masked; the plaintext is only
-for `provider_secret`, which the snapshot loader will call.
+Rule 2: a provider's credentials (`api_key`, and a cloud kind's service-account JSON or AWS
+keys) are stored sealed (`turnout.store.provider_secrets`) and read back masked; an update that
+leaves a secret out, or sends it masked, keeps the stored one.
 Rule 3: an update is a JSON merge-patch of the object's fields, validated whole afterwards.
 Rule 4: a route is not deleted or disabled while anything references it, nor a provider deleted
 while a route or consumer uses it (`turnout.store.dependents`).
@@ -38,6 +39,7 @@ from turnout.store._writes import (
 from turnout.store.dependents import refuse_provider_with_dependents, refuse_route_with_dependents
 from turnout.store.ids import new_id
 from turnout.store.models import Binding, Policy, Provider, Route
+from turnout.store.provider_secrets import SECRET_FIELDS, seal, unseal
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -88,12 +90,12 @@ def create_object(
 ) -> dict[str, Any]:
     """Create a provider, route, binding or policy from `body`; returns it with its id."""
     spec = _KINDS[kind]
-    fields, secret = _validate(store, kind, dict(body), keep_secret=None)
+    fields, secrets = _validate(kind, dict(body), kept=None)
     with write(store) as session:
         require_project(session, project_id)
         _check_name(session, spec, project_id, fields["name"], None)
         row = spec.model(id=new_id(kind), project_id=project_id)
-        _assign(row, spec, fields, secret)
+        _assign(row, spec, fields, _seal(store, secrets))
         session.add(row)
         check_written(session, store, project_id, validate)
         after = _read(row, spec)
@@ -141,11 +143,14 @@ def update_object(
         refuse_file_managed(kind, row, allow_file=allow_file)
         before = _read(row, spec)
         current = {name: getattr(row, name) for name in spec.columns} | row.settings
-        secret = row.secret if isinstance(row, Provider) else None
-        body = merge_patch(current, {k: v for k, v in patch.items() if k != "api_key"})
-        if "api_key" in patch:
-            body["api_key"], secret = patch["api_key"], None
-        fields, new_secret = _validate(store, kind, body, keep_secret=secret)
+        if isinstance(row, Provider) and _is_legacy(row):
+            current["api_key"] = MASK
+        body = merge_patch(current, dict(patch))
+        kept = None
+        masked = any(body.get(name) == MASK for name in SECRET_FIELDS)
+        if isinstance(row, Provider) and row.secret is not None and masked:
+            kept = unseal(store.secrets, row.secret)
+        fields, secrets = _validate(kind, body, kept=kept)
         _check_name(session, spec, project_id, fields["name"], row.id)
         if (
             isinstance(row, Route)
@@ -153,7 +158,7 @@ def update_object(
             and not fields.get("enabled", True)
         ):
             refuse_route_with_dependents(session, row, "disable")
-        _assign(row, spec, fields, new_secret if new_secret is not None else secret)
+        _assign(row, spec, fields, _seal(store, secrets))
         check_written(session, store, project_id, validate)
         after = _read(row, spec)
         audit(session, actor=actor, action="update", kind=kind, object_id=row.id,
@@ -192,26 +197,44 @@ def provider_secret(store: Store, project_id: str, provider_id: str) -> str | No
     """The provider's `api_key` in plaintext (None without one); needs `TURNOUT_SECRET_KEY`."""
     with store.sessions() as session:
         row = get_row(session, Provider, "provider", project_id, provider_id)
-        return None if row.secret is None else store.secrets.decrypt(row.secret)
+        return None if row.secret is None else unseal(store.secrets, row.secret).get("api_key")
 
 
 def _validate(
-    store: Store, kind: str, body: dict[str, Any], *, keep_secret: bytes | None
-) -> tuple[dict[str, Any], bytes | None]:
-    """The validated fields without `api_key`, and the new encrypted secret (None: none new)."""
-    plaintext = body.get("api_key")
-    if plaintext is None and keep_secret is not None:
-        body["api_key"] = MASK  # a stored secret still counts as a credential
+    kind: str, body: dict[str, Any], *, kept: Mapping[str, str] | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The validated fields (secrets only as `MASK` markers) and the secrets in plaintext: a
+    masked secret is the stored one (`kept`)."""
+    secrets: dict[str, str] = {}
+    if kind == "provider":
+        for name in SECRET_FIELDS:
+            value = body.get(name)
+            if value is None:
+                continue
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"invalid {kind}: {name}: must be a non-empty string")
+            if value == MASK:
+                value = (kept or {}).get(name, "")
+                if not value:
+                    raise ConfigError(f"invalid {kind}: {name}: nothing is stored to keep: give it")
+            secrets[name] = value
+            body[name] = MASK  # validated as present; never echoed in an error
     try:
         fields = (
             _KINDS[kind].schema.model_validate(body).model_dump(mode="json", exclude_unset=True)
         )
     except ValidationError as exc:
         raise to_config_error(kind, exc) from None
-    fields.pop("api_key", None)
-    if plaintext is not None and not isinstance(plaintext, str):
-        raise ConfigError(f"invalid {kind}: api_key: must be a string")
-    return fields, (store.secrets.encrypt(plaintext) if plaintext else None)
+    return fields, secrets
+
+
+def _is_legacy(row: Provider) -> bool:
+    """A secret sealed before the settings marked each one: the bare API key."""
+    return row.secret is not None and not any(n in row.settings for n in SECRET_FIELDS)
+
+
+def _seal(store: Store, secrets: Mapping[str, str]) -> bytes | None:
+    return seal(store.secrets, secrets)
 
 
 def _assign(row: _Row, spec: _Kind, fields: dict[str, Any], secret: bytes | None) -> None:
@@ -241,7 +264,7 @@ def _read(row: _Row, spec: _Kind) -> dict[str, Any]:
     out: dict[str, Any] = {"id": row.id, "project_id": row.project_id}
     out |= {name: getattr(row, name) for name in spec.columns} | row.settings
     if isinstance(row, Provider):
-        out["api_key"] = MASK if row.secret is not None else None
+        out["api_key"] = MASK if _is_legacy(row) or "api_key" in row.settings else None
     if isinstance(row, Provider | Route):
         out["source"] = row.source
     return out | stamps(row.created_at, row.updated_at)

@@ -27,7 +27,9 @@ from turnout.schema import (
     ProviderConfig,
     RouteConfig,
 )
+from turnout.store._writes import MASK
 from turnout.store.models import Binding, Consumer, Key, Meta, Policy, Project, Provider, Route
+from turnout.store.provider_secrets import unseal
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -103,7 +105,8 @@ def _project(session: Session, store: Store, project: Project) -> ProjectSnapsho
         if row.source == "api":
             body: dict[str, Any] = {"name": row.name, "kind": row.kind, **row.settings}
             if row.secret is not None:
-                body["api_key"] = store.secrets.decrypt(row.secret)
+                body.update(unseal(store.secrets, row.secret))
+            body = {name: value for name, value in body.items() if value != MASK}
             providers.append(ProviderConfig.model_validate(body))
     routes: list[RouteConfig] = []
     for row in _rows(session, Route, pid):
