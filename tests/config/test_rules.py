@@ -126,8 +126,8 @@ def test_target_names_are_unique_within_a_route() -> None:
     assert errors == [("routes[0].targets[1].name", "two targets of the route are named 'p'")]
 
 
-def test_keys_that_nothing_reads_are_refused_as_not_supported_yet() -> None:
-    """`store`, `admin_keys` and `consumers` are refused, even empty, instead of ignored."""
+def test_consumers_in_the_file_are_refused_as_not_supported_yet() -> None:
+    """`consumers` in the file is refused, even empty; `store` and `admin_keys` are read."""
     errors = errors_of(
         {
             "store": "sqlite:///turnout.db",
@@ -138,14 +138,6 @@ def test_keys_that_nothing_reads_are_refused_as_not_supported_yet() -> None:
         }
     )
     assert errors == [
-        (
-            "store",
-            (
-                "is not supported yet: nothing reads it until the control plane (admin API and"
-                " store) is built; remove it"
-            ),
-        ),
-        ("admin_keys", "is not supported yet: there is no admin API to use them yet; remove it"),
         (
             "consumers",
             (

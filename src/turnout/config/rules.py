@@ -18,6 +18,7 @@ from turnout.access.bindings import RouteModels, check_bindings, route_models
 from turnout.access.keys import KeyRing
 from turnout.access.policies import Policies
 from turnout.access.served_routes import chat_split, find_served_routes, messages_split
+from turnout.config._control_rules import check_store
 from turnout.config._route_rules import (
     check_aliases,
     check_fallbacks,
@@ -45,6 +46,7 @@ def check_config(config: FileConfig) -> Problems:
     errors: Problems = []
     errors.extend(_check_not_supported(config))
     errors.extend(_check_state(config))
+    errors.extend(check_store(config))
     errors.extend(_check_names(config))
     errors.extend(check_reserved_names(config))
     errors.extend(_check_providers(config))
@@ -68,8 +70,6 @@ def check_config_warnings(config: FileConfig) -> Problems:
 
 
 _NOT_SUPPORTED: Mapping[str, str] = {
-    "store": "nothing reads it until the control plane (admin API and store) is built",
-    "admin_keys": "there is no admin API to use them yet",
     "consumers": "the gateway does not read consumers yet; give callers keys and bindings",
 }
 """Keys the schema knows but nothing reads yet, and why each is refused."""

@@ -37,7 +37,13 @@ def project_config(file: FileConfig | None, project: ProjectSnapshot) -> FileCon
     }
     # Only sections the store adds to are touched: a section counts as set once updated.
     update = {name: (*getattr(base, name), *items) for name, items in stored.items() if items}
-    return base.model_copy(update=update)
+    served = base.model_copy(update=update)
+    if project.consumers and "consumers" not in base.model_fields_set:
+        # The file may not list consumers yet (the validator refuses the key there); the
+        # store's consumers are served, so the copy does not count the section as the file's.
+        fields_set = served.model_fields_set - {"consumers"}
+        object.__setattr__(served, "__pydantic_fields_set__", fields_set)
+    return served
 
 
 def project_problems(file: FileConfig | None, project: ProjectSnapshot) -> list[tuple[str, str]]:

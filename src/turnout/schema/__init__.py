@@ -55,8 +55,11 @@ class FileConfig(Model):
     server: ServerConfig = Field(ServerConfig(), description="The gateway's listener and auth.")
     store: str = Field(
         "sqlite:///turnout.db",
-        description="Not supported yet: the database for configuration, audit and usage, "
-        "which nothing reads until the control plane is built. A file that sets it is refused.",
+        description="The database of the control plane (projects and what the admin API "
+        "stores, audit and usage): `sqlite:///PATH` (default `turnout.db`; a relative path is "
+        "beside this file, or in the working directory when `turnout serve` runs without a "
+        "file) or a `postgresql://` URL for several replicas. `turnout serve` migrates it on "
+        "start.",
     )
     state: str = Field(
         "memory",
@@ -65,8 +68,9 @@ class FileConfig(Model):
     )
     admin_keys: tuple[str, ...] = Field(
         (),
-        description="Not supported yet: keys for the admin API, which is not built yet. A file "
-        "that sets it is refused.",
+        description="Keys for the admin API (`/admin/v1`): each the key itself, usually "
+        "`${VAR}`, or its `sha256:` hash (64 hex digits). Only hashes are kept. Empty: the "
+        "admin API refuses every call.",
     )
     defaults: DefaultsConfig = Field(
         DefaultsConfig(), description="Settings shared by every route."

@@ -1,0 +1,132 @@
+"""Serving from the store: keys of every project in one lookup, a write served after
+`committed()`, revoked keys refused, stored ids in the routing record, a failing store that
+never fails serving, and health carried over a reload."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from tests.gateway._app_support import client_of
+from tests.gateway._store_support import chat, control_of, file_config, started
+from turnout.store import open_store
+from turnout.store import service as svc
+from turnout.store.snapshot import load_snapshot
+
+if TYPE_CHECKING:
+    import pytest
+
+    from turnout.store import Store
+
+FILE_KEY = {"authorization": "Bearer file-key-0123456789"}
+ACME_ROUTE = {"name": "acme-route", "models": ["acme-model"], "targets": [{"provider": "am"}]}
+
+
+def _acme(store: Store) -> str:
+    project = svc.create_project(store, {"name": "acme"})
+    svc.create_object(store, "provider", project["id"], {"name": "am", "kind": "mock"})
+    svc.create_object(store, "route", project["id"], ACME_ROUTE)
+    return str(project["id"])
+
+
+async def test_a_key_created_in_the_store_works_after_commit(store: Store) -> None:
+    """A key the store gains is served by its project's runtime once `committed()` returns."""
+    control = control_of(store, file_config())
+    project_id = _acme(store)
+    async with started(control) as app, client_of(app) as client:
+        _, plaintext = svc.create_key(store, project_id, {"name": "acme-app"})
+        headers = {"authorization": f"Bearer {plaintext}"}
+        before = await client.post("/v1/chat/completions", json=chat("acme-model"), headers=headers)
+        await control.committed()
+        after = await client.post("/v1/chat/completions", json=chat("acme-model"), headers=headers)
+        file_caller = await client.post(
+            "/v1/chat/completions", json=chat("acme-model"), headers=FILE_KEY
+        )
+    assert before.status_code == 401
+    assert after.status_code == 200
+    assert after.headers["x-turnout-route"] == "acme-route"
+    assert file_caller.status_code == 503  # the file's project has no such route
+
+
+async def test_a_revoked_key_is_refused_on_the_next_request(store: Store) -> None:
+    """Revoking a stored key makes the very next request after the reload a 401."""
+    control = control_of(store, file_config())
+    project_id = _acme(store)
+    key, plaintext = svc.create_key(store, project_id, {"name": "acme-app"})
+    headers = {"authorization": f"Bearer {plaintext}"}
+    async with started(control) as app, client_of(app) as client:
+        served = await client.post("/v1/chat/completions", json=chat("acme-model"), headers=headers)
+        svc.revoke_key(store, project_id, key["id"])
+        await control.committed()
+        refused = await client.post(
+            "/v1/chat/completions", json=chat("acme-model"), headers=headers
+        )
+    assert served.status_code == 200
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "invalid_api_key"
+
+
+async def test_the_routing_record_carries_stored_ids(store: Store) -> None:
+    """`route_id` and `served_provider_id` are the ids the store gave the file's objects."""
+    control = control_of(store, file_config())
+    ids = load_snapshot(store).projects["default"].ids
+    async with started(control) as app, client_of(app) as client:
+        reply = await client.post("/v1/chat/completions", json=chat(), headers=FILE_KEY)
+    routing = reply.json()["routing"]
+    assert routing["route_id"] == ids["route", "main"]
+    assert routing["route_id"].startswith("route_")
+    assert routing["served_provider_id"] == ids["provider", "m"]
+    assert routing["served_provider_id"].startswith("aip_")
+
+
+async def test_readyz_shows_the_config_version(store: Store) -> None:
+    """`/readyz` names the store version being served, and follows a committed write."""
+    control = control_of(store, file_config())
+    async with started(control) as app, client_of(app) as client:
+        first = (await client.get("/readyz")).json()
+        _acme(store)
+        await control.committed()
+        second = (await client.get("/readyz")).json()
+    assert first["config_version"] == load_snapshot(store).version - 3
+    assert second["config_version"] == svc.current_version(store)
+    assert second["projects"] == 2
+
+
+async def test_an_unchanged_project_keeps_its_runtime_and_a_changed_one_its_health(
+    store: Store,
+) -> None:
+    """A write to one project leaves another's runtime as it was; a rebuilt runtime keeps the
+    health registry, so breakers and cooldowns survive the reload."""
+    control = control_of(store, file_config())
+    project_id = _acme(store)
+    async with started(control):
+        before = control.served
+        svc.create_key(store, project_id, {"name": "acme-app"})
+        await control.committed()
+        after = control.served
+    assert after.runtimes["default"] is before.runtimes["default"]
+    assert after.runtimes["acme"] is not before.runtimes["acme"]
+    assert after.runtimes["acme"].health is before.runtimes["acme"].health
+
+
+async def test_a_failing_store_never_fails_serving(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While the store cannot be read, refreshes keep the last snapshot, requests are served,
+    and one WARNING says so per outage; the store's return is said once too."""
+    control = control_of(store, file_config())
+    async with started(control) as app, client_of(app) as client:
+        healthy = control.store
+        control.store = open_store("postgresql://turnout@127.0.0.1:1/nothing")
+        with caplog.at_level(logging.INFO, logger="turnout.gateway"):
+            assert await control.refresh() is False
+            await control.committed()
+            served = await client.post("/v1/chat/completions", json=chat(), headers=FILE_KEY)
+            control.store.close()
+            control.store = healthy
+            await control.refresh()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert served.status_code == 200
+    assert len(warnings) == 1
+    assert "the store cannot be read" in warnings[0].getMessage()
+    assert any("the store answers again" in r.getMessage() for r in caplog.records)
