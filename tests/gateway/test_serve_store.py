@@ -5,10 +5,11 @@ never fails serving, and health carried over a reload."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tests.gateway._app_support import client_of
 from tests.gateway._store_support import chat, control_of, file_config, started
+from turnout.access.keys import hash_key
 from turnout.store import open_store
 from turnout.store import service as svc
 from turnout.store.snapshot import load_snapshot
@@ -16,10 +17,26 @@ from turnout.store.snapshot import load_snapshot
 if TYPE_CHECKING:
     import pytest
 
+    from turnout.gateway.runtime.live import Runtime
+    from turnout.schema import FileConfig
     from turnout.store import Store
 
 FILE_KEY = {"authorization": "Bearer file-key-0123456789"}
 ACME_ROUTE = {"name": "acme-route", "models": ["acme-model"], "targets": [{"provider": "am"}]}
+
+
+class _AdminSeam(Protocol):
+    """What the admin API reaches serving through (it declares the same shape)."""
+
+    store: Store
+
+    def admin_key_hashes(self) -> frozenset[str]: ...
+
+    def file_config(self) -> FileConfig | None: ...
+
+    def runtime_for(self, project_name: str) -> Runtime | None: ...
+
+    async def committed(self) -> None: ...
 
 
 def _acme(store: Store) -> str:
@@ -130,3 +147,14 @@ async def test_a_failing_store_never_fails_serving(
     assert len(warnings) == 1
     assert "the store cannot be read" in warnings[0].getMessage()
     assert any("the store answers again" in r.getMessage() for r in caplog.records)
+
+
+def test_the_control_plane_is_the_admin_apis_seam(store: Store) -> None:
+    """The control plane has the admin API's shape: admin key hashes, the file, runtimes."""
+    control = control_of(store, file_config(admin_keys=["admin-key-0123456789"]))
+    seam: _AdminSeam = control
+    control.load()
+    assert seam.admin_key_hashes() == {hash_key("admin-key-0123456789")}
+    assert seam.file_config() is control.file
+    assert seam.runtime_for("default") is control.served.primary
+    assert seam.runtime_for("elsewhere") is None

@@ -45,9 +45,7 @@ def _apply(store: Any, projects: dict[str, str], op: Op) -> None:
     if action == "provider+" and provider is None:
         svc.create_object(store, "provider", pid, {"name": f"p{name}", "kind": "mock"})
     elif action == "provider-" and provider is not None and provider["source"] == "api":
-        if not any(
-            t["provider"] == provider["name"] for r in routes for t in r.get("targets", ())
-        ):
+        if not any(t["provider"] == provider["name"] for r in routes for t in r.get("targets", ())):
             svc.delete_object(store, "provider", pid, provider["id"])
     elif action == "route+" and route is None and provider is not None:
         body = {"name": f"r{name}", "models": [f"{project}-{name}"],
@@ -94,7 +92,7 @@ async def _run(folder: Path, ops: list[Op]) -> None:
         await control.aclose()
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(st.lists(_OPS, min_size=1, max_size=10))
 def test_served_runtimes_equal_a_fresh_load_after_every_write(ops: list[Op]) -> None:
     """Any sequence of provider, route and key writes (revocations included), each followed by

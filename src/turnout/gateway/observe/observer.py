@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 from turnout.gateway.observe.logs import (
@@ -63,12 +64,14 @@ class Observer:
 
     def __init__(self, metrics: Metrics | None = None) -> None:
         self.metrics = metrics if metrics is not None else Metrics()
-        self._watched: set[int] = set()
+        # The registries themselves, weakly: an id could be reused by a later registry once
+        # a reload dropped the first one.
+        self._watched: weakref.WeakSet[Health] = weakref.WeakSet()
 
     def watch(self, health: Health) -> None:
         """Observe `health`'s transitions (once per registry)."""
-        if id(health) not in self._watched:
-            self._watched.add(id(health))
+        if health not in self._watched:
+            self._watched.add(health)
             health.observe(self.health_changed)
 
     def health_changed(self, event: HealthEvent) -> None:

@@ -18,7 +18,7 @@ the runtime's health, so a pinned provider's breaker is the provider's breaker.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from turnout.access.keys import ceiling_check
 from turnout.access.served_routes import MESSAGES_WIRE
@@ -106,7 +106,7 @@ class ConsumerRoutes:
         project: str,
         consumers: tuple[ConsumerConfig, ...],
         routes: Mapping[str, RouteEntry],
-        providers: Mapping[str, object],
+        providers: Mapping[str, Any],
         health: Health,
         access: AccessPolicy,
         ids: Mapping[tuple[str, str], str],
@@ -189,7 +189,7 @@ class ConsumerRoutes:
                 f'consumer "{consumer}" is pinned to provider "{provider}", which is not served: '
                 "it is no longer in the configuration"
             )
-        target = Target(provider, client, model=model)  # type: ignore[arg-type]
+        target = Target(provider, client, model=model)
         route = Route.from_options(
             provider,
             [target],
@@ -199,7 +199,7 @@ class ConsumerRoutes:
             generated=True,
         )
         speaks_messages = getattr(client, "wire_format", None) == MESSAGES_WIRE
-        reasons = {}
+        reasons: dict[str, str] = {}
         if not speaks_messages:
             reasons["messages"] = f'provider "{provider}" does not speak Anthropic Messages'
         if not supports_embeddings(client):

@@ -67,7 +67,7 @@ class ServedProjects:
         """Rule 2: the runtime of the caller's project."""
         if self.is_single:
             return self.primary
-        return self.runtimes.get(caller.project, self.primary)
+        return self.runtimes[caller.project]  # the ring holds only served projects' keys
 
     def __repr__(self) -> str:
         return f"ServedProjects({len(self.runtimes)} projects, version={self.version})"
