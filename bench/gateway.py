@@ -165,12 +165,14 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(10)
 
 
-def write_config(directory: Path, upstream_port: int) -> Path:
-    """The gateway's config: one route, one openai-kind target at the mock upstream."""
+def write_config(directory: Path, upstream_port: int, state: str = "memory") -> Path:
+    """The gateway's config: one route, one openai-kind target at the mock upstream, on
+    `state` (`memory`, or a Redis URL: health shared as between replicas)."""
     path = directory / "turnout.yaml"
     path.write_text(
         "project: bench\n"
         "server: {auth: open}\n"
+        f"state: '{state}'\n"
         "providers:\n"
         f"  - {{name: openai, kind: openai, api_key: sk-bench,"
         f" base_url: 'http://127.0.0.1:{upstream_port}/v1'}}\n"
@@ -392,7 +394,7 @@ def run(args: argparse.Namespace, load: Callable[[int, int, float, Path], Load])
     upstream, _ = spawn([*pinned(UPSTREAM_CPU), *upstream_command], upstream_port, tmp / "up.log")
     gateway: subprocess.Popen[bytes] | None = None
     try:
-        config = write_config(tmp, upstream_port)
+        config = write_config(tmp, upstream_port, args.state)
         starts = []
         for _ in range(args.starts):
             if gateway is not None:
@@ -631,6 +633,9 @@ def main() -> int:
         "--serve-arg", action="append", default=[], help="add to `turnout serve` (repeatable)"
     )
     parser.add_argument("--python-load", action="store_true", help="aiohttp even if wrk exists")
+    parser.add_argument(
+        "--state", default="memory", help="the gateway's `state:` (memory, or a redis:// URL)"
+    )
     args = parser.parse_args()
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the subprocesses are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -7,6 +7,7 @@ import io
 import re
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 
 from turnout import __version__
@@ -107,7 +108,10 @@ def test_turnout_demo_leaves_the_anthropic_sdk_out_unless_asked(
     text = capsys.readouterr().out
     assert text.startswith(gateway_text[: gateway_text.index("\n4. ")])
     assert "/v1/messages" not in text
-    assert text.endswith("(turnout demo --anthropic adds a call through the Anthropic SDK)\n")
+    assert text.endswith(
+        "(turnout demo --anthropic adds a call through the Anthropic SDK)\n"
+        "(turnout demo --keep keeps the gateway up, with its dashboard at /ui)\n"
+    )
 
 
 def test_a_missing_sdk_is_named_with_the_install_command(
@@ -196,3 +200,26 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
     """`turnout` alone prints usage to stderr and exits 2."""
     assert main([]) == 2
     assert "usage: turnout" in capsys.readouterr().err
+
+
+def test_the_demo_kept_up_serves_its_failovers_on_the_dashboard() -> None:
+    """With `keep`, the gateway stays up after the scenarios and `/ui` shows their failovers to
+    the admin key the demo printed, and to no one else."""
+    seen: dict[str, object] = {}
+
+    def hold(url: str, admin_key: str) -> None:
+        with httpx.Client(base_url=url) as client:
+            seen["anonymous"] = client.get("/ui/part/requests").status_code
+            page = client.get("/ui/data.json", headers={"authorization": f"Bearer {admin_key}"})
+            seen["failovers"] = page.json()["failovers"]["series"]
+            seen["key"] = admin_key
+
+    out = io.StringIO()
+    demo_gateway.run_gateway_demo(out, keep=True, hold=hold)
+    text = out.getvalue()
+    assert seen["anonymous"] == 401
+    assert f"sign in with the admin key {seen['key']}" in text
+    assert "/ui" in text
+    failovers = seen["failovers"]
+    assert isinstance(failovers, dict)
+    assert sum(failovers["triage"]) >= 1

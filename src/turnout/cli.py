@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also call /v1/messages through the Anthropic SDK (needs the anthropic package)",
     )
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the gateway up afterwards, with its dashboard at /ui, until Ctrl-C",
+    )
     from turnout.gateway.commands.inspect import add_check_parser, add_routes_parser  # noqa: PLC0415
     from turnout.gateway.commands.serve import add_serve_parser  # noqa: PLC0415
 
@@ -119,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from turnout.demo import run_demo  # noqa: PLC0415 - keep `turnout --version` light
 
-        return run_demo(library=args.engine_only, anthropic=args.anthropic)
+        return run_demo(library=args.engine_only, anthropic=args.anthropic, keep=args.keep)
     if args.command == "mock-upstream":
         from turnout.mock_upstream.server import run  # noqa: PLC0415 - only when serving
 

@@ -44,7 +44,14 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
     │       └── MalformedRequest       400 invalid_request           a codec refused a request body
     ├── StoreError                     each subclass sets its own    a stored object refused a write
     │   ├── ObjectNotFound             404 NOT_FOUND                 no such stored object
-    │   └── NameTaken                  409 NAME_TAKEN                a route/provider name is taken
+    │   ├── NameTaken                  409 NAME_TAKEN                a route/provider name is taken
+    │   ├── FileManaged                409 FILE_MANAGED              the config file owns the object
+    │   ├── ModelRouteHasDependents    409 MODEL_ROUTE_HAS_          deleting or disabling a route
+    │   │                                  DEPENDENTS                that others reference
+    │   ├── ProviderHasDependents      409 PROVIDER_HAS_DEPENDENTS   deleting a provider in use
+    │   └── ProjectDefaultRouteInherited
+    │                                  409 PROJECT_DEFAULT_ROUTE_    clearing a default route that
+    │                                      INHERITED                 consumers inherit
     ├── StreamBroken                   502 stream_broken             a committed stream failed
     └── StreamRejected                 502 stream_rejected           a finished stream was rejected
                                        or stream_refused             or refused
@@ -83,6 +90,7 @@ __all__ = [
     "ContentFiltered",
     "ContextLengthExceeded",
     "EmbeddingsNotSupported",
+    "FileManaged",
     "HeadersTooLarge",
     "InvalidApiKey",
     "InvalidRequest",
@@ -91,6 +99,7 @@ __all__ = [
     "MethodNotAllowed",
     "ModelDenied",
     "ModelNotAllowed",
+    "ModelRouteHasDependents",
     "NameTaken",
     "NoDeploymentAvailable",
     "NoRoute",
@@ -98,7 +107,9 @@ __all__ = [
     "NotReady",
     "ObjectNotFound",
     "PolicyDenied",
+    "ProjectDefaultRouteInherited",
     "ProviderError",
+    "ProviderHasDependents",
     "ProviderTimeout",
     "ProviderUnavailable",
     "QuotaExhausted",
@@ -188,6 +199,36 @@ class NameTaken(StoreError):
 
     status = 409
     code = "NAME_TAKEN"
+
+
+class FileManaged(StoreError):
+    """The object came from the config file: it is read-only through the admin API."""
+
+    status = 409
+    code = "FILE_MANAGED"
+
+
+class ModelRouteHasDependents(StoreError):
+    """A route cannot be deleted or disabled while other objects reference it. `meta` counts
+    them per kind: `{kind: {"count": n, "sample": [up to 5 ids]}}`."""
+
+    status = 409
+    code = "MODEL_ROUTE_HAS_DEPENDENTS"
+
+
+class ProviderHasDependents(StoreError):
+    """A provider cannot be deleted while routes or consumers use it; `meta` as for routes."""
+
+    status = 409
+    code = "PROVIDER_HAS_DEPENDENTS"
+
+
+class ProjectDefaultRouteInherited(StoreError):
+    """The project's default route cannot be cleared while consumers inherit it (repointing it
+    is allowed); `meta` is `{"consumers": {"count": n, "sample": [up to 5 ids]}}`."""
+
+    status = 409
+    code = "PROJECT_DEFAULT_ROUTE_INHERITED"
 
 
 class RoutingError(TurnoutError):

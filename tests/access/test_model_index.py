@@ -264,9 +264,9 @@ def test_family_route_exists_only_for_named_families() -> None:
     assert PatternIndex.build([]).resolve_family("claude-3") is None
 
 
-def test_google_has_no_family_route() -> None:
-    """Only anthropic and openai have family routes."""
-    with pytest.raises(ConfigError, match="only anthropic and openai have family routes"):
+def test_only_known_families_have_family_routes() -> None:
+    """Only anthropic, gemini and openai have family routes."""
+    with pytest.raises(ConfigError, match="only anthropic, gemini, openai have family routes"):
         PatternIndex.build([], family_routes=["google"])
 
 

@@ -268,7 +268,7 @@ def test_no_model_matches_both_when_overlaps_says_no(
         ("gpt-4o", "openai"),
         ("o3-mini", "openai"),
         ("openai/gpt-4o", "openai"),
-        ("gemini-2.0-flash", "google"),
+        ("gemini-2.0-flash", "gemini"),
         ("llama3", None),
         ("openai/x.anthropic.y", "anthropic"),
     ],
@@ -294,7 +294,7 @@ def test_family_defaults_are_the_spec_lists() -> None:
         "chatgpt-*",
         "openai/*",
     )
-    assert FAMILY_DEFAULT_PATTERNS["google"] == ("gemini-*", "google/*")
+    assert FAMILY_DEFAULT_PATTERNS["gemini"] == ("gemini-*", "google/*")
 
 
 def test_implicit_patterns_prefer_the_providers_own() -> None:

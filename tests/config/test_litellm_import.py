@@ -324,11 +324,11 @@ def test_literal_secrets_become_variables_with_a_note() -> None:
 
 
 def test_unsupported_providers_are_skipped_and_noted() -> None:
-    """Bedrock, Vertex, Gemini and Cohere deployments are skipped, each noted."""
+    """Bedrock, Vertex, Replicate and Cohere deployments are skipped, each noted."""
     result = convert("unsupported.yaml")
     config = load(result)
     assert [r.name for r in config.routes] == ["anthropic-any", "gpt-4o"]
-    for index, provider in enumerate(["bedrock", "vertex_ai", "gemini", "cohere"]):
+    for index, provider in enumerate(["bedrock", "vertex_ai", "replicate", "cohere"]):
         assert any(
             n.startswith(f"not carried: model_list[{index}] (") and f"'{provider}'" in n
             for n in result.notes
@@ -687,3 +687,39 @@ def test_any_litellm_config_converts_to_a_loadable_configuration(
     result, config = convert_text(text)
     assert "sk-lit" not in result.yaml
     Runtime.from_config(config)
+
+
+def test_gemini_and_new_preset_prefixes_are_imported() -> None:
+    """`gemini/` becomes the gemini kind and the newer vendors' prefixes their presets, each
+    with the key variable LiteLLM would read; Vertex and Bedrock stay skipped with a note."""
+    result = convert("gemini_and_presets.yaml")
+    config = load(result)
+    check_engine_rules(config)
+    kinds = {(p.kind, p.preset, p.api_key) for p in config.providers}
+    assert kinds == {
+        ("gemini", None, "value-of-gemini_api_key"),
+        ("openai-compatible", "mistral", "value-of-mistral_api_key"),
+        ("openai-compatible", "together", "value-of-togetherai_api_key"),
+        ("openai-compatible", "fireworks", "value-of-fireworks_key"),
+        ("openai-compatible", "openrouter", "value-of-openrouter_api_key"),
+        ("openai-compatible", "cerebras", "value-of-cerebras_api_key"),
+        ("openai-compatible", "perplexity", "value-of-perplexityai_api_key"),
+        ("openai-compatible", "lmstudio", None),
+    }
+    flash = route(config, "flash")
+    assert [t.model for t in flash.targets] == ["gemini-2.5-flash", "gemini-2.5-flash-lite"]
+    assert len({t.provider for t in flash.targets}) == 1
+    assert [t.model for t in route(config, "routed").targets] == ["anthropic/claude-sonnet-4.5"]
+    assert [t.model for t in route(config, "open-large").targets] == [
+        "mistral-large-latest",
+        "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+        "accounts/fireworks/models/llama-v3p3-70b-instruct",
+    ]
+    skipped = [n for n in result.notes if "deployment skipped" in n]
+    assert len(skipped) == 2
+    assert any("model_list[9] (" in n and "'vertex_ai'" in n for n in skipped)
+    assert any("model_list[10] (" in n and "'bedrock'" in n for n in skipped)
+    document = raw(result)
+    gemini = next(p for p in document["providers"] if p["kind"] == "gemini")
+    assert gemini["name"] == "gemini"
+    assert "base_url" not in gemini

@@ -126,32 +126,18 @@ def test_target_names_are_unique_within_a_route() -> None:
     assert errors == [("routes[0].targets[1].name", "two targets of the route are named 'p'")]
 
 
-def test_consumers_in_the_file_are_refused_as_not_supported_yet() -> None:
-    """`consumers` in the file is refused, even empty; `store` and `admin_keys` are read."""
-    errors = errors_of(
+def test_store_and_admin_keys_are_read_now() -> None:
+    """`store` and `admin_keys` are accepted: the control plane reads them."""
+    config = parse_config(
         {
             "store": "sqlite:///turnout.db",
             "adminKeys": ["admin-key-1"],
-            "consumers": [],
             "providers": MOCK,
             "routes": [route("a")],
-        }
+        },
+        env={},
     )
-    assert errors == [
-        (
-            "consumers",
-            (
-                "is not supported yet: the gateway does not read consumers yet; give callers keys"
-                " and bindings; remove it"
-            ),
-        ),
-    ]
-
-
-def test_a_broken_consumer_still_says_consumers_are_not_supported() -> None:
-    """A consumer with a shape error does not hide that consumers are refused altogether."""
-    errors = errors_of({"providers": MOCK, "consumers": [{"name": "c"}]})
-    assert [path for path, _ in errors] == ["consumers[0].kind", "consumers"]
+    assert config.admin_keys == ("admin-key-1",)
 
 
 # ---- providers -------------------------------------------------------------------------------
@@ -799,7 +785,7 @@ def test_rule_errors_keep_the_files_positions_after_a_broken_object() -> None:
             "providers[0].kind",
             (
                 "must be one of 'openai', 'anthropic', 'openai-compatible',"
-                " 'azure-openai' or 'mock' (got 'vendor')"
+                " 'azure-openai', 'gemini' or 'mock' (got 'vendor')"
             ),
         ),
         ("routes[0].timeout", "unknown key 'timeout'; did you mean 'request_timeout'?"),

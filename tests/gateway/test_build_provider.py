@@ -16,6 +16,7 @@ HTTP_KINDS: dict[str, dict[str, Any]] = {
     "anthropic": {},
     "azure-openai": {"base_url": "https://r.openai.azure.com", "wire": "openai-chat"},
     "openai-compatible": {"preset": "groq"},
+    "gemini": {},
 }
 
 
@@ -56,6 +57,28 @@ def test_kind_defaults_stand_when_the_configuration_leaves_them_out() -> None:
     assert (
         build_provider(provider("openai-compatible")).base_url == "https://api.groq.com/openai/v1"
     )
+    gemini = build_provider(provider("gemini", api_key="g-key"))
+    assert gemini.base_url == "https://generativelanguage.googleapis.com"
+    assert (gemini.family, gemini.wire_format) == ("gemini", "gemini-generate")
+    assert gemini.sent_headers()["x-goog-api-key"] == "g-key"
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "variable"),
+    [
+        ("gemini", {}, "GEMINI_API_KEY"),
+        ("openai-compatible", {"preset": "mistral"}, "MISTRAL_API_KEY"),
+    ],
+)
+def test_a_configured_provider_never_reads_the_environment_for_its_key(
+    kind: str, fields: dict[str, Any], variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's provider without `api_key` has no key, whatever the process environment holds:
+    only an explicit `${VAR}` reads a variable (it is passthrough by default)."""
+    monkeypatch.setenv(variable, "from-the-environment")
+    adapter = build_provider(provider(kind, credential_mode="org_key", **fields))
+    assert "from-the-environment" not in adapter.sent_headers().values()
+    assert "Bearer from-the-environment" not in adapter.sent_headers().values()
 
 
 def test_every_provider_scrubs_every_configured_secret() -> None:

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 from tests.gateway._app_support import client_of
 from tests.gateway._store_support import add_consumer, chat, control_of, file_config, started
 from turnout.config.load import parse_config
-from turnout.gateway.resolution.consumers import Assignment, effective_assignment
-from turnout.schema import ConsumerConfig
 from turnout.store import service as svc
 from turnout.store.snapshot import load_snapshot
 
@@ -103,20 +101,3 @@ async def test_a_consumer_whose_route_left_the_file_gets_no_route(store: Store) 
         load_snapshot(store).projects["default"].ids["route", "side"]
         == snapshot.ids["route", "side"]
     )
-
-
-def test_the_effective_assignment_follows_the_memory_chain() -> None:
-    """A memory's own pin, else its agent's pin, else its agent's route, else the default;
-    nothing at all without a default."""
-    agent_pin = ConsumerConfig(name="a1", kind="agent", provider="p", model="m1")
-    agent_route = ConsumerConfig(name="a2", kind="agent", model_route="r")
-    by_name = {c.name: c for c in (agent_pin, agent_route)}
-    own = ConsumerConfig(name="m0", kind="memory", agent="a1", provider="q")
-    via_pin = ConsumerConfig(name="m1", kind="memory", agent="a1")
-    via_route = ConsumerConfig(name="m2", kind="memory", agent="a2")
-    chat = ConsumerConfig(name="c", kind="chat")
-    assert effective_assignment(own, by_name, "d") == Assignment(provider="q")
-    assert effective_assignment(via_pin, by_name, "d") == Assignment(provider="p", model="m1")
-    assert effective_assignment(via_route, by_name, "d") == Assignment(route="r")
-    assert effective_assignment(chat, by_name, "d") == Assignment(route="d", inherited=True)
-    assert effective_assignment(chat, by_name, None) is None

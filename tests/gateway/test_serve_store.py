@@ -7,16 +7,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol
 
+import pytest
+
 from tests.gateway._app_support import client_of
 from tests.gateway._store_support import chat, control_of, file_config, started
 from turnout.access.keys import hash_key
+from turnout.errors import ConfigError
 from turnout.store import open_store
 from turnout.store import service as svc
 from turnout.store.snapshot import load_snapshot
 
 if TYPE_CHECKING:
-    import pytest
-
     from turnout.gateway.runtime.live import Runtime
     from turnout.schema import FileConfig
     from turnout.store import Store
@@ -158,3 +159,17 @@ def test_the_control_plane_is_the_admin_apis_seam(store: Store) -> None:
     assert seam.file_config() is control.file
     assert seam.runtime_for("default") is control.served.primary
     assert seam.runtime_for("elsewhere") is None
+
+
+def test_the_control_plane_validates_a_write_against_the_file(store: Store) -> None:
+    """As a write's hook, a stored route whose model pattern clashes with a file route's is
+    refused; one that clashes with nothing is written."""
+    control = control_of(store, file_config())
+    project_id = load_snapshot(store).projects["default"].id
+    route = {"name": "clash", "models": ["x-model"], "targets": [{"provider": "m"}]}
+    svc.create_object(store, "route", project_id, route, validate=control.validate)
+    bad = {"name": "dup", "models": ["gpt-4o-mini"], "targets": [{"provider": "m"}]}
+    with pytest.raises(ConfigError) as caught:
+        svc.create_object(store, "route", project_id, bad, validate=control.validate)
+    assert "gpt-4o-mini" in str(caught.value)
+    assert [r.name for r in load_snapshot(store).projects["default"].routes] == ["clash"]

@@ -530,6 +530,7 @@ def test_help_ends_with_the_fault_grammar(
     out = capsys.readouterr().out
     for words in (
         "--hold-limit",
+        "--gemini-key",
         'spec = step *( "|" step )',
         "status=N",
         "retry_after=S",
@@ -545,3 +546,26 @@ def test_help_ends_with_the_fault_grammar(
     ):
         assert words in out
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+async def test_gemini_face_checks_its_test_key_and_answers_in_googles_shape(
+    http: aiohttp.ClientSession,
+) -> None:
+    """With a test key set, a Gemini call without it is refused in Google's envelope before any
+    fault plays (and logged); with it, a quota fault is Google's 429 with quota details."""
+    body = {"contents": [{"parts": [{"text": "hi"}]}]}
+    async with MockUpstream(gemini_key="the-key") as server:
+        url = f"{server.url}/v1beta/models/m%2Ffault%3Aquota:generateContent"
+        async with http.post(url, json=body, headers={"x-goog-api-key": "wrong"}) as refused:
+            refused_status, refused_body = refused.status, await refused.json()
+        async with http.post(url, json=body, headers={"x-goog-api-key": "the-key"}) as quota:
+            quota_status, quota_body = quota.status, await quota.json()
+        logged = [entry.model for entry in server.app.log.entries()]
+    assert refused_status == 400
+    assert refused_body["error"]["details"][0]["reason"] == "API_KEY_INVALID"
+    assert quota_status == 429
+    error = quota_body["error"]
+    assert error["status"] == "RESOURCE_EXHAUSTED"
+    kinds = [d["@type"].rsplit(".", 1)[-1] for d in error["details"]]
+    assert kinds == ["QuotaFailure", "RetryInfo"]
+    assert logged == ["m/fault:quota"] * 2

@@ -11,6 +11,7 @@ from turnout.mock_upstream import ThreadedMockUpstream
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
+    Gemini,
     HttpProvider,
     HttpTimeouts,
     MockProvider,
@@ -21,14 +22,24 @@ from turnout.providers import (
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
 
-ADAPTERS = ("openai", "anthropic", "openai-compatible", "azure-openai", "azure-anthropic", "mock")
+ADAPTERS = (
+    "openai",
+    "anthropic",
+    "openai-compatible",
+    "azure-openai",
+    "azure-anthropic",
+    "gemini",
+    "mock",
+)
 """Every adapter kind, with Azure once per wire format."""
+GEMINI_KEY = "gm-test-key"
+"""The key the shared mock upstream expects on Gemini calls (in `x-goog-api-key`)."""
 
 
 @pytest.fixture(scope="session")
 def upstream() -> Iterator[ThreadedMockUpstream]:
     """The mock upstream on a free 127.0.0.1 port, shared by the provider tests."""
-    with ThreadedMockUpstream(hold_limit=10.0) as server:
+    with ThreadedMockUpstream(hold_limit=10.0, gemini_key=GEMINI_KEY) as server:
         yield server
 
 
@@ -42,6 +53,8 @@ def make_adapter(kind: str, upstream: ThreadedMockUpstream, **options: Any) -> H
         return OpenAICompatible(base_url=upstream.openai_base_url, api_key="sk-compat", **options)
     if kind == "azure-openai":
         return AzureOpenAI(upstream.url, "az-key", wire="openai-chat", **options)
+    if kind == "gemini":
+        return Gemini(GEMINI_KEY, base_url=upstream.url, **options)
     if kind == "azure-anthropic":
         return AzureOpenAI(
             f"{upstream.url}/anthropic", "az-ant", wire="anthropic-messages", **options

@@ -53,10 +53,11 @@ async def test_complete_answers(adapter: HttpProvider, upstream: ThreadedMockUps
 
 
 async def test_stream_answers(adapter: HttpProvider, upstream: ThreadedMockUpstream) -> None:
-    """A stream: held-back opening chunk, the text, then finish and usage; request ids kept."""
+    """A stream: held-back opening chunk (Gemini sends none), the text, then finish and usage;
+    request ids kept."""
     chunks = await collect(adapter, ask("gpt-4o-mini"))
     request_id = logged(adapter, upstream)[-1]["request_id"]
-    assert not chunks[0].has_content
+    assert chunks[0].has_content is (adapter.wire_format == "gemini-generate")
     assert "".join(c.delta for c in chunks) == "mock answer from gpt-4o-mini"
     assert [c.finish_reason for c in chunks if c.finish_reason] == ["stop"]
     usage = [c.usage for c in chunks if c.usage is not None][-1]
@@ -234,7 +235,7 @@ async def test_error_event_before_first_token(adapter: HttpProvider) -> None:
     """An in-stream error event before the first token raises provider_error with its type."""
     with pytest.raises(ProviderUnavailable) as caught:
         await collect(adapter, ask("mock-errorevent"))
-    assert caught.value.error_type in {"overloaded_error", "server_error"}
+    assert caught.value.error_type in {"overloaded_error", "server_error", "UNAVAILABLE"}
     assert caught.value.provider == adapter.provider
 
 
@@ -305,6 +306,13 @@ def own_body(adapter: HttpProvider) -> RawBody:
         }
         headers = (("anthropic-version", "2099-01-01"), ("anthropic-beta", "tools-2099"))
         return RawBody("anthropic-messages", orjson.dumps(body), headers)
+    if adapter.wire_format == "gemini-generate":
+        body = {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "x_unknown": {"kept": True},
+            "routing": {"dropped": True},
+        }
+        return RawBody("gemini-generate", orjson.dumps(body))
     body = {
         "model": "caller-model",
         "messages": [{"role": "user", "content": "hi"}],
@@ -322,10 +330,11 @@ async def test_same_format_forwards_the_callers_bytes(
     response = await adapter.complete(request)
     sent = logged(adapter, upstream)[-1]
     assert sent["body"]["x_unknown"] == {"kept": True}
-    assert sent["body"]["model"] == "wire-model"
+    assert sent["model"] == "wire-model"
     assert "routing" not in sent["body"]
     assert response.raw is not None
-    assert orjson.loads(response.raw)["model"] == "wire-model"
+    raw = orjson.loads(response.raw)
+    assert raw.get("model", raw.get("modelVersion")) == "wire-model"
     if adapter.wire_format == "anthropic-messages":
         assert sent["headers"]["anthropic-beta"] == "tools-2099"
 
@@ -337,6 +346,10 @@ async def test_other_formats_are_encoded(
     request = ChatRequest([Message.user("hi")], model="wire-model", system=[], max_tokens=9)
     await adapter.complete(request)
     sent = logged(adapter, upstream)[-1]["body"]
+    if adapter.wire_format == "gemini-generate":
+        assert sent["contents"] == [{"role": "user", "parts": [{"text": "hi"}]}]
+        assert sent["generationConfig"] == {"maxOutputTokens": 9}
+        return
     assert sent["messages"][-1]["content"] in ("hi", [{"type": "text", "text": "hi"}])
     if adapter.wire_format == "anthropic-messages":
         assert sent["max_tokens"] == 9
@@ -350,6 +363,7 @@ EXPECTED_CREDENTIALS = {
     "openai-compatible": {"authorization": "Bearer sk-compat"},
     "azure-openai": {"api-key": "az-key"},
     "azure-anthropic": {"x-api-key": "az-ant"},
+    "gemini": {"x-goog-api-key": "gm-test-key"},
     "mock": {},
 }
 
@@ -382,7 +396,9 @@ async def test_embeddings_where_supported(adapter: HttpProvider) -> None:
     assert response.usage is not None
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic", "openai-compatible", "azure-openai"])
+@pytest.mark.parametrize(
+    "kind", ["openai", "anthropic", "openai-compatible", "azure-openai", "gemini"]
+)
 async def test_read_timeout_frees_a_hung_socket(upstream: ThreadedMockUpstream, kind: str) -> None:
     """With no route deadline, the provider's own read timeout ends a hung call."""
     provider = make_adapter(kind, upstream, timeouts=HttpTimeouts(read=0.3))
@@ -394,7 +410,9 @@ async def test_read_timeout_frees_a_hung_socket(upstream: ThreadedMockUpstream, 
         await provider.aclose()
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic", "openai-compatible", "azure-openai"])
+@pytest.mark.parametrize(
+    "kind", ["openai", "anthropic", "openai-compatible", "azure-openai", "gemini"]
+)
 async def test_connection_refused_is_provider_error(kind: str) -> None:
     """A refused connection is provider_error with reason `connection`."""
     import socket

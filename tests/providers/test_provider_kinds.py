@@ -40,7 +40,7 @@ def test_presets_take_base_url_and_embeddings_from_the_catalog(preset: str) -> N
     assert provider.supports_embeddings is entry.embeddings
     assert provider.name == preset
     assert provider.family == "none"
-    assert provider.keyless is (preset in {"ollama", "vllm"})
+    assert provider.keyless is (preset in {"ollama", "vllm", "lmstudio"})
 
 
 def test_compatible_needs_a_base_url_or_a_known_preset() -> None:

@@ -149,7 +149,7 @@ async def test_wall_clock_skew_shifts_the_deadline() -> None:
     [
         b"not json",
         b"[1, 2]",
-        orjson.dumps({"r": "x", "k": ["p", "m"], "o": "closed", "u": WALL + 30}),
+        orjson.dumps({"r": "x", "k": ["p", "m"], "o": "melted", "u": WALL + 30}),
         orjson.dumps({"r": "x", "k": {"p": 1}, "o": "parked", "u": WALL + 30}),
         orjson.dumps({"r": "x", "k": "p", "o": "parked", "u": "soon"}),
         orjson.dumps({"r": "x", "k": "p", "o": "parked", "u": WALL - 1}),

@@ -211,7 +211,7 @@ def _family_entries(families: Iterable[str]) -> list[RoutePatterns]:
     entries = []
     for family in sorted(set(families)):
         if family not in FAMILY_ROUTES:
-            rule = f"only {' and '.join(sorted(FAMILY_ROUTES))} have family routes (got {family!r})"
+            rule = f"only {', '.join(sorted(FAMILY_ROUTES))} have family routes (got {family!r})"
             raise ConfigError(f"family_routes: {rule}", [("family_routes", rule)])
         entries.append(
             RoutePatterns.parse(

@@ -66,14 +66,14 @@ FAMILY_DEFAULT_PATTERNS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "anthropic": ("claude-*", "anthropic*", "*.anthropic.*", "anthropic/*"),
         "openai": ("gpt-*", "o1-*", "o3-*", "o4-*", "chatgpt-*", "openai/*"),
-        "google": ("gemini-*", "google/*"),
+        "gemini": ("gemini-*", "google/*"),
     }
 )
 """The model patterns a provider of each family serves, through its implicit route, when it
 has none of its own."""
 
 FAMILY_ROUTES: Mapping[str, str] = MappingProxyType(
-    {"anthropic": "anthropic-family", "openai": "openai-family"}
+    {"anthropic": "anthropic-family", "openai": "openai-family", "gemini": "gemini-family"}
 )
 """The family routes, by family: they serve family defaults that no enabled route covers."""
 

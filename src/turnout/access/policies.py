@@ -44,9 +44,13 @@ __all__ = [
 ]
 
 DEFAULT_CACHE_SIZE = 4096
-FAMILIES: Final = frozenset({"openai", "anthropic", "google", "none"})
+FAMILIES: Final = frozenset({"openai", "anthropic", "gemini", "none"})
 _NO_PROMISES: Final = DataHandling()
-WIRE_FAMILIES: Final = {"openai-chat": "openai", "anthropic-messages": "anthropic"}
+WIRE_FAMILIES: Final = {
+    "openai-chat": "openai",
+    "anthropic-messages": "anthropic",
+    "gemini-generate": "gemini",
+}
 """The provider family each wire format belongs to."""
 # The policies' part of a verdict: the first enforce-mode denial, and the observe-mode shadows.
 _PolicyPart = tuple[str | None, tuple[str, ...]]
@@ -54,8 +58,8 @@ _PolicyPart = tuple[str | None, tuple[str, ...]]
 
 def provider_family(provider: ProviderConfig) -> str:
     """The family of a provider kind (see `docs/concepts.md`, Family): `openai`, `anthropic`,
-    the family of an Azure provider's `wire`, else `none`."""
-    if provider.kind in ("openai", "anthropic"):
+    `gemini`, the family of an Azure provider's `wire`, else `none`."""
+    if provider.kind in ("openai", "anthropic", "gemini"):
         return provider.kind
     if provider.kind == "azure-openai" and provider.wire is not None:
         return WIRE_FAMILIES[provider.wire]

@@ -55,12 +55,16 @@ RouteKind = Literal["configured", "implicit", "family"]
 MESSAGES_WIRE: Final = "anthropic-messages"
 """The wire format of `/v1/messages`."""
 _OPENAI_WIRE: Final = "openai-chat"
+_GEMINI_WIRE: Final = "gemini-generate"
 
 
 def provider_wire(provider: ProviderConfig) -> str:
-    """The wire format a provider speaks: `anthropic-messages` or `openai-chat`."""
+    """The wire format a provider speaks: `anthropic-messages`, `gemini-generate` or
+    `openai-chat`."""
     if provider.kind == "anthropic":
         return MESSAGES_WIRE
+    if provider.kind == "gemini":
+        return _GEMINI_WIRE
     if provider.kind in ("azure-openai", "mock") and provider.wire is not None:
         return provider.wire
     return _OPENAI_WIRE
@@ -68,8 +72,8 @@ def provider_wire(provider: ProviderConfig) -> str:
 
 def credential_mode(provider: ProviderConfig) -> Literal["org_key", "passthrough"]:
     """`org_key` when the provider has an `api_key` or needs none by nature (`mock`, the
-    `ollama`/`vllm` presets, an `openai-compatible` server on loopback without a key), else
-    `passthrough`; an explicit `credential_mode` wins."""
+    `ollama`/`vllm`/`lmstudio` presets, an `openai-compatible` server on loopback without a
+    key), else `passthrough`; an explicit `credential_mode` wins."""
     if provider.credential_mode is not None:
         return provider.credential_mode
     if provider.api_key or provider.kind == "mock":

@@ -1,9 +1,9 @@
 """Rules that relate configuration objects to one another: the one validator.
 
 `check_config(config)` returns every violation as `(path, message)`, with paths like
-`routes[2].targets[0].max_retries`; the file loader calls it, and the planned admin API will
-call it alike, so a rule has one wording wherever it fires. Every message names the field and
-the rule.
+`routes[2].targets[0].max_retries`; the file loader calls it, and the admin API calls it on the
+file and the store together, so a rule has one wording wherever it fires. Every message names
+the field and the rule. `default_route` is a stored project's default route (the file has none).
 `check_config_warnings(config)` returns what loads but deserves a word (a route capped below
 its static attempt total, a provider that gets no implicit route, a target excluded from
 `/v1/messages`), in the same form.
@@ -15,6 +15,12 @@ import difflib
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.bindings import RouteModels, check_bindings, route_models
+from turnout.access.consumers import (
+    FILE_FIELDS,
+    Assignment,
+    check_assignment,
+    disabled_route_message,
+)
 from turnout.access.keys import KeyRing
 from turnout.access.policies import Policies
 from turnout.access.served_routes import chat_split, find_served_routes, messages_split
@@ -33,15 +39,16 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from turnout.access.served_routes import ServedRoutes
-    from turnout.schema import FileConfig, ProviderConfig
+    from turnout.schema import ConsumerConfig, FileConfig, ProviderConfig
 
 __all__ = ["check_config", "check_config_warnings", "mock_script_steps"]
 
 Problems = list[tuple[str, str]]
 
 
-def check_config(config: FileConfig) -> Problems:
-    """Every cross-object violation in `config`, grouped by rule, in file order within each."""
+def check_config(config: FileConfig, *, default_route: str | None = None) -> Problems:
+    """Every cross-object violation in `config`, grouped by rule, in file order within each.
+    `default_route`: the route consumers without an assignment inherit (None: none)."""
     served_routes = find_served_routes(config)
     errors: Problems = []
     errors.extend(_check_not_supported(config))
@@ -57,6 +64,7 @@ def check_config(config: FileConfig) -> Problems:
     errors.extend(check_patterns(config))
     errors.extend(_check_keys(config, served_routes))
     errors.extend(_check_access(config, served_routes))
+    errors.extend(_check_consumers(config, default_route))
     return errors
 
 
@@ -69,9 +77,7 @@ def check_config_warnings(config: FileConfig) -> Problems:
     return found
 
 
-_NOT_SUPPORTED: Mapping[str, str] = {
-    "consumers": "the gateway does not read consumers yet; give callers keys and bindings",
-}
+_NOT_SUPPORTED: Mapping[str, str] = {}
 """Keys the schema knows but nothing reads yet, and why each is refused."""
 
 
@@ -264,6 +270,55 @@ def _check_access(config: FileConfig, served_routes: ServedRoutes) -> Problems:
     except ConfigError as exc:
         errors.extend(exc.errors)
     return errors
+
+
+def _check_consumers(config: FileConfig, default_route: str | None) -> Problems:
+    """Consumer names are unique; each one's route, provider and agent exist (the route
+    enabled), and its assignment keeps the consumer rules (`turnout.access.consumers`)."""
+    routes = {route.name: route for route in config.routes}
+    providers = {provider.name for provider in config.providers}
+    by_name = {consumer.name: consumer for consumer in reversed(config.consumers)}
+    errors: Problems = []
+    seen: dict[str, str] = {}
+    for c, consumer in enumerate(config.consumers):
+        base = f"consumers[{c}]"
+        if consumer.name.lower() in seen:
+            taken = seen[consumer.name.lower()]
+            errors.append((f"{base}.name", f"name '{consumer.name}' is already taken by {taken}"))
+        seen.setdefault(consumer.name.lower(), base)
+        route = routes.get(consumer.model_route or "")
+        if consumer.model_route is not None and route is None:
+            rule = f"no route named '{consumer.model_route}' in the project"
+            errors.append(
+                (f"{base}.model_route", rule + _did_you_mean(consumer.model_route, routes))
+            )
+        elif route is not None and not route.enabled:
+            errors.append((f"{base}.model_route", disabled_route_message(route.name)))
+        if consumer.provider is not None and consumer.provider not in providers:
+            rule = f"no provider named '{consumer.provider}' in the project"
+            errors.append((f"{base}.provider", rule + _did_you_mean(consumer.provider, providers)))
+        agent = by_name.get(consumer.agent or "")
+        if consumer.agent is not None and agent is None:
+            rule = f"no consumer named '{consumer.agent}' in the project"
+            errors.append((f"{base}.agent", rule + _did_you_mean(consumer.agent, by_name)))
+        problems = check_assignment(
+            _assignment(consumer),
+            agent=None if agent is None else _assignment(agent),
+            default_route=default_route,
+            fields=FILE_FIELDS,
+        )
+        errors.extend((f"{base}.{field}", message) for field, message in problems)
+    return errors
+
+
+def _assignment(consumer: ConsumerConfig) -> Assignment:
+    return Assignment(
+        kind=consumer.kind,
+        route=consumer.model_route,
+        provider=consumer.provider,
+        model=consumer.model,
+        agent=consumer.agent,
+    )
 
 
 # ---- warnings ---------------------------------------------------------------------------------

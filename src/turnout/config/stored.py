@@ -4,7 +4,8 @@ Rule 1: the config file's project is served from the file plus what the admin AP
 project of the same name; any other stored project is served from the store alone, with the
 file's `server`, `state` and `defaults`.
 Rule 2: the result is checked by the same validator as the file (`check_config`), so a stored
-object that clashes with a file object (a name, an overlapping pattern) is refused alike.
+object that clashes with a file object (a name, an overlapping pattern) is refused alike; the
+project's stored default route is what its consumers without an assignment inherit.
 """
 
 from __future__ import annotations
@@ -37,15 +38,10 @@ def project_config(file: FileConfig | None, project: ProjectSnapshot) -> FileCon
     }
     # Only sections the store adds to are touched: a section counts as set once updated.
     update = {name: (*getattr(base, name), *items) for name, items in stored.items() if items}
-    served = base.model_copy(update=update)
-    if project.consumers and "consumers" not in base.model_fields_set:
-        # The file may not list consumers yet (the validator refuses the key there); the
-        # store's consumers are served, so the copy does not count the section as the file's.
-        fields_set = served.model_fields_set - {"consumers"}
-        object.__setattr__(served, "__pydantic_fields_set__", fields_set)
-    return served
+    return base.model_copy(update=update)
 
 
 def project_problems(file: FileConfig | None, project: ProjectSnapshot) -> list[tuple[str, str]]:
     """Rule 2: every violation of the served configuration of `project`, as `(path, message)`."""
-    return list(check_config(project_config(file, project)))
+    served = project_config(file, project)
+    return list(check_config(served, default_route=project.default_route))

@@ -25,10 +25,17 @@ INSTALL_HINT = (
 )
 
 
-def run_demo(out: TextIO | None = None, *, library: bool = False, anthropic: bool = False) -> int:
-    """Run the gateway demo (with `anthropic`, plus a call through the Anthropic SDK) or, with
-    `library`, the library demo, writing to `out` (default: standard output). Returns the exit
-    status: 1 when a package the gateway demo needs is missing (said on standard error)."""
+def run_demo(
+    out: TextIO | None = None,
+    *,
+    library: bool = False,
+    anthropic: bool = False,
+    keep: bool = False,
+) -> int:
+    """Run the gateway demo (with `anthropic`, plus a call through the Anthropic SDK; with
+    `keep`, the gateway and its dashboard stay up until Ctrl-C) or, with `library`, the library
+    demo, writing to `out` (default: standard output). Returns the exit status: 1 when a package
+    the gateway demo needs is missing (said on standard error)."""
     out = out if out is not None else sys.stdout
     if library:
         from turnout.demo.in_process import run_library_demo  # noqa: PLC0415
@@ -43,5 +50,5 @@ def run_demo(out: TextIO | None = None, *, library: bool = False, anthropic: boo
         print(f"error: the gateway demo needs {names} (not installed);", file=sys.stderr)
         print(INSTALL_HINT, file=sys.stderr)
         return 1
-    run_gateway_demo(out, anthropic=anthropic)
+    run_gateway_demo(out, anthropic=anthropic, keep=keep)
     return 0

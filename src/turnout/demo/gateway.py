@@ -10,10 +10,13 @@ keys, deterministic output; a few seconds, most of them importing the SDKs.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
+from turnout.access.keys import generate_key, hash_key
 from turnout.demo.stage import DemoStage
 
 if TYPE_CHECKING:
@@ -260,11 +263,28 @@ def missing_requirements(*, anthropic: bool = False) -> list[str]:
     return [name for name in names if importlib.util.find_spec(name) is None]
 
 
-def run_gateway_demo(out: TextIO, *, anthropic: bool = False) -> None:
+def _until_interrupted(_url: str, _admin_key: str) -> None:
+    with contextlib.suppress(KeyboardInterrupt):
+        threading.Event().wait()
+
+
+def run_gateway_demo(
+    out: TextIO,
+    *,
+    anthropic: bool = False,
+    keep: bool = False,
+    hold: Callable[[str, str], None] | None = None,
+) -> None:
     """Start the stage, run the scenarios (with `anthropic`, also the Anthropic SDK's) and
-    write each routing record to `out`."""
+    write each routing record to `out`.
+
+    With `keep`, the gateway stays up afterwards with its dashboard at `/ui`, signed in with a
+    fresh admin key printed once, until `hold(url, admin_key)` returns (default: until Ctrl-C).
+    """
     scenarios = [*SCENARIOS, ANTHROPIC_SCENARIO] if anthropic else list(SCENARIOS)
-    with DemoStage(demo_config) as stage:
+    admin_key = generate_key() if keep else None
+    hashes = None if admin_key is None else frozenset({hash_key(admin_key)})
+    with DemoStage(demo_config, admin_hashes=hashes) as stage:
         clients = _clients(stage.url, stage.openai_base_url, anthropic=anthropic)
         try:
             _describe_routes(out)
@@ -273,6 +293,16 @@ def run_gateway_demo(out: TextIO, *, anthropic: bool = False) -> None:
                 scenario(stage, clients, out)
             if not anthropic:
                 out.write("\n(turnout demo --anthropic adds a call through the Anthropic SDK)\n")
+            if admin_key is None:
+                out.write("(turnout demo --keep keeps the gateway up, with its dashboard at /ui)\n")
+            else:
+                out.write(
+                    f"\nThe gateway stays up at {stage.url} (OpenAI base URL"
+                    f" {stage.openai_base_url}).\nDashboard: {stage.url}/ui, sign in with the"
+                    f" admin key {admin_key}\nPress Ctrl-C to stop.\n"
+                )
+                out.flush()
+                (hold or _until_interrupted)(stage.url, admin_key)
         finally:
             clients.openai.close()
             if clients.anthropic is not None:

@@ -41,13 +41,19 @@ class DemoStage:
     `config` builds the gateway's configuration (a dict in config-file shape) from the mock
     upstream's URL (`http://127.0.0.1:PORT`). After `start()`: `url` is the gateway's address,
     `openai_base_url` its `/v1` base. `hold_limit` (seconds, default 10) bounds any hang the
-    mock upstream is asked for.
+    mock upstream is asked for. With `admin_hashes`, the gateway serves its dashboard at `/ui`
+    to those admin keys.
     """
 
     def __init__(
-        self, config: Callable[[str], dict[str, Any]], *, hold_limit: float = 10.0
+        self,
+        config: Callable[[str], dict[str, Any]],
+        *,
+        hold_limit: float = 10.0,
+        admin_hashes: frozenset[str] | None = None,
     ) -> None:
         self._config = config
+        self._admin_hashes = admin_hashes
         self.upstream = MockUpstream(hold_limit=hold_limit)
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -84,7 +90,11 @@ class DemoStage:
         try:
             await self.upstream.start()
             config = parse_config(self._config(self.upstream.url), env={})
-            app = GatewayApp(Runtime.from_config(config))
+            hashes = self._admin_hashes
+            app = GatewayApp(
+                Runtime.from_config(config),
+                admin_hashes=None if hashes is None else (lambda: hashes),
+            )
             sock = bind_socket("127.0.0.1", 0)
         except BaseException as exc:
             failure.append(exc)

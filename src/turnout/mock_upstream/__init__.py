@@ -1,4 +1,5 @@
-"""`turnout mock-upstream`: an OpenAI + Anthropic compatible HTTP server with scriptable faults.
+"""`turnout mock-upstream`: an OpenAI + Anthropic + Gemini compatible HTTP server with
+scriptable faults.
 
 For tests, demos and benchmarks. It answers like the vendors, over real sockets:
 
@@ -11,6 +12,9 @@ endpoint                                                   answer
 ``POST /v1/messages`` (``stream: true`` as SSE)            Anthropic message / event sequence
 ``POST /v1/messages/count_tokens``                         ``{"input_tokens": n}``
 ``POST /openai/deployments/{dep}/chat/completions``        Azure paths map to the same handlers
+``POST /v1beta/models/{model}:generateContent``            Gemini answer (``mock_upstream.gemini``)
+``POST /v1beta/models/{model}:streamGenerateContent``      Gemini SSE events
+``POST /v1beta/models/{model}:batchEmbedContents``         one deterministic vector per request
 =========================================================  ======================================
 
 Any path ending in those suffixes is served (so base URLs with a prefix work). Answers read
@@ -31,7 +35,8 @@ Request log and control
 -----------------------
 ``GET /_mock/requests[?model=M]``: every API request, oldest first, as JSON objects with
 ``seq, time, method, path, query, model, stream, fault, fault_items, credential`` (the value of
-``Authorization`` without ``Bearer``, else ``x-api-key``, else ``api-key``), ``credentials``
+``Authorization`` without ``Bearer``, else ``x-api-key``, else ``api-key``, else
+``x-goog-api-key``), ``credentials``
 (each of those headers present), ``headers`` (anthropic-version, anthropic-beta, user-agent …),
 ``request_id``, ``status`` and ``body``. ``DELETE /_mock/requests`` clears it;
 ``GET|POST|DELETE /_mock/scripts`` lists, queues or clears scripts (and sequence positions);

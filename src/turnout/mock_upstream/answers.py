@@ -197,14 +197,18 @@ def _message(
 @dataclass(frozen=True, slots=True)
 class StreamPlan:
     """A streamed answer as SSE event bytes: `head` (before the first token), `content` (one
-    event per piece), `tail` (finish, usage, and the terminator last), and `error` (an in-stream
-    error event, sent instead of the content when a fault asks for it)."""
+    event per piece), `tail` (finish, usage, and the terminator last, when the format has one),
+    and `error` (an in-stream error event, sent instead of the content when a fault asks for
+    it)."""
 
     head: list[bytes]
     content: list[bytes]
     tail: list[bytes]
     error: bytes
     malformed: bytes
+    terminated: bool = True
+    """Whether the last event of `tail` is a terminator (`[DONE]`, `message_stop`); Gemini
+    streams have none, so a fault that drops the terminator leaves them whole."""
 
 
 def _data(obj: Any) -> bytes:

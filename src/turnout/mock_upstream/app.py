@@ -16,11 +16,11 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from turnout.mock_upstream import answers
+from turnout.mock_upstream import answers, gemini
 from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
 from turnout.mock_upstream.log import LoggedRequest, RequestLog
 from turnout.mock_upstream.tools import pick_tool_call
-from turnout.mock_upstream.vendors import bad_body, error_reply
+from turnout.mock_upstream.vendors import ErrorReply, bad_body, error_reply
 from turnout.routing.clock import LoopClock
 
 if TYPE_CHECKING:
@@ -36,6 +36,9 @@ _JSON = "application/json"
 
 def _endpoint(method: str, path: str) -> str | None:
     if method == "POST":
+        for suffix, name in gemini.ENDPOINTS.items():
+            if path.endswith(suffix) and "/models/" in path:
+                return name
         if path.endswith("/chat/completions"):
             return "chat"
         if path.endswith("/messages/count_tokens"):
@@ -47,6 +50,17 @@ def _endpoint(method: str, path: str) -> str | None:
     elif method == "GET" and path.endswith("/models"):
         return "models"
     return None
+
+
+_ANSWERS = frozenset({"chat", "messages", "gemini", "gemini_stream"})
+"""The endpoints whose answers can be streamed or carry a tool call."""
+
+
+def _api(endpoint: str) -> str:
+    """Which vendor's shapes an endpoint answers in: `openai`, `anthropic` or `gemini`."""
+    if endpoint in {"messages", "count_tokens"}:
+        return "anthropic"
+    return "gemini" if endpoint.startswith("gemini") else "openai"
 
 
 def _seconds(value: float) -> str:
@@ -79,6 +93,7 @@ class _Call:
         "fault",
         "headers",
         "model",
+        "stream",
         "tool_call",
     )
 
@@ -94,7 +109,8 @@ class _Call:
         headers: list[tuple[str, str]],
     ) -> None:
         self.endpoint = endpoint
-        self.api = "anthropic" if endpoint in {"messages", "count_tokens"} else "openai"
+        self.api = _api(endpoint)
+        self.stream = body.get("stream") is True or endpoint == "gemini_stream"
         self.body = body
         self.model = model
         self.base = base
@@ -102,9 +118,10 @@ class _Call:
         self.entry = entry
         self.headers = headers
         # A refusal answers no tool call; only chat and messages answers can carry one.
-        calls_tools = endpoint in {"chat", "messages"} and not fault.refuse
+        calls_tools = endpoint in _ANSWERS and not fault.refuse
+        offered = gemini.as_openai_tools(body) if self.api == "gemini" else body
         self.tool_call: ToolCall | None = (
-            pick_tool_call(body, fault.tool_call) if calls_tools else None
+            pick_tool_call(offered, fault.tool_call) if calls_tools else None
         )
 
 
@@ -113,12 +130,19 @@ class MockUpstreamApp:
 
     `log` is the request log; `faults` holds scripts and sequence positions; `hold_limit`
     (seconds, default 300) bounds hangs and stalls; `clock` (default the loop's) times every
-    delay a fault asks for.
+    delay a fault asks for; `gemini_key` (default none: any key) is the key Gemini requests
+    must carry in `x-goog-api-key` (`turnout.mock_upstream.gemini`, Rule 2).
     """
 
     def __init__(
-        self, *, log_limit: int = 10_000, hold_limit: float = 300.0, clock: Clock | None = None
+        self,
+        *,
+        log_limit: int = 10_000,
+        hold_limit: float = 300.0,
+        clock: Clock | None = None,
+        gemini_key: str | None = None,
     ) -> None:
+        self.gemini_key = gemini_key
         self.log = RequestLog(log_limit)
         self.faults = FaultBook()
         self.hold_limit = hold_limit
@@ -154,14 +178,23 @@ class MockUpstreamApp:
             parsed = None
         body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         model = body.get("model")
-        if not isinstance(model, str):
+        if _api(endpoint) == "gemini":
+            model = gemini.model_of(request.path)
+        elif not isinstance(model, str):
             match = _DEPLOYMENT.search(request.path)
             model = match.group(1) if match else ""
         base, spec = split_model(model)
         header_spec = request.headers.get("x-mock-fault")
         if header_spec is not None:
             spec = header_spec
-        entry = self._log(request, model, body, request_id)
+        entry = self._log(request, model, body, request_id, stream=endpoint == "gemini_stream")
+        refusal = None
+        if _api(endpoint) == "gemini":
+            refusal = gemini.key_refusal(request.headers, request.query, self.gemini_key)
+        if refusal is not None:
+            entry.status = refusal.status
+            exchange.respond(refusal.status, refusal.body, headers=headers)
+            return None
         if not isinstance(parsed, dict):
             message = "could not parse the JSON body" if parsed is None else "expected an object"
             self._invalid(exchange, endpoint, entry, headers, message)
@@ -177,7 +210,13 @@ class MockUpstreamApp:
         )
 
     def _log(
-        self, request: Request, model: str, body: dict[str, Any], request_id: str
+        self,
+        request: Request,
+        model: str,
+        body: dict[str, Any],
+        request_id: str,
+        *,
+        stream: bool = False,
     ) -> LoggedRequest:
         entry = LoggedRequest(
             seq=self.log.next_seq(),
@@ -186,7 +225,7 @@ class MockUpstreamApp:
             path=request.path,
             query=request.query,
             model=model,
-            stream=body.get("stream") is True,
+            stream=stream or body.get("stream") is True,
             request_headers=request.headers,
             body=request.body,
             request_id=request_id,
@@ -202,16 +241,15 @@ class MockUpstreamApp:
         headers: list[tuple[str, str]],
         message: str,
     ) -> None:
-        api = "anthropic" if endpoint in {"messages", "count_tokens"} else "openai"
         fault = Fault(status=400, message=message)
-        reply = error_reply(fault, api=api, model=entry.model or "", request_id=headers[0][1])
+        reply = self._error(fault, _api(endpoint), entry.model or "", headers[0][1])
         entry.status = reply.status
         exchange.respond(reply.status, reply.body, headers=headers)
 
     # --- playback ---------------------------------------------------------------------------
     async def _play(self, exchange: Exchange, call: _Call) -> None:
         fault = call.fault
-        if fault is NO_FAULT and call.body.get("stream") is not True:
+        if fault is NO_FAULT and not call.stream:
             call.entry.status = 200
             exchange.respond(200, orjson.dumps(self._whole(call)), headers=call.headers)
             return
@@ -225,9 +263,7 @@ class MockUpstreamApp:
             exchange.drop()
             return
         if fault.is_error:
-            reply = error_reply(
-                fault, api=call.api, model=call.model, request_id=call.entry.request_id or ""
-            )
+            reply = self._error(fault, call.api, call.model, call.entry.request_id or "")
             call.entry.status = reply.status
             headers = [*call.headers, *retry_headers(fault)]
             exchange.respond(reply.status, reply.body, headers=headers)
@@ -236,7 +272,7 @@ class MockUpstreamApp:
         if fault.body is not None:
             await self._bad(exchange, call, good)
             return
-        if call.body.get("stream") is True and call.endpoint in {"chat", "messages"}:
+        if call.stream and call.endpoint in _ANSWERS:
             await self._stream(exchange, call)
             return
         status = fault.status if fault.status is not None else 200
@@ -246,10 +282,25 @@ class MockUpstreamApp:
             return
         exchange.respond(status, good, headers=call.headers)
 
+    @staticmethod
+    def _error(fault: Fault, api: str, model: str, request_id: str) -> ErrorReply:
+        """The error answer of `fault` in the shapes of `api`."""
+        if api == "gemini":
+            return gemini.error_reply(fault, model=split_model(model)[0])
+        return error_reply(fault, api=api, model=model, request_id=request_id)
+
     def _whole(self, call: _Call) -> dict[str, Any]:
         fault = call.fault
         if call.endpoint == "embeddings":
             return answers.embeddings(call.body, call.model)
+        if call.endpoint == "gemini_embed":
+            return gemini.embeddings(call.body)
+        if call.api == "gemini":
+            text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
+            prompt = gemini.prompt_tokens(call.body)
+            return gemini.whole(
+                call.model, text, prompt=prompt, refuse=fault.refuse, call=call.tool_call
+            )
         prompt = answers.prompt_tokens(call.body)
         if call.endpoint == "count_tokens":
             return {"input_tokens": prompt}
@@ -289,6 +340,11 @@ class MockUpstreamApp:
         else:
             pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
         name = tool.name if tool is not None else None
+        if call.api == "gemini":
+            prompt = gemini.prompt_tokens(call.body)
+            return gemini.stream_plan(
+                call.model, pieces, prompt=prompt, refuse=fault.refuse, call=tool
+            )
         if call.endpoint == "messages":
             stop = "tool_use" if tool else "refusal" if fault.refuse else "end_turn"
             return answers.anthropic_stream(
@@ -316,7 +372,7 @@ class MockUpstreamApp:
             await self.clock.sleep(fault.first_token)
         if not await self._content(exchange, fault, plan):
             return
-        for event in plan.tail[:-1] if fault.no_done else plan.tail:
+        for event in plan.tail[:-1] if fault.no_done and plan.terminated else plan.tail:
             await exchange.send(event)
         exchange.end_stream()
 

@@ -16,12 +16,13 @@ __all__ = ["DEFAULT_PORT", "HELP", "add_arguments", "parser_options"]
 
 DEFAULT_PORT = 4010
 
-HELP = "an OpenAI + Anthropic compatible upstream with scriptable faults"
+HELP = "an OpenAI + Anthropic + Gemini compatible upstream with scriptable faults"
 """The one-line summary in the `turnout` command list."""
 
 _DESCRIPTION = """\
 Serve a mock upstream for tests, demos and benchmarks: OpenAI chat completions, embeddings
-and models, Anthropic messages and count_tokens, over real sockets. A fault spec (below)
+and models, Anthropic messages and count_tokens, Gemini generateContent,
+streamGenerateContent and batchEmbedContents, over real sockets. A fault spec (below)
 makes a request fail on cue. Control endpoints: GET /_mock/requests (the request log),
 GET|POST|DELETE /_mock/scripts, POST /_mock/reset, GET /_mock/health."""
 
@@ -37,7 +38,8 @@ def parser_options() -> dict[str, Any]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The command's options: `--host`, `--port`, `--hold-limit` (seconds), `--log-limit`."""
+    """The command's options: `--host`, `--port`, `--hold-limit` (seconds), `--log-limit`,
+    `--gemini-key`."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT}; 0 = any free)"
@@ -50,4 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--log-limit", type=int, default=10_000, help="requests kept in the log (10000)"
+    )
+    parser.add_argument(
+        "--gemini-key",
+        default=None,
+        help="the test key Gemini requests must send in x-goog-api-key (default: any)",
     )

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CREDENTIAL_HEADERS", "LoggedRequest", "RequestLog"]
 
-CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 """Headers that carry a credential, in the order the log's `credential` picks them."""
 
 _INTERESTING = (

@@ -48,7 +48,8 @@ class MockUpstream:
             client = OpenAI(api_key="sk-test", base_url=upstream.openai_base_url)
 
     `host` defaults to 127.0.0.1, `port` to 0 (a free port); `hold_limit` (seconds, default 300)
-    bounds hangs and stalls; `log_limit` (default 10,000) bounds the request log.
+    bounds hangs and stalls; `log_limit` (default 10,000) bounds the request log;
+    `gemini_key` (default none) is the key Gemini requests must carry in `x-goog-api-key`.
     """
 
     def __init__(
@@ -58,10 +59,13 @@ class MockUpstream:
         *,
         hold_limit: float = 300.0,
         log_limit: int = 10_000,
+        gemini_key: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
-        self.app = MockUpstreamApp(log_limit=log_limit, hold_limit=hold_limit)
+        self.app = MockUpstreamApp(
+            log_limit=log_limit, hold_limit=hold_limit, gemini_key=gemini_key
+        )
         self._server: asyncio.Server | None = None
         self._live: set[_Connection] = set()
 
@@ -229,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         args.port,
         hold_limit=args.hold_limit,
         log_limit=args.log_limit,
+        gemini_key=args.gemini_key,
     )
 
     async def serve() -> None:

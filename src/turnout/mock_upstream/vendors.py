@@ -18,7 +18,7 @@ import orjson
 if TYPE_CHECKING:
     from turnout.mock_upstream.faults import Fault
 
-__all__ = ["ErrorReply", "bad_body", "error_reply"]
+__all__ = ["REASONS", "ErrorReply", "bad_body", "error_reply"]
 
 _OPENAI_LIKE = frozenset({"openai", "azure", "deepseek", "groq", "ollama", "vllm"})
 
@@ -36,7 +36,7 @@ _ANTHROPIC_TYPES = {
     529: "overloaded_error",
 }
 
-_REASONS = {
+REASONS = {
     400: "Bad request.",
     401: "Incorrect API key provided.",
     402: "Payment required.",
@@ -217,7 +217,7 @@ def error_reply(fault: Fault, *, api: str, model: str, request_id: str) -> Error
     else:
         status = fault.status or 500
         kind = None
-        message = _REASONS.get(status, f"HTTP {status}")
+        message = REASONS.get(status, f"HTTP {status}")
         if status == 429 and vendor == "kimi":
             kind = "rate_limit_reached_error"
             message = "We're receiving too many requests at the moment. Please wait a moment."

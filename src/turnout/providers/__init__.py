@@ -6,8 +6,13 @@ kind                   class                    wire format and family
 ``openai``             `OpenAI`                 OpenAI Chat Completions + Embeddings; openai
 ``anthropic``          `Anthropic`              Anthropic Messages; anthropic
 ``openai-compatible``  `OpenAICompatible`       OpenAI Chat Completions; none (presets: deepseek,
-                                                groq, kimi, zai, xai, ollama, vllm)
+                                                groq, kimi, zai, xai, ollama, vllm, mistral,
+                                                together, fireworks, openrouter,
+                                                gemini-openai, cerebras, perplexity,
+                                                lmstudio)
 ``azure-openai``       `AzureOpenAI`            the required ``wire``; its family
+``gemini``             `Gemini`                 Gemini generateContent + batchEmbedContents;
+                                                gemini
 ``mock``               `MockProvider`           in-process, scripted, no network; none
 =====================  =======================  ==================================================
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 from turnout.providers.anthropic import Anthropic
 from turnout.providers.azure_openai import AzureOpenAI
 from turnout.providers.base import HttpProvider
+from turnout.providers.gemini import Gemini
 from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
 from turnout.providers.openai import OpenAI
@@ -34,6 +40,7 @@ __all__ = [
     "PRESETS",
     "Anthropic",
     "AzureOpenAI",
+    "Gemini",
     "Http1Transport",
     "HttpOptions",
     "HttpProvider",

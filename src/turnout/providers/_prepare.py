@@ -55,11 +55,12 @@ def prepare_chat(
         headers = provider.call_headers(request)
         if stream:
             headers = {**headers, "accept": "text/event-stream"}
-        return model, provider.chat_url(model), body, headers
+        url = provider.stream_url(model) if stream else provider.chat_url(model)
     except ProviderError:
         raise
     except Exception as exc:
         raise local_error(exc, provider=provider.name) from exc
+    return model, url, body, headers
 
 
 def _embeddings_body(request: EmbeddingRequest, model: str) -> bytes:

@@ -1,8 +1,8 @@
 """The wire formats an `HttpProvider` speaks: each one's codec functions, as a `Wire`.
 
 A provider kind names one of these (`OPENAI_CHAT`, `OPENAI_CHAT_COMPATIBLE`,
-`ANTHROPIC_MESSAGES`) as its `wire`; `turnout.providers.base` uses them to encode, forward and
-decode, and offers them under the same names.
+`ANTHROPIC_MESSAGES`, `GEMINI_GENERATE`) as its `wire`; `turnout.providers.base` uses them to
+encode, forward and decode, and offers them under the same names.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from turnout.wire import anthropic_messages, openai_chat
+from turnout.wire import anthropic_messages, gemini, openai_chat
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
+    "GEMINI_GENERATE",
     "OPENAI_CHAT",
     "OPENAI_CHAT_COMPATIBLE",
     "StreamDecoder",
@@ -84,4 +85,21 @@ ANTHROPIC_MESSAGES = Wire(
     _forward_anthropic,
     anthropic_messages.decode_response,
     anthropic_messages.StreamDecoder,
+)
+
+
+def _encode_gemini(request: ChatRequest, model: str) -> dict[str, Any]:
+    return gemini.encode_request(request, model=model)
+
+
+def _forward_gemini(source: bytes, model: str, stream: bool) -> bytes:
+    return gemini.forward_body(source, model=model, stream=stream)
+
+
+GEMINI_GENERATE = Wire(
+    "gemini-generate",
+    _encode_gemini,
+    _forward_gemini,
+    gemini.decode_response,
+    gemini.StreamDecoder,
 )

@@ -50,6 +50,7 @@ from turnout.errors import (
 from turnout.providers._prepare import prepare_chat, prepare_embeddings
 from turnout.providers._wire import (
     ANTHROPIC_MESSAGES,
+    GEMINI_GENERATE,
     OPENAI_CHAT,
     OPENAI_CHAT_COMPATIBLE,
     StreamDecoder,
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANTHROPIC_MESSAGES",
     "CREDENTIAL_MODES",
+    "GEMINI_GENERATE",
     "OPENAI_CHAT",
     "OPENAI_CHAT_COMPATIBLE",
     "CredentialMode",
@@ -308,6 +310,11 @@ class HttpProvider:
     def chat_url(self, model: str) -> str:
         """The URL of the chat endpoint for `model`."""
         raise NotImplementedError
+
+    def stream_url(self, model: str) -> str:
+        """The URL of a streamed chat call for `model` (the chat URL, unless the kind's API
+        streams elsewhere)."""
+        return self.chat_url(model)
 
     def credential_headers(self, secret: str, *, bearer: bool = False) -> dict[str, str]:
         """The header carrying a credential on this kind's calls: `Authorization: Bearer`

@@ -7,6 +7,7 @@ reset-time parser and embeddings support; `turnout.vendors.catalog`).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from turnout.errors import ConfigError
@@ -27,9 +28,12 @@ class OpenAICompatible(EmbeddingsSupport):
     """A server that speaks OpenAI Chat Completions (`kind: openai-compatible`).
 
     `base_url` is required unless `preset` gives one (presets: deepseek, groq, kimi, zai, xai,
-    ollama, vllm); `api_key` is optional (no key: no `Authorization` header, as local servers
-    expect); `name` defaults to the preset, else `openai-compatible`. Requests carry
-    `max_tokens` (the field such servers know). `embed` works when the preset's vendor serves
+    ollama, vllm, mistral, together, fireworks, openrouter, gemini-openai, cerebras,
+    perplexity, lmstudio); `api_key` is optional: without one, a preset's key is read from
+    the vendor's environment variable (`MISTRAL_API_KEY` …, `VendorEntry.key_env`), and with
+    none there no `Authorization` header is sent, as local servers expect; `name` defaults to
+    the preset, else `openai-compatible`. Requests carry `max_tokens` (the field such servers
+    know). `embed` works when the preset's vendor serves
     embeddings (or, without a preset, always). `credential_mode="passthrough"` sends each call
     with the caller's own credential as `Authorization: Bearer`. Other options: see
     `HttpProvider`.
@@ -55,6 +59,8 @@ class OpenAICompatible(EmbeddingsSupport):
         url = base_url or (entry.base_url if entry is not None else None)
         if not url:
             raise ConfigError("base_url: required for an openai-compatible provider without preset")
+        if api_key is None and entry is not None and entry.key_env is not None:
+            api_key = os.environ.get(entry.key_env)
         self.preset = preset
         self.supports_embeddings = entry.embeddings if entry is not None else True
         super().__init__(
@@ -65,7 +71,7 @@ class OpenAICompatible(EmbeddingsSupport):
             options=options,
             **keywords,
         )
-        self.keyless = api_key is None and (preset in KEYLESS_PRESETS or is_loopback(url))
+        self.keyless = not api_key and (preset in KEYLESS_PRESETS or is_loopback(url))
 
     def chat_url(self, model: str) -> str:
         """`{base_url}/chat/completions`."""

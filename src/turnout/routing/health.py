@@ -6,10 +6,19 @@ calls a pure transition and stores the result, under one lock.
 Rule 2: at most one probe per key is in flight (half-open, after a park, or forced).
 Rule 3: only retryable failures count, cool or park. Cooldowns are always on; the breaker and
 parking are on only while the registry's breaker is enabled.
-Rule 4: a deadline learned from another replica (`merge`) never shortens a deadline held.
+Rule 4: a deadline learned from another replica (`apply_remote`) never shortens a deadline
+held, stale news (a trip older than the last close, a close older than the last failure) is
+ignored, and applying it emits no event, so what a replica learned is never published again.
 Rule 5: the hot path (`admit` + `record_success` on a healthy key) reads one dict entry and
 compares a few numbers; it allocates nothing.
 Rule 6: listeners run outside the lock; one that raises is logged and ignored.
+Rule 7: with a `probe_gate` (replicas sharing health), a key's probe also needs the gate's
+consent, so one probe runs across every replica; the gate answers at once from what it knows
+(it never waits on I/O) and the key is skipped until the deadline it gives. Forced probes
+(every target unhealthy) stay one per process and do not ask it.
+Rule 8: transitions published for other replicas: `cooling_down`, `parked` and `open` carry
+their deadline; a probe's success that ends a trip, park or learned trip is `closed`; a failed
+probe of a learned trip reopens the key for the registry's `open_for` (`open`).
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import itertools
 import logging
 import threading
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from turnout.errors import ConfigError
 from turnout.routing.clock import Clock, LoopClock
@@ -32,6 +41,7 @@ from turnout.routing.health_state import (
     KeyState,
     KeyStateName,
     Skip,
+    closed,
     cooled,
     counted_failure,
     freed_probe,
@@ -39,6 +49,7 @@ from turnout.routing.health_state import (
     judge,
     park_seconds,
     parked,
+    probe_outcome,
     probe_taken,
     state_name,
     succeeded,
@@ -61,6 +72,8 @@ __all__ = [
     "HealthSnapshot",
     "KeyHealth",
     "KeyState",
+    "ProbeGate",
+    "RemoteState",
     "Skip",
     "key_text",
 ]
@@ -142,6 +155,33 @@ class HealthEvent:
     failures: int = 0
 
 
+RemoteState = Literal["cooling_down", "parked", "open", "closed"]
+"""What `Health.apply_remote` takes from another replica."""
+
+
+class ProbeGate(Protocol):
+    """Who may run a key's probe when replicas share health (Rule 7)."""
+
+    def may_probe(self, key: Hashable, lease: float) -> float | None:
+        """None when this process may probe `key` now (for at most `lease` seconds), else a
+        `clock.now()` reading until which `key` stays skipped. Called under the registry's
+        lock: it must answer at once, never wait on I/O and never call back into `Health`."""
+        ...
+
+    def probe_ended(self, key: Hashable) -> None:
+        """The probe of `key` that this process ran is over (answered, failed or released);
+        called after its result was recorded and emitted, outside the registry's lock."""
+        ...
+
+
+_MERGED: dict[str, RemoteState] = {
+    "cooling_down": "cooling_down",
+    "parked": "parked",
+    "breaker_open": "open",
+    "open": "open",
+}
+
+
 # ---- the registry --------------------------------------------------------------------------
 
 
@@ -173,6 +213,7 @@ class Health:
         self._lock = threading.Lock()
         self._tokens = itertools.count(1)
         self._listeners: list[Callable[[HealthEvent], None]] = []
+        self.probe_gate: ProbeGate | None = None
 
     def __repr__(self) -> str:
         return f"Health({self.snapshot()})"
@@ -208,7 +249,11 @@ class Health:
         state = self._states.get(key)
         if state is None:
             state = self._add(key)
-        if now >= state.skip_until and state.failures < policy.failures and not state.park_probe:
+        if (
+            now >= state.skip_until
+            and state.failures < policy.failures
+            and not (state.park_probe or state.trip_probe)
+        ):
             return state.plain
         return self._admit_slowly(key, policy, now, lease)
 
@@ -224,6 +269,11 @@ class Health:
                 return state.plain
             if isinstance(verdict, Skip):
                 return verdict
+            gate = self.probe_gate
+            if gate is not None:
+                held = gate.may_probe(key, lease)
+                if held is not None:  # Rule 7: another replica probes (or is being asked)
+                    return Skip(probe_outcome(state, policy), max(held, now))
             admission = Admission(key, True, now + lease, next(self._tokens))
             state = probe_taken(state, token=admission.token, until=now + lease)
             if state.reported == "open" and state_name(state, self.breaker, now)[0] == "half_open":
@@ -257,12 +307,16 @@ class Health:
         pending: list[HealthEvent] = []
         with self._lock:
             state = self._states.get(admission.key) or KeyState(Admission(admission.key))
+            held = state.reported != "closed" or state.trip_probe or state.park_probe
             state = succeeded(state, probe=admission.probe, token=admission.token)
-            if state.reported != "closed":
+            if admission.probe:
+                state = replace(state, closed_at=now)
+            if state.reported != "closed" or (admission.probe and held):
                 state = replace(state, reported="closed")
                 pending.append(HealthEvent(admission.key, "closed", now))
             self._states[admission.key] = state
         self._emit(pending)
+        self._probe_ended(admission)
 
     def record_failure(
         self,
@@ -283,7 +337,7 @@ class Health:
         now = self.clock.now()
         pending: list[HealthEvent] = []
         with self._lock:
-            state = self._states.get(key) or KeyState(Admission(key))
+            state = prior = self._states.get(key) or KeyState(Admission(key))
             state = counted_failure(
                 state,
                 now=now,
@@ -301,8 +355,22 @@ class Health:
                     state = parked(state, now + seconds)
                     pending.append(HealthEvent(key, "parked", now, now + seconds, state.failures))
             state = self._note_trip(state, key, now, pending)
+            if admission.probe and prior.trip_probe:
+                state = self._reopen(state, key, now, pending)
             self._states[key] = state
         self._emit(pending)
+        self._probe_ended(admission)
+
+    def _reopen(
+        self, state: KeyState, key: Hashable, now: float, pending: list[HealthEvent]
+    ) -> KeyState:
+        """Rule 8: the probe of a learned trip failed: open the key again here (and say so)."""
+        policy = self.breaker
+        if not policy.enabled or state.failures >= policy.failures:
+            return state  # tripped here by its own row (`_note_trip`)
+        until = now + policy.open_for
+        pending.append(HealthEvent(key, "open", now, until, state.failures))
+        return replace(tripped(state, until, at=now), reported="open")
 
     def _note_trip(
         self, state: KeyState, key: Hashable, now: float, pending: list[HealthEvent]
@@ -325,26 +393,64 @@ class Health:
             state = self._states.get(admission.key)
             if state is not None:
                 self._states[admission.key] = freed_probe(state, admission.token)
+        self._probe_ended(admission)
+
+    def _probe_ended(self, admission: Admission) -> None:
+        gate = self.probe_gate
+        if gate is not None and admission.probe:
+            gate.probe_ended(admission.key)
 
     def merge(self, key: Hashable, outcome: str, until: float) -> None:
         """Apply a cooldown (`cooling_down`), park (`parked`) or trip (`breaker_open` / `open`)
-        learned from another replica, as a `clock.now()` deadline; never shortens one held.
-        Parks and trips are ignored while the breaker is disabled. Emits no event."""
-        if outcome not in {"cooling_down", "parked", "breaker_open", "open"}:
+        learned from another replica, as a `clock.now()` deadline (`apply_remote`)."""
+        remote = _MERGED.get(outcome)
+        if remote is None:
             raise ValueError(f"cannot merge health outcome {outcome!r}")
-        if outcome != "cooling_down" and not self.breaker.enabled:
-            return
-        if until <= self.clock.now():
-            return
+        self.apply_remote(key, remote, until=until)
+
+    def apply_remote(
+        self,
+        key: Hashable,
+        to: RemoteState,
+        *,
+        until: float | None = None,
+        at: float | None = None,
+    ) -> bool:
+        """Apply what another replica published (Rule 4): `cooling_down`, `parked` or `open`
+        until `until`, or `closed` (a probe there succeeded); `at` is when it happened there.
+        Both are `clock.now()` readings. Never shortens a deadline held; parks and trips are
+        ignored while the breaker is disabled, and so are deadlines already past. Emits no
+        event. True when the key's state changed."""
+        now = self.clock.now()
+        if to == "closed":
+            happened = now if at is None else at
+        elif until is None or until <= now:
+            return False
+        else:
+            happened = now if at is None else min(at, now)
+        if to not in {"cooling_down", "closed"} and not self.breaker.enabled:
+            return False
         with self._lock:
             state = self._states.get(key) or KeyState(Admission(key))
-            if outcome == "cooling_down":
-                state = cooled(state, until)
-            elif outcome == "parked":
-                state = parked(state, until) if until > state.park_until else state
-            else:
-                state = tripped(state, until)
-            self._states[key] = state
+            new = self._applied(state, to, until, happened)
+            if new is state:
+                return False
+            self._states[key] = new
+        return True
+
+    @staticmethod
+    def _applied(state: KeyState, to: RemoteState, until: float | None, at: float) -> KeyState:
+        if to == "closed":
+            return closed(state, at)
+        assert until is not None
+        if to == "open":
+            new = tripped(state, until, at=at)
+            return new if new is state else replace(new, reported="open")
+        if to == "cooling_down":
+            new = cooled(state, until) if until > state.cool_until else state
+        else:
+            new = parked(state, until) if until > state.park_until else state
+        return new if new is state else replace(new, learned_at=max(new.learned_at, at))
 
     # -- views
 

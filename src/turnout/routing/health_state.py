@@ -9,6 +9,10 @@ reach that policy's threshold and its last counted failure is younger than that 
 Rule 4: the probe slot is a lease (token + end): an expired lease frees it, and only the token
 holding it frees it early.
 Rule 5: a probe's failure keeps the whole row, so it reopens the breaker whatever the window.
+Rule 6: a trip learned from another replica (`tripped`) holds the key open until its deadline and
+then, like a park, lets one probe through (`trip_probe`); a close learned from another replica
+(`closed`) is ignored when this key failed, or learned a deadline, after that close happened,
+and a trip that happened before the last close is ignored (stale news never overrides newer).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "KeyStateName",
     "Skip",
     "SkipOutcome",
+    "closed",
     "cooled",
     "counted_failure",
     "freed_probe",
@@ -41,6 +46,7 @@ __all__ = [
     "judge",
     "park_seconds",
     "parked",
+    "probe_outcome",
     "probe_taken",
     "state_name",
     "succeeded",
@@ -182,6 +188,9 @@ class KeyState:
     probe_token: int = 0
     reported: Literal["closed", "open", "half_open"] = "closed"
     skip_until: float = _NEVER  # max(cool_until, park_until, open_until), for the hot path
+    trip_probe: bool = False  # a learned trip ends with one probe (Rule 6)
+    learned_at: float = _NEVER  # when the newest deadline learned from a replica was set
+    closed_at: float = _NEVER  # when a probe last closed the key, here or on a replica
 
 
 # ---- pure transitions ----------------------------------------------------------------------
@@ -226,8 +235,12 @@ def succeeded(state: KeyState, *, probe: bool, token: int) -> KeyState:
     freed = freed_probe(state, token)
     if not probe:
         return replace(freed, failures=0, failure_times=(), last_failure=_NEVER)
+    return _cleared(freed)
+
+
+def _cleared(state: KeyState) -> KeyState:
     return _deadlines(
-        freed,
+        state,
         failures=0,
         failure_times=(),
         last_failure=_NEVER,
@@ -235,7 +248,17 @@ def succeeded(state: KeyState, *, probe: bool, token: int) -> KeyState:
         park_until=_NEVER,
         park_probe=False,
         open_until=_NEVER,
+        trip_probe=False,
     )
+
+
+def closed(state: KeyState, at: float) -> KeyState:
+    """A probe on another replica succeeded at `at`: clear the key as a probe's success here
+    would (Rule 6: unless this key failed or learned a deadline after `at`). The probe slot is
+    left as it is."""
+    if max(state.last_failure, state.learned_at) > at:
+        return state
+    return replace(_cleared(state), closed_at=max(state.closed_at, at), reported="closed")
 
 
 def cooled(state: KeyState, until: float) -> KeyState:
@@ -248,9 +271,18 @@ def parked(state: KeyState, until: float) -> KeyState:
     return _deadlines(state, park_until=max(state.park_until, until), park_probe=True)
 
 
-def tripped(state: KeyState, until: float) -> KeyState:
-    """Hold the breaker open until `until` (a trip learned from another replica)."""
-    return _deadlines(state, open_until=max(state.open_until, until))
+def tripped(state: KeyState, until: float, *, at: float = _NEVER) -> KeyState:
+    """Hold the breaker open until `until` (a trip learned from another replica, that happened
+    at `at`), then let one probe through (Rule 6). A trip older than the last close, or whose
+    deadline has been held already, changes nothing."""
+    if at < state.closed_at or (until <= state.open_until and state.trip_probe):
+        return state
+    return _deadlines(
+        state,
+        open_until=max(state.open_until, until),
+        trip_probe=True,
+        learned_at=max(state.learned_at, at),
+    )
 
 
 def probe_taken(state: KeyState, *, token: int, until: float) -> KeyState:
@@ -279,11 +311,18 @@ def judge(state: KeyState, breaker: Breaker, now: float) -> Skip | Literal["call
     is_tripped = state.failures >= breaker.failures
     if is_tripped and now < state.last_failure + breaker.open_for:
         return Skip("breaker_open", state.last_failure + breaker.open_for)
-    if not (is_tripped or state.park_probe):
+    if not (is_tripped or state.park_probe or state.trip_probe):
         return "call"
     if now < state.probe_until:
-        return Skip("breaker_open" if is_tripped else "parked", state.probe_until)
+        return Skip(probe_outcome(state, breaker), state.probe_until)
     return "probe"
+
+
+def probe_outcome(state: KeyState, breaker: Breaker) -> SkipOutcome:
+    """How a key waiting for its probe is skipped: `breaker_open` after a trip, else `parked`."""
+    if state.failures >= breaker.failures or state.trip_probe:
+        return "breaker_open"
+    return "parked"
 
 
 def state_name(state: KeyState, breaker: Breaker, now: float) -> tuple[KeyStateName, float | None]:
@@ -299,6 +338,8 @@ def state_name(state: KeyState, breaker: Breaker, now: float) -> tuple[KeyStateN
     if state.failures >= breaker.failures:
         open_end = state.last_failure + breaker.open_for
         return ("open", open_end) if now < open_end else ("half_open", None)
+    if state.trip_probe:
+        return "half_open", None
     return "available", None
 
 

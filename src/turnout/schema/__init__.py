@@ -63,8 +63,8 @@ class FileConfig(Model):
     )
     state: str = Field(
         "memory",
-        description="Shared state (session pins, response cache): `memory`, or a `redis://` or "
-        "`rediss://` URL to share it between replicas.",
+        description="Shared state (session pins, response cache, health): `memory`, or a "
+        "`redis://` or `rediss://` URL to share it between replicas.",
     )
     admin_keys: tuple[str, ...] = Field(
         (),

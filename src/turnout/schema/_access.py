@@ -155,16 +155,33 @@ class PolicyConfig(Model):
 
 
 class ConsumerConfig(Model):
-    """Planned: a stored caller object with an assignment. The gateway does not read consumers
-    yet, so a file that lists them is refused."""
+    """A caller object with an assignment: an agent, chat, discussion or memory, assigned a
+    route, pinned to a provider (one call to it, no failover), or inheriting the project's
+    default route. Set at most one of `model_route` and
+    `provider`; a consumer with neither needs a project default route to inherit (the file has
+    none, so in the file it is an error)."""
 
-    name: str = Field(min_length=1, description="Planned: the consumer's name.")
+    name: str = Field(min_length=1, description="The consumer's name, unique in the project.")
     kind: Literal["agent", "chat", "discussion", "memory"] = Field(
-        description="Planned: what kind of caller it is."
+        description="What kind of caller it is. Only agents are assigned a route; chats and "
+        "discussions pin a provider or inherit; a memory pins a provider or follows its agent."
     )
-    model_route: str | None = Field(None, description="Planned: the route it is assigned.")
+    model_route: str | None = Field(
+        None, description="Agents only: the route it is assigned (a route of the project)."
+    )
     provider: str | None = Field(
-        None, description="Planned: a provider it is pinned to instead of a route."
+        None,
+        description="A provider it is pinned to instead of a route: one call with the "
+        "provider's defaults, no failover.",
     )
-    model: str | None = Field(None, description="Planned: the model asked of that provider.")
-    agent: str | None = Field(None, description="Planned: the agent it belongs to.")
+    model: str | None = Field(
+        None,
+        description="The model asked of the pinned `provider` (only with `provider`). Null: "
+        "the model the caller asked for.",
+    )
+    agent: str | None = Field(
+        None,
+        description="Chats and memories: the agent (a consumer of kind `agent`) it belongs "
+        "to. A memory without a `provider` of its own uses its agent's pin, else its agent's "
+        "route, else the project default.",
+    )

@@ -11,8 +11,24 @@ from pydantic.alias_generators import to_camel
 __all__ = ["ErrorClassName", "Model", "Preset", "ProviderKind", "Seconds"]
 
 ErrorClassName = Literal["provider_error", "timeout", "rate_limited", "quota_exhausted", "auth"]
-ProviderKind = Literal["openai", "anthropic", "openai-compatible", "azure-openai", "mock"]
-Preset = Literal["deepseek", "groq", "kimi", "zai", "xai", "ollama", "vllm"]
+ProviderKind = Literal["openai", "anthropic", "openai-compatible", "azure-openai", "gemini", "mock"]
+Preset = Literal[
+    "deepseek",
+    "groq",
+    "kimi",
+    "zai",
+    "xai",
+    "ollama",
+    "vllm",
+    "mistral",
+    "together",
+    "fireworks",
+    "openrouter",
+    "gemini-openai",
+    "cerebras",
+    "perplexity",
+    "lmstudio",
+]
 Seconds = Annotated[float, Field(gt=0)]
 
 

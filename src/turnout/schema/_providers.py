@@ -45,8 +45,8 @@ class ProviderConfig(Model):
     )
     kind: ProviderKind = Field(
         description="The adapter: `openai`, `anthropic`, `openai-compatible` (any server "
-        "speaking OpenAI Chat Completions), `azure-openai`, or `mock` (built in, scripted, no "
-        "network).",
+        "speaking OpenAI Chat Completions), `azure-openai`, `gemini` (Google's native Gemini "
+        "API; the key goes in `x-goog-api-key`), or `mock` (built in, scripted, no network).",
     )
     api_key: str | None = Field(
         None,
@@ -61,7 +61,10 @@ class ProviderConfig(Model):
     preset: Preset | None = Field(
         None,
         description="`openai-compatible` only: a known vendor, which gives the base URL and "
-        "how its errors and quota signals read.",
+        "how its errors and quota signals read: `deepseek`, `groq`, `kimi`, `zai`, `xai`, "
+        "`mistral`, `together`, `fireworks`, `openrouter`, `gemini-openai` (Google's "
+        "OpenAI-compatible endpoint), `cerebras`, `perplexity`, and the local servers "
+        "`ollama`, `vllm` and `lmstudio` (no key needed).",
     )
     wire: Literal["openai-chat", "anthropic-messages"] | None = Field(
         None,
@@ -78,7 +81,7 @@ class ProviderConfig(Model):
         description="`org_key`: calls use this provider's own credential. `passthrough`: "
         "calls use the caller's own provider credential, and only callers that send one are "
         "served. Default: `org_key` when there is an `api_key` or none is needed (`mock`, the "
-        "`ollama` and `vllm` presets, a server on loopback), else `passthrough`.",
+        "`ollama`, `vllm` and `lmstudio` presets, a server on loopback), else `passthrough`.",
     )
     model_patterns: tuple[str, ...] = Field(
         (),

@@ -81,6 +81,17 @@ class StateStore(Protocol):
         """Up to `limit` live keys starting with `prefix` (no order promised)."""
         ...
 
+    async def claim(self, key: str, value: bytes, ttl: float) -> float:
+        """Take `key` (storing `value`) for `ttl` seconds unless someone holds it: 0.0 when this
+        call took it, else the seconds (> 0) the holder keeps it. A lease: exactly one caller
+        among all that share the backend takes it, until it expires or is `unclaim`ed."""
+        ...
+
+    async def unclaim(self, key: str, value: bytes) -> None:
+        """Free `key` if it still holds `value` (a lease that expired and was taken by
+        another is left alone)."""
+        ...
+
     async def publish(self, channel: str, message: bytes) -> None:
         """Send `message` to every current subscriber of `channel` (fire and forget)."""
         ...

@@ -191,6 +191,22 @@ class MemoryState:
                 found.append(key)
         return found
 
+    async def claim(self, key: str, value: bytes, ttl: float) -> float:
+        """Take `key` for `ttl` seconds unless it is held: 0.0, else the holder's seconds left."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            left = entry[1] - self.clock.now()
+            if left > 0:
+                return left
+        await self.set(key, value, ttl)
+        return 0.0
+
+    async def unclaim(self, key: str, value: bytes) -> None:
+        """Free `key` if it still holds `value`."""
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] == value:
+            self._remove(key)
+
     async def publish(self, channel: str, message: bytes) -> None:
         """Deliver `message` to every current subscriber of `channel`."""
         for subscription in list(self._channels.get(channel, ())):

@@ -51,6 +51,17 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _FAILURES = (RedisError, OSError, TimeoutError)
+# A lease in one round trip: 0 when taken, else the holder's milliseconds left (at least 1).
+_CLAIM = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
+local left = redis.call('PTTL', KEYS[1])
+if left < 1 then return 1 end
+return left
+"""
+_UNCLAIM = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 _GLOB_SPECIAL = str.maketrans({c: f"\\{c}" for c in "*?[]\\"})
 
 
@@ -236,6 +247,20 @@ class RedisState:
             if len(found) >= limit:
                 break
         return found
+
+    async def claim(self, key: str, value: bytes, ttl: float) -> float:
+        """`SET key value NX PX ttl` in one round trip: 0.0 when taken, else the holder's
+        seconds left (`PTTL`). During an outage the local state answers (a per-process lease)."""
+        ms = _milliseconds(check_ttl(ttl))
+        left = await self._shared(lambda r: r.eval(_CLAIM, 1, self.prefix + key, value, ms))
+        if isinstance(left, _Down):
+            return await self.local.claim(key, value, ttl)
+        return max(0.0, int(left) / 1000)
+
+    async def unclaim(self, key: str, value: bytes) -> None:
+        """Delete `key` only while it holds `value` (compare and delete, one round trip)."""
+        await self._shared(lambda r: r.eval(_UNCLAIM, 1, self.prefix + key, value))
+        await self.local.unclaim(key, value)
 
     # -- publish/subscribe
 

@@ -3,6 +3,11 @@ that go with it, JSON merge-patch, and the plain dicts objects are returned as.
 
 Rule 1: a write and its `config_changes` row and version bump commit together or not at all.
 Rule 2: nothing returned or audited holds a secret: provider secrets are masked, keys never kept.
+Rule 3: a unique-index clash is `NameTaken`; any other integrity error is not a name clash and
+goes up as it is (the service functions look for dependents before they delete).
+Rule 4: a write given a validation hook calls it after its changes are flushed and before they
+commit; whatever the hook raises rolls the whole write back.
+Rule 5: objects from the config file (`source` `file`) are changed only by the file's sync.
 """
 
 from __future__ import annotations
@@ -14,23 +19,31 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from turnout.errors import ConfigError, NameTaken, ObjectNotFound
+from turnout.errors import ConfigError, FileManaged, NameTaken, ObjectNotFound
 from turnout.store.models import ConfigChange, Meta, Project
+from turnout.store.snapshot import project_snapshot
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
     from pydantic import ValidationError
     from sqlalchemy.orm import Session
 
     from turnout.store.engine import Store
+    from turnout.store.snapshot import ProjectSnapshot
+
+    Validate = Callable[[ProjectSnapshot], None]
+    """A write's validation hook: it sees the project as the write leaves it, and raises (a
+    `ConfigError`, say) to roll the write back."""
 
 __all__ = [
     "MASK",
     "audit",
+    "check_written",
     "current_version",
     "get_row",
     "merge_patch",
+    "refuse_file_managed",
     "require_project",
     "stamps",
     "to_config_error",
@@ -50,7 +63,39 @@ def write(store: Store) -> Iterator[Session]:
         with store.sessions.begin() as session:
             yield session
     except IntegrityError as exc:
-        raise NameTaken("the name is already used in this project") from exc
+        if _is_unique_clash(exc):
+            raise NameTaken("the name is already used in this project") from exc
+        raise
+
+
+def _is_unique_clash(exc: IntegrityError) -> bool:
+    """Whether the database refused a duplicate in a unique index (not a foreign key, say)."""
+    error = exc.orig
+    if getattr(error, "sqlstate", None) == "23505":  # PostgreSQL's unique_violation
+        return True
+    sqlite_name = getattr(error, "sqlite_errorname", None)
+    if sqlite_name is not None:
+        return sqlite_name in {"SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"}
+    return "UNIQUE constraint failed" in str(error)
+
+
+def check_written(
+    session: Session, store: Store, project_id: str, validate: Validate | None
+) -> None:
+    """Flush the write, then Rule 4: call `validate` with the project as the write leaves it."""
+    session.flush()
+    if validate is not None:
+        validate(project_snapshot(session, store, project_id))
+
+
+def refuse_file_managed(kind: str, row: Any, *, allow_file: bool) -> None:
+    """Rule 5: `FileManaged` for a provider or route that came from the config file."""
+    if getattr(row, "source", "api") == "file" and not allow_file:
+        raise FileManaged(
+            f"{kind} {row.name!r} ({row.id}) comes from the config file: edit it there; it is "
+            "read-only through the admin API",
+            meta={"id": row.id, "name": row.name},
+        )
 
 
 def audit(

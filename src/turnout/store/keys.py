@@ -1,6 +1,7 @@
 """Service functions for caller keys. A key is generated here and its plaintext returned once,
 by `create_key`; only its hash (`turnout.access.keys.hash_key`) and a short prefix to recognise
-it by are stored. The identity fields are the config file's (`user`, `teams`, `routes` …)."""
+it by are stored. The identity fields are the config file's (`user`, `teams`, `routes` …).
+Every write takes a `validate` hook, called with the project as the write leaves it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from turnout.access.keys import generate_key, hash_key
 from turnout.schema import KeyConfig
 from turnout.store._writes import (
     audit,
+    check_written,
     get_row,
     merge_patch,
     require_project,
@@ -26,6 +28,7 @@ from turnout.store.models import Key, utcnow
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.store._writes import Validate
     from turnout.store.engine import Store
 
 __all__ = ["create_key", "delete_key", "get_key", "list_keys", "revoke_key", "update_key"]
@@ -34,7 +37,12 @@ _PREFIX_CHARS = 8
 
 
 def create_key(
-    store: Store, project_id: str, body: Mapping[str, Any], *, actor: str | None = None
+    store: Store,
+    project_id: str,
+    body: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+    validate: Validate | None = None,
 ) -> tuple[dict[str, Any], str]:
     """Create a key with `body`'s name and identity; returns it and its plaintext (only now)."""
     plaintext = generate_key()
@@ -50,7 +58,7 @@ def create_key(
             identity=identity,
         )
         session.add(row)
-        session.flush()
+        check_written(session, store, project_id, validate)
         after = _read(row)
         audit(session, actor=actor, action="create", kind="key", object_id=row.id,
               project_id=project_id, before=None, after=after)  # fmt: skip
@@ -78,6 +86,7 @@ def update_key(
     patch: Mapping[str, Any],
     *,
     actor: str | None = None,
+    validate: Validate | None = None,
 ) -> dict[str, Any]:
     """Merge-patch the key's name and identity (the key itself never changes)."""
     with write(store) as session:
@@ -86,7 +95,7 @@ def update_key(
         row.name, row.identity = _validate(
             merge_patch({"name": row.name} | row.identity, patch), row.key_hash
         )
-        session.flush()
+        check_written(session, store, project_id, validate)
         after = _read(row)
         audit(session, actor=actor, action="update", kind="key", object_id=row.id,
               project_id=project_id, before=before, after=after)  # fmt: skip
@@ -94,26 +103,39 @@ def update_key(
 
 
 def revoke_key(
-    store: Store, project_id: str, key_id: str, *, actor: str | None = None
+    store: Store,
+    project_id: str,
+    key_id: str,
+    *,
+    actor: str | None = None,
+    validate: Validate | None = None,
 ) -> dict[str, Any]:
     """Mark the key revoked (now); revoking twice keeps the first time."""
     with write(store) as session:
         row = get_row(session, Key, "key", project_id, key_id)
         before = _read(row)
         row.revoked_at = row.revoked_at or utcnow()
-        session.flush()
+        check_written(session, store, project_id, validate)
         after = _read(row)
         audit(session, actor=actor, action="revoke", kind="key", object_id=row.id,
               project_id=project_id, before=before, after=after)  # fmt: skip
     return after
 
 
-def delete_key(store: Store, project_id: str, key_id: str, *, actor: str | None = None) -> None:
+def delete_key(
+    store: Store,
+    project_id: str,
+    key_id: str,
+    *,
+    actor: str | None = None,
+    validate: Validate | None = None,
+) -> None:
     """Delete the key, or `ObjectNotFound`."""
     with write(store) as session:
         row = get_row(session, Key, "key", project_id, key_id)
         before = _read(row)
         session.delete(row)
+        check_written(session, store, project_id, validate)
         audit(session, actor=actor, action="delete", kind="key", object_id=key_id,
               project_id=project_id, before=before, after=None)  # fmt: skip
 

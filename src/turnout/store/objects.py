@@ -6,6 +6,11 @@ bindings and policies each have their own.
 Rule 2: a provider's `api_key` is stored encrypted and reads back masked; the plaintext is only
 for `provider_secret`, which the snapshot loader will call.
 Rule 3: an update is a JSON merge-patch of the object's fields, validated whole afterwards.
+Rule 4: a route is not deleted or disabled while anything references it, nor a provider deleted
+while a route or consumer uses it (`turnout.store.dependents`).
+Rule 5: providers and routes from the config file are read-only here (`FileManaged`) unless the
+file's sync says `allow_file`.
+Rule 6: every write takes a `validate` hook, called with the project as the write leaves it.
 """
 
 from __future__ import annotations
@@ -21,13 +26,16 @@ from turnout.schema import BindingConfig, PolicyConfig, ProviderConfig, RouteCon
 from turnout.store._writes import (
     MASK,
     audit,
+    check_written,
     get_row,
     merge_patch,
+    refuse_file_managed,
     require_project,
     stamps,
     to_config_error,
     write,
 )
+from turnout.store.dependents import refuse_provider_with_dependents, refuse_route_with_dependents
 from turnout.store.ids import new_id
 from turnout.store.models import Binding, Policy, Provider, Route
 
@@ -36,6 +44,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy.orm import Session
 
+    from turnout.store._writes import Validate
     from turnout.store.engine import Store
 
 __all__ = [
@@ -75,6 +84,7 @@ def create_object(
     body: Mapping[str, Any],
     *,
     actor: str | None = None,
+    validate: Validate | None = None,
 ) -> dict[str, Any]:
     """Create a provider, route, binding or policy from `body`; returns it with its id."""
     spec = _KINDS[kind]
@@ -85,7 +95,7 @@ def create_object(
         row = spec.model(id=new_id(kind), project_id=project_id)
         _assign(row, spec, fields, secret)
         session.add(row)
-        session.flush()
+        check_written(session, store, project_id, validate)
         after = _read(row, spec)
         audit(session, actor=actor, action="create", kind=kind, object_id=row.id,
               project_id=project_id, before=None, after=after)  # fmt: skip
@@ -120,11 +130,15 @@ def update_object(
     patch: Mapping[str, Any],
     *,
     actor: str | None = None,
+    validate: Validate | None = None,
+    allow_file: bool = False,
 ) -> dict[str, Any]:
-    """Merge-patch the object (absent: unchanged; None: cleared) and validate it whole."""
+    """Merge-patch the object (absent: unchanged; None: cleared) and validate it whole.
+    Disabling a route that anything references is `ModelRouteHasDependents`."""
     spec = _KINDS[kind]
     with write(store) as session:
         row = get_row(session, spec.model, kind, project_id, object_id)
+        refuse_file_managed(kind, row, allow_file=allow_file)
         before = _read(row, spec)
         current = {name: getattr(row, name) for name in spec.columns} | row.settings
         secret = row.secret if isinstance(row, Provider) else None
@@ -133,8 +147,14 @@ def update_object(
             body["api_key"], secret = patch["api_key"], None
         fields, new_secret = _validate(store, kind, body, keep_secret=secret)
         _check_name(session, spec, project_id, fields["name"], row.id)
+        if (
+            isinstance(row, Route)
+            and before.get("enabled", True)
+            and not fields.get("enabled", True)
+        ):
+            refuse_route_with_dependents(session, row, "disable")
         _assign(row, spec, fields, new_secret if new_secret is not None else secret)
-        session.flush()
+        check_written(session, store, project_id, validate)
         after = _read(row, spec)
         audit(session, actor=actor, action="update", kind=kind, object_id=row.id,
               project_id=project_id, before=before, after=after)  # fmt: skip
@@ -142,14 +162,28 @@ def update_object(
 
 
 def delete_object(
-    store: Store, kind: ObjectKind, project_id: str, object_id: str, *, actor: str | None = None
+    store: Store,
+    kind: ObjectKind,
+    project_id: str,
+    object_id: str,
+    *,
+    actor: str | None = None,
+    validate: Validate | None = None,
+    allow_file: bool = False,
 ) -> None:
-    """Delete the object, or `ObjectNotFound`."""
+    """Delete the object, or `ObjectNotFound`; a route or provider still referenced is
+    `ModelRouteHasDependents` / `ProviderHasDependents`."""
     spec = _KINDS[kind]
     with write(store) as session:
         row = get_row(session, spec.model, kind, project_id, object_id)
+        refuse_file_managed(kind, row, allow_file=allow_file)
+        if isinstance(row, Route):
+            refuse_route_with_dependents(session, row, "delete")
+        elif isinstance(row, Provider):
+            refuse_provider_with_dependents(session, row)
         before = _read(row, spec)
         session.delete(row)
+        check_written(session, store, project_id, validate)
         audit(session, actor=actor, action="delete", kind=kind, object_id=object_id,
               project_id=project_id, before=before, after=None)  # fmt: skip
 

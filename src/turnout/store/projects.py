@@ -1,5 +1,12 @@
 """Service functions for projects: create, read, list, merge-patch, delete (with everything the
-project owns). A project's `default_model_route_id` must name one of its own routes."""
+project owns).
+
+Rule 1: a project's `default_model_route_id` names one of its own enabled routes.
+Rule 2: the default route may be repointed at any time, but not cleared while a consumer
+inherits it (`ProjectDefaultRouteInherited`, with the consumers counted and sampled).
+Rule 3: every write takes a `validate` hook, called with the project as the write leaves it
+(deleting a project: with the project emptied).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +14,27 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from turnout.errors import ConfigError, NameTaken
-from turnout.store._writes import audit, get_row, merge_patch, require_project, stamps, write
+from turnout.errors import ConfigError, NameTaken, ObjectNotFound, ProjectDefaultRouteInherited
+from turnout.store._writes import (
+    audit,
+    check_written,
+    merge_patch,
+    require_project,
+    stamps,
+    write,
+)
+from turnout.store.consumers import inheriting_consumers
+from turnout.store.dependents import dependents_meta
 from turnout.store.ids import new_id
 from turnout.store.models import Project, Route
+from turnout.store.snapshot import ProjectSnapshot
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from sqlalchemy.orm import Session
 
+    from turnout.store._writes import Validate
     from turnout.store.engine import Store
 
 __all__ = ["create_project", "delete_project", "get_project", "list_projects", "update_project"]
@@ -25,7 +43,11 @@ _FIELDS = frozenset({"name", "default_model_route_id"})
 
 
 def create_project(
-    store: Store, body: Mapping[str, Any], *, actor: str | None = None
+    store: Store,
+    body: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+    validate: Validate | None = None,
 ) -> dict[str, Any]:
     """Create a project (`name`, optional `default_model_route_id`: none on a new project)."""
     fields = _checked(dict(body))
@@ -35,7 +57,7 @@ def create_project(
         _check_name(session, fields["name"], None)
         row = Project(id=new_id("project"), name=fields["name"])
         session.add(row)
-        session.flush()
+        check_written(session, store, row.id, validate)
         after = _read(row)
         audit(session, actor=actor, action="create", kind="project", object_id=row.id,
               project_id=row.id, before=None, after=after)  # fmt: skip
@@ -56,9 +78,14 @@ def list_projects(store: Store) -> list[dict[str, Any]]:
 
 
 def update_project(
-    store: Store, project_id: str, patch: Mapping[str, Any], *, actor: str | None = None
+    store: Store,
+    project_id: str,
+    patch: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+    validate: Validate | None = None,
 ) -> dict[str, Any]:
-    """Merge-patch the project: `name`, `default_model_route_id` (None clears it)."""
+    """Merge-patch the project: `name`, `default_model_route_id` (None clears it: Rule 2)."""
     with write(store) as session:
         row = require_project(session, project_id)
         before = _read(row)
@@ -67,23 +94,59 @@ def update_project(
         _check_name(session, fields["name"], row.id)
         route_id = fields.get("default_model_route_id")
         if route_id is not None:
-            get_row(session, Route, "route", project_id, route_id)
+            _check_default_route(session, project_id, route_id)
+        elif row.default_model_route_id is not None:
+            _refuse_inherited_clear(session, project_id, row.default_model_route_id)
         row.name, row.default_model_route_id = fields["name"], route_id
-        session.flush()
+        check_written(session, store, project_id, validate)
         after = _read(row)
         audit(session, actor=actor, action="update", kind="project", object_id=row.id,
               project_id=row.id, before=before, after=after)  # fmt: skip
     return after
 
 
-def delete_project(store: Store, project_id: str, *, actor: str | None = None) -> None:
+def delete_project(
+    store: Store, project_id: str, *, actor: str | None = None, validate: Validate | None = None
+) -> None:
     """Delete the project and every object it owns."""
     with write(store) as session:
         row = require_project(session, project_id)
         before = _read(row)
         session.delete(row)
+        if validate is not None:
+            session.flush()
+            validate(ProjectSnapshot(id=row.id, name=row.name))
         audit(session, actor=actor, action="delete", kind="project", object_id=project_id,
               project_id=project_id, before=before, after=None)  # fmt: skip
+
+
+def _check_default_route(session: Session, project_id: str, route_id: str) -> None:
+    """Rule 1: a route of the project (404 naming the field), and enabled (400)."""
+    route = session.get(Route, route_id)
+    if route is None or route.project_id != project_id:
+        raise ObjectNotFound(
+            f"default_model_route_id: no route {route_id!r} in project {project_id!r}",
+            meta={"field": "default_model_route_id"},
+        )
+    if not route.settings.get("enabled", True):
+        message = f"route {route.name!r} is disabled; a default route must be enabled"
+        raise ConfigError(
+            f"invalid project: default_model_route_id: {message}",
+            [("default_model_route_id", message)],
+        )
+
+
+def _refuse_inherited_clear(session: Session, project_id: str, route_id: str) -> None:
+    """Rule 2: clearing the default while consumers inherit it."""
+    inheriting = inheriting_consumers(session, project_id, route_id)
+    if inheriting:
+        count = len(inheriting)
+        raise ProjectDefaultRouteInherited(
+            f"cannot clear default_model_route_id: {count} consumer{'s' if count != 1 else ''} "
+            "inherit it; assign them a route or a provider first, or point the default at "
+            "another route",
+            meta=dependents_meta({"consumers": inheriting}),
+        )
 
 
 def _checked(fields: dict[str, Any]) -> dict[str, Any]:

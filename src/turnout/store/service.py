@@ -1,9 +1,20 @@
 """The store's service functions, in one place for the admin API to call: every read and write
-of stored objects goes through these (each write in one transaction, audited, version bumped)."""
+of stored objects goes through these (each write in one transaction, audited, version bumped).
+
+Every write takes `validate`, a hook called with the project as the write leaves it (inside the
+transaction: raising rolls the write back), and `actor`, the admin key id for the audit row.
+Updates and deletes of providers and routes take `allow_file`, for the config file's sync only."""
 
 from __future__ import annotations
 
 from turnout.store._writes import current_version
+from turnout.store.consumers import (
+    create_consumer,
+    delete_consumer,
+    get_consumer,
+    list_consumers,
+    update_consumer,
+)
 from turnout.store.keys import create_key, delete_key, get_key, list_keys, revoke_key, update_key
 from turnout.store.objects import (
     ObjectKind,
@@ -24,21 +35,26 @@ from turnout.store.projects import (
 
 __all__ = [
     "ObjectKind",
+    "create_consumer",
     "create_key",
     "create_object",
     "create_project",
     "current_version",
+    "delete_consumer",
     "delete_key",
     "delete_object",
     "delete_project",
+    "get_consumer",
     "get_key",
     "get_object",
     "get_project",
+    "list_consumers",
     "list_keys",
     "list_objects",
     "list_projects",
     "provider_secret",
     "revoke_key",
+    "update_consumer",
     "update_key",
     "update_object",
     "update_project",

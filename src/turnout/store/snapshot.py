@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from turnout.errors import ObjectNotFound
 from turnout.schema import (
     BindingConfig,
     ConsumerConfig,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
     from turnout.store.engine import Store
 
-__all__ = ["ProjectSnapshot", "StoreSnapshot", "load_snapshot"]
+__all__ = ["ProjectSnapshot", "StoreSnapshot", "load_snapshot", "project_snapshot"]
 
 _EMPTY: Mapping[tuple[str, str], str] = MappingProxyType({})
 
@@ -79,6 +80,15 @@ def load_snapshot(store: Store) -> StoreSnapshot:
             for row in session.scalars(select(Project).order_by(Project.created_at, Project.id))
         }
     return StoreSnapshot(version, MappingProxyType(projects))
+
+
+def project_snapshot(session: Session, store: Store, project_id: str) -> ProjectSnapshot:
+    """One project as `session` sees it, pending writes included (a write's validation hook
+    reads the project as it will be). `ObjectNotFound` for an unknown project."""
+    project = session.get(Project, project_id)
+    if project is None:
+        raise ObjectNotFound(f"no project {project_id!r}")
+    return _project(session, store, project)
 
 
 def _project(session: Session, store: Store, project: Project) -> ProjectSnapshot:

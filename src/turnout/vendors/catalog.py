@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from turnout.vendors.google_errors import GoogleError, read_google_error
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
@@ -41,7 +43,12 @@ class VendorEntry:
     - `reset_parser(message, now_wall)`: seconds from now until the vendor's quota resets, read
       from its error message, or None;
     - `embeddings`: the vendor serves an embeddings endpoint; `base_url`: its public API base
-      (None when each account has its own); `family`: `openai`, `anthropic` or `none`.
+      (None when each account has its own); `family`: `openai`, `anthropic`, `gemini` or
+      `none`; `key_env`: the environment variable its key is conventionally kept in (read by
+      the library when no key is given; None for keyless servers);
+    - `error_reader(decoded_body)`: the vendor's structured error (Google's `google.rpc.Status`
+      details: quota or rate limit, retry delay, a refused key), whose verdict comes before
+      the message signals (None: messages only).
     """
 
     name: str
@@ -58,6 +65,17 @@ class VendorEntry:
     content_types: frozenset[str] = frozenset()
     content_messages: tuple[str, ...] = ()
     reset_parser: Callable[[str, float], float | None] | None = field(default=None, repr=False)
+    key_env: str | None = None
+    error_reader: Callable[[object], GoogleError | None] | None = field(default=None, repr=False)
+
+    def read_error(self, data: object) -> GoogleError | None:
+        """The vendor's structured error in a decoded body, or None (never raises)."""
+        if self.error_reader is None:
+            return None
+        try:
+            return self.error_reader(data)
+        except (TypeError, ValueError, AttributeError, RecursionError):
+            return None
 
     def is_quota(self, error_type: str | None, message: str) -> bool:
         """A quota or credit signal, whatever the status."""
@@ -173,6 +191,8 @@ def _entry(
     embeddings: bool = False,
     credit_429: bool = False,
     reset_parser: Callable[[str, float], float | None] | None = None,
+    key_env: str | None = None,
+    error_reader: Callable[[object], GoogleError | None] | None = None,
 ) -> VendorEntry:
     """An entry with the common signals added to the vendor's own (all lower-cased)."""
 
@@ -197,8 +217,16 @@ def _entry(
         content_types=kinds(_COMMON_CONTENT_TYPES, content_types),
         content_messages=fragments(_COMMON_CONTENT_MESSAGES, content_messages),
         reset_parser=reset_parser,
+        key_env=key_env,
+        error_reader=error_reader,
     )
 
+
+_GEMINI_CONTEXT = (
+    "input token count",
+    "exceeds the maximum number of tokens allowed",
+)
+_GEMINI_CONTENT = ("violates our policies", "prohibited content")
 
 GENERIC = _entry("generic")
 """The entry for an unknown vendor: the common signals only."""
@@ -226,17 +254,30 @@ _ENTRIES = (
         content_types=("responsibleaipolicyviolation",),
     ),
     _entry(
+        "gemini",
+        family="gemini",
+        base_url="https://generativelanguage.googleapis.com",
+        embeddings=True,
+        key_env="GEMINI_API_KEY",
+        error_reader=read_google_error,
+        context_messages=_GEMINI_CONTEXT,
+        content_messages=_GEMINI_CONTENT,
+    ),
+    _entry(
         "deepseek",
+        key_env="DEEPSEEK_API_KEY",
         base_url="https://api.deepseek.com/v1",
         quota_messages=("insufficient balance",),
     ),
     _entry(
         "groq",
+        key_env="GROQ_API_KEY",
         base_url="https://api.groq.com/openai/v1",
         context_messages=("reduce the length of the messages",),
     ),
     _entry(
         "kimi",
+        key_env="MOONSHOT_API_KEY",
         base_url="https://api.moonshot.ai/v1",
         credit_429=True,
         quota_messages=("exceeded current quota",),
@@ -246,6 +287,7 @@ _ENTRIES = (
     ),
     _entry(
         "zai",
+        key_env="ZAI_API_KEY",
         base_url="https://api.z.ai/api/paas/v4",
         embeddings=True,
         credit_429=True,
@@ -259,6 +301,7 @@ _ENTRIES = (
     ),
     _entry(
         "xai",
+        key_env="XAI_API_KEY",
         base_url="https://api.x.ai/v1",
         credit_429=True,
         credit_messages=("used all available credits", "monthly spending limit"),
@@ -266,6 +309,45 @@ _ENTRIES = (
     ),
     _entry("ollama", base_url="http://127.0.0.1:11434/v1", embeddings=True),
     _entry("vllm", base_url="http://127.0.0.1:8000/v1", embeddings=True),
+    _entry(
+        "mistral",
+        base_url="https://api.mistral.ai/v1",
+        embeddings=True,
+        key_env="MISTRAL_API_KEY",
+        context_messages=("too large for model with",),
+    ),
+    _entry(
+        "together",
+        base_url="https://api.together.xyz/v1",
+        embeddings=True,
+        key_env="TOGETHER_API_KEY",
+        quota_messages=("credit limit",),
+    ),
+    _entry(
+        "fireworks",
+        base_url="https://api.fireworks.ai/inference/v1",
+        embeddings=True,
+        key_env="FIREWORKS_API_KEY",
+    ),
+    _entry(
+        "openrouter",
+        base_url="https://openrouter.ai/api/v1",
+        key_env="OPENROUTER_API_KEY",
+        quota_messages=("requires more credits", "insufficient credits"),
+    ),
+    _entry(
+        # Google's OpenAI-compatible endpoint: Google's error details, OpenAI's shapes.
+        "gemini-openai",
+        base_url="https://generativelanguage.googleapis.com/v1beta/openai",
+        embeddings=True,
+        key_env="GEMINI_API_KEY",
+        error_reader=read_google_error,
+        context_messages=_GEMINI_CONTEXT,
+        content_messages=_GEMINI_CONTENT,
+    ),
+    _entry("cerebras", base_url="https://api.cerebras.ai/v1", key_env="CEREBRAS_API_KEY"),
+    _entry("perplexity", base_url="https://api.perplexity.ai", key_env="PERPLEXITY_API_KEY"),
+    _entry("lmstudio", base_url="http://127.0.0.1:1234/v1", embeddings=True),
     _entry("mock", embeddings=True),
 )
 

@@ -81,6 +81,8 @@ def classify_status(
     error_type: str | None = None,
     message: str = "",
     retryable_statuses: frozenset[int] | None = None,
+    quota: bool | None = None,
+    refused_key: bool = False,
 ) -> str:
     """The error class of an HTTP error response; the first match wins, in this order:
     408 is `timeout`; a 402, a vendor quota signal or a 429 the vendor uses for exhausted
@@ -92,17 +94,18 @@ def classify_status(
     `vendor` names the catalog entry whose signals apply (None: the common signals only);
     `error_type` and `message` are the vendor's error type/code and message (`vendor_error`);
     `retryable_statuses` narrows the statuses that are `provider_error` for a route (default:
-    every 5xx except 501, and 409).
+    every 5xx except 501, and 409). `quota` is the vendor's structured verdict, when its error
+    body gives one (Google's quota details): True is `quota_exhausted`, False rules the
+    message signals out. `refused_key` (a structured "invalid key" on a 400) is `auth`.
     """
     entry = vendor_entry(vendor)
     statuses = DEFAULT_RETRYABLE_STATUSES if retryable_statuses is None else retryable_statuses
     if status == 408:
         return "timeout"
-    if (
-        status == 402
-        or entry.is_quota(error_type, message)
-        or (status == 429 and entry.is_credit_429(error_type, message))
-    ):
+    if quota is None:
+        quota = status == 402 or entry.is_quota(error_type, message)
+        quota = quota or (status == 429 and entry.is_credit_429(error_type, message))
+    if quota or status == 402:
         return "quota_exhausted"
     if status == 429:
         return "rate_limited"
@@ -112,7 +115,7 @@ def classify_status(
         return "context_length"
     if status in _FILTER_STATUSES and entry.is_content_filtered(error_type, message):
         return "content_filtered"
-    if status in (401, 403):
+    if status in (401, 403) or (refused_key and status == 400):
         return "auth"
     return "invalid_request"
 
@@ -200,9 +203,10 @@ def _read_error(data: object, status: int) -> tuple[str | None, str]:
 
 
 def _label(source: Mapping[str, object], status: int) -> str | None:
-    """The error's code, else its type; an echo of the HTTP status or Anthropic's envelope
-    type `error` says nothing and is skipped."""
-    for name in ("code", "type"):
+    """The error's code, else its type, else its status name (Google's `RESOURCE_EXHAUSTED`);
+    an echo of the HTTP status or Anthropic's envelope type `error` says nothing and is
+    skipped."""
+    for name in ("code", "type", "status"):
         value = source.get(name)
         if isinstance(value, bool) or not isinstance(value, str | int):
             continue
@@ -246,19 +250,32 @@ def classify_http(
     vendor: str | None = None,
     retryable_statuses: frozenset[int] | None = None,
 ) -> HttpFailure:
-    """Everything a provider needs from an HTTP error response, in one call."""
+    """Everything a provider needs from an HTTP error response, in one call. A vendor whose
+    catalog entry reads structured errors (`VendorEntry.error_reader`) has its verdict on
+    quota and a refused key applied, and its retry delay used when no header gives one."""
+    entry = vendor_entry(vendor)
     error_type, message = vendor_error(status, body)
+    structured = None
+    if entry.error_reader is not None:
+        try:
+            structured = entry.read_error(_decode(body))
+        except (ValueError, RecursionError):
+            structured = None
     error_class = classify_status(
         status,
         vendor=vendor,
         error_type=error_type,
         message=message,
         retryable_statuses=retryable_statuses,
+        quota=structured.quota if structured is not None else None,
+        refused_key=structured is not None and structured.auth,
     )
     reset_after = None
     if error_class == "quota_exhausted":
-        reset_after = vendor_entry(vendor).reset_after(message, now_wall)
+        reset_after = entry.reset_after(message, now_wall)
     retry_after = parse_retry_after(headers, now_wall=now_wall)
+    if retry_after is None and structured is not None:
+        retry_after = structured.retry_after
     return HttpFailure(error_class, error_type, message, retry_after, reset_after)
 
 

@@ -1,6 +1,7 @@
 """The presets of the `openai-compatible` provider kind, and which servers need no key.
 
-A preset names a vendor catalog entry (its base URL, quota signals and embeddings support).
+A preset names a vendor catalog entry (its base URL, the environment variable its key is
+conventionally kept in, quota signals and embeddings support).
 """
 
 from __future__ import annotations
@@ -10,10 +11,26 @@ from urllib.parse import urlsplit
 
 __all__ = ["KEYLESS_PRESETS", "PRESETS", "is_loopback"]
 
-PRESETS = ("deepseek", "groq", "kimi", "zai", "xai", "ollama", "vllm")
+PRESETS = (
+    "deepseek",
+    "groq",
+    "kimi",
+    "zai",
+    "xai",
+    "ollama",
+    "vllm",
+    "mistral",
+    "together",
+    "fireworks",
+    "openrouter",
+    "gemini-openai",
+    "cerebras",
+    "perplexity",
+    "lmstudio",
+)
 """The presets of `OpenAICompatible` (each names a vendor catalog entry)."""
 
-KEYLESS_PRESETS = frozenset({"ollama", "vllm"})
+KEYLESS_PRESETS = frozenset({"ollama", "vllm", "lmstudio"})
 """Presets whose servers need no key by nature (local model servers)."""
 
 

@@ -1,7 +1,8 @@
 """The neutral request/response model: the one shape the engine, codecs and providers share.
 
-Every wire format (OpenAI Chat Completions, Anthropic Messages, OpenAI Embeddings) decodes into
-these types and encodes from them. There is no second request model anywhere in turnout.
+Every wire format (OpenAI Chat Completions, Anthropic Messages, OpenAI Embeddings, Gemini
+`generateContent`) decodes into these types and encodes from them. There is no second request
+model anywhere in turnout.
 
 `ChatRequest.source` carries the caller's original body and format, so that a provider speaking
 the same format forwards those bytes with only `model` replaced; `ChatResponse.raw` /
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
-WireFormat = Literal["openai-chat", "anthropic-messages", "openai-embeddings"]
+WireFormat = Literal["openai-chat", "anthropic-messages", "openai-embeddings", "gemini-generate"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
 
 

@@ -1,4 +1,4 @@
-"""What crosses between the OpenAI and Anthropic families, and what is dropped on purpose.
+"""What crosses between the OpenAI, Anthropic and Gemini families, and what is dropped on purpose.
 
 Translation goes through the neutral model: the source format's `decode_request`, then the
 target format's `encode_request`. Carried across: text, images (data URLs <-> base64 sources,
@@ -20,6 +20,8 @@ attempt's reason:
 - `is_error` on tool results and non-text tool results into OpenAI; documents by URL into
   OpenAI;
 - vendor blocks no codec models (`NativeBlock`: audio input, file ids, server tool results).
+- into Gemini (`turnout.wire.gemini`): `cache_control`, `user`, `metadata`, images and
+  documents by URL, thinking blocks from another format, and the fields above.
 
 A request that needs a tool which is not a plain function (Anthropic server tools such as
 `web_search_*` or `code_execution_*`, OpenAI custom tools or `web_search_options`) cannot be
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnout.wire.model import DocumentPart, NativeBlock, TextPart, ThinkingPart
+from turnout.wire.model import DocumentPart, ImagePart, NativeBlock, TextPart, ThinkingPart
 
 if TYPE_CHECKING:
     from turnout.wire.model import ChatRequest, Message, WireFormat
@@ -98,6 +100,8 @@ def untranslatable(request: ChatRequest, target_format: WireFormat) -> list[str]
         _into_openai(request, found)
     elif target_format == "anthropic-messages":
         _into_anthropic(request, found)
+    elif target_format == "gemini-generate":
+        _into_gemini(request, found)
     return list(found)
 
 
@@ -149,3 +153,23 @@ def _into_anthropic(request: ChatRequest, found: dict[str, None]) -> None:
                 found["unsigned thinking blocks"] = None
             elif isinstance(part, NativeBlock) and part.format != "anthropic-messages":
                 found[f"{part.block.get('type', 'native')} blocks"] = None
+
+
+def _into_gemini(request: ChatRequest, found: dict[str, None]) -> None:
+    if any(p.cache_control for p in request.system) or any(t.cache_control for t in request.tools):
+        found["cache_control"] = None
+    for name, value in (("user", request.user), ("metadata", request.metadata)):
+        if value:
+            found[name] = None
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, ThinkingPart):
+                found["thinking blocks"] = None
+            elif isinstance(part, ImagePart) and part.data is None:
+                found["image urls"] = None
+            elif isinstance(part, DocumentPart) and part.data is None and part.text is None:
+                found["document urls"] = None
+            elif isinstance(part, NativeBlock) and part.format != "gemini-generate":
+                found[f"{part.block.get('type', 'native')} blocks"] = None
+            if getattr(part, "cache_control", None):
+                found["cache_control"] = None

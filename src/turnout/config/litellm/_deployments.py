@@ -2,7 +2,10 @@
 
 A deployment's provider comes from the prefix of `litellm_params.model` (`azure/gpt-4o-eu`),
 or `custom_llm_provider`, or, for a bare model name, the vendor LiteLLM would infer (`gpt-*`,
-`o1…`, `claude-*`). Unsupported providers and malformed entries are skipped with a note. A
+`o1…`, `claude-*`). `gemini/…` becomes the `gemini` kind; `mistral/`, `together_ai/`,
+`fireworks_ai/`, `openrouter/`, `cerebras/`, `perplexity/` and `lm_studio/` become
+`openai-compatible` providers with that vendor's preset. Unsupported providers (`vertex_ai/`
+and `bedrock/` among them) and malformed entries are skipped with a note. A
 missing `api_key` becomes the environment variable LiteLLM itself would read
 (`${OPENAI_API_KEY}` …), so the imported provider keeps using an organisation key.
 
@@ -39,6 +42,7 @@ _KINDS: Mapping[str, tuple[str, str | None]] = {
     "openai": ("openai", None),
     "anthropic": ("anthropic", None),
     "azure": ("azure-openai", None),
+    "gemini": ("gemini", None),
     "deepseek": ("openai-compatible", "deepseek"),
     "groq": ("openai-compatible", "groq"),
     "xai": ("openai-compatible", "xai"),
@@ -47,6 +51,13 @@ _KINDS: Mapping[str, tuple[str, str | None]] = {
     "ollama": ("openai-compatible", "ollama"),
     "ollama_chat": ("openai-compatible", "ollama"),
     "hosted_vllm": ("openai-compatible", "vllm"),
+    "mistral": ("openai-compatible", "mistral"),
+    "together_ai": ("openai-compatible", "together"),
+    "fireworks_ai": ("openai-compatible", "fireworks"),
+    "openrouter": ("openai-compatible", "openrouter"),
+    "cerebras": ("openai-compatible", "cerebras"),
+    "perplexity": ("openai-compatible", "perplexity"),
+    "lm_studio": ("openai-compatible", "lmstudio"),
     "litellm_proxy": ("openai-compatible", None),
 }
 # The variables LiteLLM reads when a deployment names no key or base URL.
@@ -59,6 +70,13 @@ _KEY_VARIABLES = {
     "xai": "XAI_API_KEY",
     "moonshot": "MOONSHOT_API_KEY",
     "zai": "ZAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "cerebras": "CEREBRAS_API_KEY",
+    "perplexity": "PERPLEXITYAI_API_KEY",
     "litellm_proxy": "LITELLM_PROXY_API_KEY",
 }
 _BASE_VARIABLES = {"azure": "AZURE_API_BASE", "litellm_proxy": "LITELLM_PROXY_API_BASE"}

@@ -47,7 +47,7 @@ def name_providers(specs: Iterable[ProviderSpec], taken: Iterable[str]) -> dict[
 def _hint(spec: ProviderSpec) -> str:
     if spec.preset is not None:
         return spec.preset
-    if spec.kind in {"openai", "anthropic"}:
+    if spec.kind in {"openai", "anthropic", "gemini"}:
         return spec.kind
     label = _host_label(spec.base_url)
     if spec.kind == "azure-openai":

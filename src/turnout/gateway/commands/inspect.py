@@ -16,21 +16,19 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from turnout.errors import ConfigError, RoutingError
-from turnout.routing.strategies import try_order
+from turnout.gateway.runtime.describe import fallback_names, route_row, targets_in_order
 
 if TYPE_CHECKING:
     import argparse
 
     from turnout.access.keys import Caller
-    from turnout.gateway.runtime.live import Resolution, RouteEntry, Runtime
-    from turnout.routing.route import Route
+    from turnout.gateway.runtime.live import Resolution, Runtime
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 __all__ = ["add_check_parser", "add_routes_parser", "main_check", "main_routes"]
 
 _ENDPOINTS = ("chat", "messages", "embeddings", "count_tokens")
-_KINDS = ("general", "context", "content")  # fallback kinds, in the configuration's order
 _SUGGESTS_CROSS_PROVIDER = "does not set allow_cross_provider"
 _CROSS_PROVIDER_NOTE = (
     "note: allow_cross_provider: true lets a route serve a client from targets of another"
@@ -175,30 +173,6 @@ def _caller(runtime: Runtime, key: str) -> Caller:
     return found
 
 
-def _targets(route: Route, model: str | None = None) -> list[dict[str, Any]]:
-    """The targets in try order (the start the strategy picks may differ per request)."""
-    targets = route.targets
-    flags = [t.fallback_only for t in targets]
-    start = next((i for i, only in enumerate(flags) if not only), 0)
-    rows = []
-    for index in try_order(len(targets), flags, start):
-        target = targets[index]
-        wire = target.model or model
-        wire_model = getattr(target.client, "wire_model", None)
-        if wire and callable(wire_model):
-            wire = wire_model(wire)
-        rows.append(
-            {
-                "name": target.name,
-                "provider": target.client.provider,
-                "model": wire,
-                "fallback_only": target.fallback_only,
-                "paused": target.paused,
-            }
-        )
-    return rows
-
-
 def _target_text(row: dict[str, Any]) -> str:
     text = f"{row['provider']}:{row['model'] or '(requested model)'}"
     if row["name"] not in (text, row["provider"], f"{row['provider']}:{row['model']}"):
@@ -210,33 +184,14 @@ def _target_text(row: dict[str, Any]) -> str:
     return text
 
 
-def _fallbacks(route: Route) -> dict[str, list[str]]:
-    """The route's fallback routes by kind (general, context, content)."""
-    return {kind: [other.name for other in route.fallbacks.of(kind)] for kind in _KINDS}
-
-
 def _fallbacks_text(fallbacks: dict[str, list[str]]) -> str:
     """`general: backup; context: long-context`, or `-` without fallbacks."""
     kinds = [f"{kind}: {', '.join(names)}" for kind, names in fallbacks.items() if names]
     return "; ".join(kinds) or "-"
 
 
-def _route_row(entry: RouteEntry) -> dict[str, Any]:
-    return {
-        "name": entry.name,
-        "kind": entry.kind,
-        "strategy": entry.route.strategy.type,
-        "patterns": list(entry.patterns),
-        "aliases": [alias.alias for alias in entry.aliases.values()],
-        "targets": _targets(entry.route),
-        "fallbacks": _fallbacks(entry.route),
-        "messages": entry.messages_route is not None,
-        "embeddings": entry.embeddings_route is not None,
-    }
-
-
 def _print_routes(out: TextIO, runtime: Runtime, *, as_json: bool) -> None:
-    rows = [_route_row(entry) for entry in runtime.routes.values()]
+    rows = [route_row(entry) for entry in runtime.routes.values()]
     disabled = [route.name for route in runtime.config.routes if not route.enabled]
     if as_json:
         out.write(json.dumps({"routes": rows, "disabled": disabled}, indent=2) + "\n")
@@ -301,6 +256,6 @@ def _resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
         "matched_by": found.matched_by,
         "pattern": found.pattern,
         "strategy": found.route.strategy.type,
-        "targets": _targets(found.route, found.requested_model),
-        "fallbacks": _fallbacks(found.route),
+        "targets": targets_in_order(found.route, found.requested_model),
+        "fallbacks": fallback_names(found.route),
     }

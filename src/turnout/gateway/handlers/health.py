@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from turnout.gateway.responses.respond import json_reply
 
 if TYPE_CHECKING:
+    from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.server.exchange import Exchange, GatewaySettings
 
 __all__ = ["handle_healthz", "readiness"]
@@ -24,7 +25,10 @@ async def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, ob
     `status: degraded` and its `reason` while the shared state store is unreachable (the gateway
     serves on local state then: a failing store never fails a call) and the store's own detail
     under `state`. The store is asked each time (`StateStore.probe`: bounded, and at most about
-    once a second for a shared store), so an outage shows here before any call meets it."""
+    once a second for a shared store), so an outage shows here before any call meets it.
+    `health` says whether health is shared with other replicas (and its counts): while the
+    store is down, each process keeps its own health, and the status stays 200 because the
+    process still serves every request."""
     if settings is None:
         return 503, {"status": "starting", "config": "not loaded"}
     runtime = settings.runtime
@@ -43,8 +47,16 @@ async def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, ob
             "projects": len(settings.served.runtimes),
             "routes": len(runtime.routes),
             "state": detail,
+            "health": _health_detail(runtime),
             # Bindings load with the configuration; grants are enforced while resolving.
             "bindings": "loaded",
         }
     )
     return 200, body
+
+
+def _health_detail(runtime: Runtime) -> dict[str, object]:
+    shared = runtime.shared_health
+    if shared is None:
+        return {"shared": False}
+    return shared.describe()

@@ -18,6 +18,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
 )
@@ -88,6 +89,14 @@ class Metrics:
             buckets=_OVERHEAD_BUCKETS,
             registry=registry,
         )
+        self.shared_state_up = Gauge(
+            "turnout_shared_state_up",
+            "1 while the shared state store (Redis) answers, 0 while this process serves on local"
+            " state; absent without shared state.",
+            ["backend"],
+            multiprocess_mode="livemin",  # several workers: 0 when any live worker is cut off
+            registry=registry,
+        )
         self._children: dict[Hashable, Any] = {}
 
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
@@ -141,6 +150,10 @@ class Metrics:
     def count_transition(self, key: str, to: str) -> None:
         """Count one health transition of `key` (`provider/model`)."""
         self._child(self.transitions, key, to).inc()
+
+    def set_shared_state(self, backend: str, up: bool) -> None:
+        """Say whether the shared state store `backend` (`redis`) answers."""
+        self.shared_state_up.labels(backend).set(1 if up else 0)
 
     def render(self) -> bytes:
         """The Prometheus text exposition: this process's metrics, or every worker's."""

@@ -4,6 +4,8 @@ and each health transition, turned into log lines and metrics.
 Rule 1: `request_done` runs once per request, after the response ended or failed; it reads the
 finished record and never raises (a failure to observe is logged, the request is unharmed).
 Rule 2: health transitions arrive through `Health.observe`; the engine knows no observer.
+Rule 3: with shared state, the store's health (watched about once a second by the health
+sharing) is the `turnout_shared_state_up` gauge.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
+from turnout.gateway.observe.activity import Activity
 from turnout.gateway.observe.logs import (
     ACCESS,
     log_access,
@@ -25,6 +28,7 @@ from turnout.record import SKIP_OUTCOMES
 from turnout.routing.health import key_text
 
 if TYPE_CHECKING:
+    from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.server.exchange import Exchange
     from turnout.record import AttemptEntry, RoutingRecord
     from turnout.routing.health import Health, HealthEvent
@@ -60,10 +64,12 @@ def _upstream_seconds(record: RoutingRecord) -> float:
 
 
 class Observer:
-    """Logs and metrics for one gateway process. `metrics` defaults to a new `Metrics`."""
+    """Logs, metrics and the dashboard's activity for one gateway process. `metrics` defaults
+    to a new `Metrics`, `activity` to a new `Activity`."""
 
-    def __init__(self, metrics: Metrics | None = None) -> None:
+    def __init__(self, metrics: Metrics | None = None, activity: Activity | None = None) -> None:
         self.metrics = metrics if metrics is not None else Metrics()
+        self.activity = activity if activity is not None else Activity()
         # The registries themselves, weakly: an id could be reused by a later registry once
         # a reload dropped the first one.
         self._watched: weakref.WeakSet[Health] = weakref.WeakSet()
@@ -73,6 +79,15 @@ class Observer:
         if health not in self._watched:
             self._watched.add(health)
             health.observe(self.health_changed)
+
+    def watch_state(self, runtime: Runtime) -> None:
+        """Rule 3: follow the shared state store of `runtime` (nothing without shared state)."""
+        shared = runtime.shared_health
+        if shared is None:
+            return
+        backend = str(runtime.state.describe().get("backend", "redis"))
+        self.metrics.set_shared_state(backend, runtime.state.healthy)
+        shared.on_store(lambda up: self.metrics.set_shared_state(backend, up))
 
     def health_changed(self, event: HealthEvent) -> None:
         """A breaker transition, park or cooldown: count it and log it."""
@@ -100,6 +115,15 @@ class Observer:
                 log_failover(record, left, to)
             if record.fallback_route is not None:
                 log_fallback_route(record)
+        if record is not None or exchange.scope["method"] == "POST":  # a call, or a refused one
+            self.activity.add(
+                request_id=record.request_id if record is not None else exchange.reply_id(),
+                path=exchange.scope["path"],
+                status=exchange.status if not exchange.gone else 499,
+                duration_ms=round(seconds * 1000, 3),
+                record=record,
+                failovers=0 if record is None else len(moves),
+            )
         if ACCESS.isEnabledFor(logging.INFO):
             log_access(_access_fields(exchange, record, seconds, overhead))
 

@@ -1,8 +1,9 @@
 """The first step of resolution: a consumer named by the `x-turnout-consumer` header (its id or
 its name) and its assignment.
 
-Rule 1: a consumer's effective assignment is its own route (agents), else its own provider pin,
-else, for a memory, its agent's pin, then its agent's route; else the project's default route.
+Rule 1: a consumer's effective assignment is the one the validator uses
+(`turnout.access.consumers.effective_assignment`): its own route (agents), else its own provider
+pin, else, for a memory, its agent's pin, then its agent's route; else the project's default.
 Rule 2: a route assignment serves the request exactly as the route's name would (its targets
 and policy); a route that is not served (it left the configuration file) is 503 NO_ROUTE, never
 another route. A provider pin is one target with the provider's defaults and no failover: the
@@ -17,9 +18,9 @@ the runtime's health, so a pinned provider's breaker is the provider's breaker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from turnout.access.consumers import Assignment, effective_assignment
 from turnout.access.keys import ceiling_check
 from turnout.access.served_routes import MESSAGES_WIRE
 from turnout.errors import ConsumerNotAllowed, EmbeddingsNotSupported, NoRoute, NotFound
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from turnout.routing.health import Health
     from turnout.schema import ConsumerConfig
 
-__all__ = ["CONSUMER_HEADER", "Assignment", "ConsumerRoutes", "effective_assignment"]
+__all__ = ["CONSUMER_HEADER", "ConsumerRoutes"]
 
 CONSUMER_HEADER: Final = "x-turnout-consumer"
 """The request header naming a consumer (its id or its name)."""
@@ -46,36 +47,14 @@ CONSUMER_HEADER: Final = "x-turnout-consumer"
 _MAX_PINS: Final = 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Assignment:
-    """Where a consumer's requests go: a route by name, or a provider pin (provider name and
-    the model asked of it, None: the request's). `inherited` says it is the project default."""
-
-    route: str | None = None
-    provider: str | None = None
-    model: str | None = None
-    inherited: bool = False
-
-
-def effective_assignment(
-    consumer: ConsumerConfig,
-    by_name: Mapping[str, ConsumerConfig],
-    default_route: str | None,
-) -> Assignment | None:
-    """Rule 1: the consumer's effective assignment (None: nothing, and no project default)."""
-    if consumer.model_route is not None:
-        return Assignment(route=consumer.model_route)
-    if consumer.provider is not None:
-        return Assignment(provider=consumer.provider, model=consumer.model)
-    if consumer.kind == "memory" and consumer.agent is not None:
-        agent = by_name.get(consumer.agent)
-        if agent is not None and agent.provider is not None:
-            return Assignment(provider=agent.provider, model=agent.model)
-        if agent is not None and agent.model_route is not None:
-            return Assignment(route=agent.model_route)
-    if default_route is not None:
-        return Assignment(route=default_route, inherited=True)
-    return None
+def _assignment(consumer: ConsumerConfig) -> Assignment:
+    return Assignment(
+        kind=consumer.kind,
+        route=consumer.model_route,
+        provider=consumer.provider,
+        model=consumer.model,
+        agent=consumer.agent,
+    )
 
 
 class ConsumerRoutes:
@@ -147,8 +126,13 @@ class ConsumerRoutes:
     ) -> Resolution:
         """Rules 1-4: where a request of `caller` naming consumer `reference` goes."""
         consumer = self.find(reference)
-        assignment = effective_assignment(consumer, self._by_name, self._default_route)
-        if assignment is None:
+        agent = self._by_name.get(consumer.agent) if consumer.agent is not None else None
+        assignment = effective_assignment(
+            _assignment(consumer),
+            agent=None if agent is None else _assignment(agent),
+            default_route=self._default_route,
+        )
+        if assignment.is_empty:
             raise NoRoute(
                 f'consumer "{consumer.name}" has no route or provider pin and project '
                 f'"{self._project}" has no default route'
@@ -158,7 +142,7 @@ class ConsumerRoutes:
         if assignment.route is not None:
             entry = self._routes.get(assignment.route)
             if entry is None or entry.kind != "configured":
-                how = "inherits" if assignment.inherited else "is assigned"
+                how = "is assigned" if assignment.inherited_from is None else "inherits"
                 raise NoRoute(
                     f'consumer "{consumer.name}" {how} route "{assignment.route}", which is not '
                     "served: it is no longer in the configuration"

@@ -34,6 +34,7 @@ from turnout.gateway.runtime.engine_config import build_route_options, build_tar
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
+    Gemini,
     HttpOptions,
     HttpTimeouts,
     MockProvider,
@@ -42,6 +43,7 @@ from turnout.providers import (
 )
 from turnout.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from turnout.providers.azure_openai import DEFAULT_API_VERSION as AZURE_API_VERSION
+from turnout.providers.gemini import DEFAULT_BASE_URL as GEMINI_URL
 from turnout.providers.openai import DEFAULT_BASE_URL as OPENAI_URL
 from turnout.routing.health import Breaker, Health
 from turnout.routing.options import FALLBACK_KINDS, MAX_STATIC_ATTEMPTS, RouteOptions
@@ -158,9 +160,9 @@ def build_provider(
             options=options,
             **keywords,
         )
-    return OpenAICompatible(
-        url, config.api_key, preset=config.preset, name=name, options=options, **keywords
-    )
+    if config.kind == "gemini":
+        return Gemini(key, base_url=url or GEMINI_URL, name=name, options=options, **keywords)
+    return OpenAICompatible(url, key, preset=config.preset, name=name, options=options, **keywords)
 
 
 def supports_embeddings(provider: Any) -> bool:

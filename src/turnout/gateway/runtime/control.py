@@ -12,11 +12,13 @@ SQLite); a Redis or PostgreSQL notification feed can take its place for several 
 Rule 3: a project whose configuration did not change keeps its runtime object (pools, caches,
 health); a changed one is rebuilt on the previous one's health registry (its breakers,
 cooldowns and parks carry over) unless the health policy changed.
-Rule 4: a store that fails during a refresh never fails serving: the last snapshot keeps
+Rule 4: a consumer whose route or provider left the config file is served apart from the
+validator (it meets 503 NO_ROUTE) instead of refusing its whole project.
+Rule 5: a store that fails during a refresh never fails serving: the last snapshot keeps
 serving, one WARNING line says so per outage and one INFO line when the store answers again.
 A project the validator refuses keeps its previous runtime (or is not served), with an ERROR
 line; at start, a refused file project is a start-up error.
-Rule 5: refreshes run one at a time; one that started before a SIGHUP reload of the file is
+Rule 6: refreshes run one at a time; one that started before a SIGHUP reload of the file is
 dropped rather than swapped in over the reload's newer result.
 """
 
@@ -29,7 +31,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 from turnout.config._control_rules import admin_key_hashes
-from turnout.config.stored import project_config
+from turnout.config.stored import project_config, project_problems
 from turnout.errors import ConfigError
 from turnout.gateway.runtime.live import Runtime, StoredFacts, open_state_store
 from turnout.gateway.runtime.served import ServedProjects
@@ -42,10 +44,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from turnout.routing.clock import Clock
-    from turnout.schema import FileConfig
+    from turnout.schema import ConsumerConfig, FileConfig
     from turnout.state.base import StateStore
     from turnout.store.engine import Store
-    from turnout.store.snapshot import StoreSnapshot
+    from turnout.store.snapshot import ProjectSnapshot, StoreSnapshot
 
 __all__ = ["POLL_SECONDS", "ChangeFeed", "ControlPlane", "PollFeed", "build_served"]
 
@@ -99,7 +101,7 @@ def build_served(
     previous: ServedProjects | None = None,
     state: StateStore | None = None,
 ) -> ServedProjects:
-    """Rules 1, 3 and 4: the runtimes of every project of `snapshot` served with `file` (the
+    """Rules 1, 3, 4 and 5: the runtimes of every project of `snapshot` served with `file` (the
     embedded defaults when `embedded`). Raises `ConfigError` when the file's project is
     refused and there is no previous runtime of it."""
     consumer_projects = MappingProxyType(
@@ -114,8 +116,10 @@ def build_served(
     warnings: list[str] = []
     for name, project in snapshot.projects.items():
         primary = name == file.project
-        config = project_config(file, project)
-        stored = StoredFacts(project.ids, project.id, project.default_route, consumer_projects)
+        config, dangling = _split_dangling(project_config(file, project))
+        stored = StoredFacts(
+            project.ids, project.id, project.default_route, consumer_projects, dangling
+        )
         before = previous.runtimes.get(name) if previous is not None else None
         if before is not None and before.config == config and before.stored == stored:
             runtimes[name] = before
@@ -202,6 +206,14 @@ class ControlPlane:
         served = self._served
         return None if served is None else served.runtimes.get(project_name)
 
+    def validate(self, project: ProjectSnapshot) -> None:
+        """A write's validation hook (the store's `validate=`): `ConfigError` listing every
+        problem of `project` as it would be served with the config file."""
+        problems = project_problems(self.file, project)
+        if problems:
+            summary = "; ".join(f"{path}: {message}" for path, message in problems)
+            raise ConfigError(f"invalid project {project.name!r}: {summary}", problems)
+
     async def committed(self) -> None:
         """A write committed: refresh now; returns once its runtimes serve (Rule 2)."""
         await self.refresh()
@@ -268,8 +280,10 @@ class ControlPlane:
             except ConfigError as exc:
                 logger.error("store version %d is refused: %s", snapshot.version, exc)  # noqa: TRY400
                 return False
-            if generation != self._generation:
-                return False  # Rule 5
+            await fresh.start()  # new runtimes share health before they serve
+            if generation != self._generation:  # Rule 6
+                await _close_unserved(fresh, self._served)
+                return False
             self._install(fresh)
             return True
 
@@ -333,3 +347,37 @@ class ControlPlane:
         await self.feed.aclose()
         await self.state.close()
         await asyncio.to_thread(self.store.close)
+
+
+async def _close_unserved(dropped: ServedProjects, served: ServedProjects | None) -> None:
+    """Close the runtimes of a dropped set that the served set does not hold."""
+    kept = set() if served is None else {id(each) for each in served.runtimes.values()}
+    for runtime in dropped.runtimes.values():
+        if id(runtime) not in kept:
+            await runtime.aclose()
+
+
+def _split_dangling(config: FileConfig) -> tuple[FileConfig, tuple[ConsumerConfig, ...]]:
+    """The configuration without the consumers whose route or provider left the config file
+    (their rows are kept for them), and those consumers: they are served, and meet NO_ROUTE,
+    rather than failing their whole project. A consumer whose agent is one of them is too."""
+    routes = {route.name for route in config.routes}
+    providers = {provider.name for provider in config.providers}
+    dangling: dict[str, ConsumerConfig] = {}
+    changed = True
+    while changed:
+        changed = False
+        for consumer in config.consumers:
+            if consumer.name in dangling:
+                continue
+            if (
+                (consumer.model_route is not None and consumer.model_route not in routes)
+                or (consumer.provider is not None and consumer.provider not in providers)
+                or (consumer.agent is not None and consumer.agent in dangling)
+            ):
+                dangling[consumer.name] = consumer
+                changed = True
+    if not dangling:
+        return config, ()
+    kept = tuple(consumer for consumer in config.consumers if consumer.name not in dangling)
+    return config.model_copy(update={"consumers": kept}), tuple(dangling.values())

@@ -5,6 +5,8 @@ Rule 1: a `Runtime` never changes after it is built: a new configuration builds 
 empty caches, and the old one is closed (`aclose`) once its requests are done.
 Rule 2: it is built only from a configuration the one validator accepts (`check_config`); what
 loads with a remark is in `warnings`.
+Rule 3: with shared state (`state: redis://…`), `start()` shares its health with every replica
+on that store (`turnout.state.shared_health`); `aclose` stops sharing before closing the store.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ if TYPE_CHECKING:
     from turnout.routing.clock import Clock
     from turnout.routing.health import Health
     from turnout.routing.plan import RequestPlan
-    from turnout.schema import FileConfig
+    from turnout.schema import ConsumerConfig, FileConfig
     from turnout.state.base import StateStore
+    from turnout.state.shared_health import SharedHealth
 
 __all__ = [
     "AliasRoutes",
@@ -65,13 +68,15 @@ __all__ = [
 class StoredFacts:
     """What the store knows of a project beyond its configuration: the stored ids by
     `(kind, name)` (kinds `provider`, `route`, `key`, `consumer`), the project's id and default
-    route name, and every stored consumer id of every project with its project's name (so a
-    consumer of another project is told apart from an unknown one)."""
+    route name, every stored consumer id of every project with its project's name (so a
+    consumer of another project is told apart from an unknown one), and the project's consumers
+    whose route or provider left the config file (served, to meet NO_ROUTE; not validated)."""
 
     ids: Mapping[tuple[str, str], str] = field(default_factory=lambda: NO_IDS)
     project_id: str | None = None
     default_route: str | None = None
     consumer_projects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    dangling_consumers: tuple[ConsumerConfig, ...] = ()
 
 
 NO_STORE = StoredFacts()
@@ -94,6 +99,7 @@ class Runtime:
       it, made on first use and closed by `aclose`;
     - `pins`: the session family pins of cross-provider routes over `state`;
     - `stored`: the store's ids and default route for the project (`NO_STORE` without one).
+    - `shared_health`: the health sharing started by `start()` (None without shared state).
     """
 
     __slots__ = (
@@ -114,6 +120,7 @@ class Runtime:
         "project",
         "providers",
         "routes",
+        "shared_health",
         "stored",
         "warnings",
     )
@@ -143,6 +150,7 @@ class Runtime:
         self._consumers: ConsumerRoutes | None = None
         self._cache: ChatCache | None = None
         self._pins: PinStep | None = None
+        self.shared_health: SharedHealth | None = None
         self.project = config.project
         self.config = config
         self.health = health
@@ -180,19 +188,24 @@ class Runtime:
         """Build the runtime of `config`; `clock` (default: the event loop's) times health,
         routes and mock providers. `stored` gives routes and providers their stored ids;
         `health` is a registry to keep (a reload's: its breakers, cooldowns and parks carry
-        over) when its policy is still `config.defaults`' (else a new one is built); `state` a
+        over) when its policy is still `config.defaults`' and health is not shared through the
+        state store (else a new one is built, which shared state catches up); `state` a
         shared state store (see `Runtime`).
 
         Raises `ConfigError` listing every violation when the one validator refuses `config`.
         """
-        errors = check_config(config)
+        errors = check_config(config, default_route=stored.default_route)
         if errors:
             lines = "\n".join(f"  {path}: {message}" for path, message in errors)
             raise ConfigError(f"invalid configuration ({len(errors)}):\n{lines}", errors)
         served_routes = find_served_routes(config)
         providers = build_providers(config, clock=clock, ids=stored.ids)
         fresh = build_health(config.defaults, clock=clock)
-        if health is None or (health.breaker, health.key_by) != (fresh.breaker, fresh.key_by):
+        policy = (fresh.breaker, fresh.key_by)
+        # With shared state a fresh registry catches up from the store when it starts; a kept
+        # one would carry the old sharing's listeners.
+        shared = config.state.startswith(("redis://", "rediss://"))
+        if health is None or shared or (health.breaker, health.key_by) != policy:
             health = fresh
         routes = build_entries(config, served_routes, providers, health, ids=stored.ids)
         index = PatternIndex.build(
@@ -287,7 +300,7 @@ class Runtime:
             stored = self.stored
             self._consumers = ConsumerRoutes(
                 project=self.project,
-                consumers=self.config.consumers,
+                consumers=(*self.config.consumers, *stored.dangling_consumers),
                 routes=self.routes,
                 providers=self.providers,
                 health=self.health,
@@ -361,8 +374,33 @@ class Runtime:
             self._pins = PinStep(SessionPins(self.state, ttl))
         return self._pins
 
+    @property
+    def is_shared(self) -> bool:
+        """True when `config.state` is a Redis URL (state shared between replicas)."""
+        return self.config.state.startswith(("redis://", "rediss://"))
+
+    async def start(self) -> None:
+        """Rule 3: share health through the state store when it is shared (idempotent).
+        Bounded by the store's own timeouts: a store that is down starts this process on local
+        health, and it catches up when the store returns."""
+        if self.shared_health is not None or not self.is_shared:
+            return
+        from turnout.state.shared_health import SharedHealth  # noqa: PLC0415 - only with Redis
+
+        shared = SharedHealth(self.health, self.state, scope=self.project)
+        try:
+            await shared.start()
+        except Exception:  # a failing store never stops the gateway: it serves on local health
+            logging.getLogger(__name__).exception("could not share health; keeping it local")
+            await shared.stop()
+            return
+        self.shared_health = shared
+
     async def aclose(self) -> None:
-        """Close every provider's HTTP pool, and the state store if one was opened."""
+        """Stop sharing health, close every provider's HTTP pool, and the state store if one
+        was opened."""
+        if self.shared_health is not None:
+            await self.shared_health.stop()
         for provider in self.providers.values():
             await provider.aclose()
         if self._state is not None and self._owns_state:

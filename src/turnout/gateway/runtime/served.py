@@ -63,6 +63,12 @@ class ServedProjects:
         """One runtime served alone (a file without a store, the library's tests)."""
         return cls({runtime.project: runtime}, runtime.project)
 
+    async def start(self) -> None:
+        """Start every runtime (health shared with other replicas; idempotent: a runtime
+        carried over from an earlier set is started already)."""
+        for runtime in self.runtimes.values():
+            await runtime.start()
+
     def runtime_for(self, caller: Caller) -> Runtime:
         """Rule 2: the runtime of the caller's project."""
         if self.is_single:

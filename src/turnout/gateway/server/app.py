@@ -39,9 +39,11 @@ from turnout.gateway.handlers import (
     handle_models,
     readiness,
 )
+from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
+from turnout.gateway.ui.app import Dashboard
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
@@ -113,8 +115,9 @@ class GatewayApp:
     server worker) to build one.
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
-    `keepalive_seconds` (15) are as in `GatewaySettings`. Lifespan shutdown closes the
-    providers' connection pools.
+    `keepalive_seconds` (15) are as in `GatewaySettings`. With `admin_hashes` (the admin keys'
+    hashes), the dashboard is served at `/ui`. Lifespan shutdown closes the providers'
+    connection pools.
     """
 
     def __init__(
@@ -125,11 +128,21 @@ class GatewayApp:
         control: RuntimeSource | None = None,
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
+        admin_hashes: Callable[[], frozenset[str]] | None = None,
     ) -> None:
         self._load = load
         self._control = control
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
+        # One observer for the app's life: metrics and activity outlive a reload.
+        self.observer = Observer()
+        self._dashboard = (
+            None
+            if admin_hashes is None
+            else Dashboard(
+                runtimes=self._runtimes, admin_hashes=admin_hashes, activity=self.observer.activity
+            )
+        )
         self.settings: GatewaySettings | None = None
         self._open: dict[Exchange, asyncio.Task[Any] | None] = {}  # requests in flight
         self._ending: set[Exchange] = set()
@@ -138,13 +151,16 @@ class GatewayApp:
             self._install(runtime)
 
     def _install(self, runtime: Runtime | ServedProjects) -> None:
-        old = self.settings
         self.settings = GatewaySettings(
             runtime,
             max_body_bytes=self._max_body_bytes,
             keepalive_seconds=self._keepalive_seconds,
-            observer=None if old is None else old.observer,  # metrics outlive a reload
+            observer=self.observer,
         )
+
+    def _runtimes(self) -> dict[str, Runtime]:
+        settings = self.settings
+        return {} if settings is None else dict(settings.served.runtimes)
 
     @property
     def control(self) -> RuntimeSource | None:
@@ -170,6 +186,9 @@ class GatewayApp:
                 served = _MODEL
             settings = self.settings
             if served is None or settings is None:
+                if self._dashboard is not None and _is_ui(scope["path"]):
+                    await self._dashboard(scope, receive, send)
+                    return
                 await _reply(send, await self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
@@ -235,6 +254,10 @@ class GatewayApp:
                             self._install(served)
                     elif self.settings is None and self._load is not None:
                         self._install(self._load())
+                    if self.settings is not None:  # health shared with other replicas
+                        await self.settings.served.start()
+                        for each in self.settings.served.runtimes.values():
+                            self.settings.observer.watch_state(each)
                 except Exception as exc:  # noqa: BLE001 - reported to the server, which stops
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
@@ -266,6 +289,10 @@ class GatewayApp:
         self._install(runtime)
         assert self.settings is not None
         kept = {id(each) for each in self.settings.served.runtimes.values()}
+        before = set() if old is None else {id(each) for each in old.served.runtimes.values()}
+        for each in self.settings.served.runtimes.values():
+            if id(each) not in before:  # started by the reload (`Runtime.start`)
+                self.settings.observer.watch_state(each)
         pending = [
             task
             for exchange, task in self._open.items()
@@ -286,6 +313,10 @@ async def _retire(
         for runtime in old.served.runtimes.values():
             if id(runtime) not in kept:
                 await runtime.aclose()
+
+
+def _is_ui(path: str) -> bool:
+    return path == "/ui" or path.startswith("/ui/")
 
 
 def _routed_method(scope: MutableMapping[str, Any]) -> str:

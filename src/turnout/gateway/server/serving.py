@@ -123,7 +123,8 @@ def worker_app(config_path: str | None, *, prepare: bool = True) -> GatewayApp:
     `config_path` (None: the embedded defaults) at lifespan startup; `prepare` as for
     `open_control` (the parent of several workers prepared the store already)."""
     configure_logging_from_env()
-    return GatewayApp(control=open_control(config_path, os.environ, prepare=prepare))
+    control = open_control(config_path, os.environ, prepare=prepare)
+    return GatewayApp(control=control, admin_hashes=control.admin_key_hashes)
 
 
 def banner(runtime: Runtime, host: str, port: int) -> str:
@@ -136,11 +137,12 @@ def banner(runtime: Runtime, host: str, port: int) -> str:
 
 
 def worker_warning(runtime: Runtime, workers: int) -> str | None:
-    """Several workers without Redis keep health, pins and the cache per worker."""
-    if workers > 1 and not runtime.config.state.startswith(("redis://", "rediss://")):
+    """Several workers without Redis keep health, pins and the cache per worker (with Redis each
+    worker shares them as a replica does; latency windows stay per worker either way)."""
+    if workers > 1 and not runtime.is_shared:
         return (
-            f"warning: {workers} workers without Redis (state: redis://…): session pins, latency"
-            " memory, the response cache and health are kept per worker"
+            f"warning: {workers} workers without Redis (state: redis://…): health, session pins"
+            " and the response cache are kept per worker"
         )
     return None
 
@@ -191,7 +193,9 @@ def serve(
     # A Ctrl-C that lands after the shutdown, while the process ends, is not an error.
     with sock, contextlib.suppress(KeyboardInterrupt):
         if not several:
-            return run_worker(sock, GatewayApp(served, control=control), limits, reload=reload)
+            hashes = None if control is None else control.admin_key_hashes
+            app = GatewayApp(served, control=control, admin_hashes=hashes)
+            return run_worker(sock, app, limits, reload=reload)
         with contextlib.suppress(Exception):
             asyncio.run(_close_before_fork(served, control))
         supervisor = Supervisor(
@@ -221,7 +225,7 @@ def _run_one_worker(
         load = functools.partial(load_runtime, path, os.environ)
         return run_worker(sock, GatewayApp(load=load), limits, reload=(source, load), parent=parent)
     control = open_control(path, os.environ, prepare=False)
-    app = GatewayApp(control=control)
+    app = GatewayApp(control=control, admin_hashes=control.admin_key_hashes)
     return run_worker(sock, app, limits, reload=(source, control.reload_file), parent=parent)
 
 

@@ -162,6 +162,7 @@ async def reload_runtime(
     runtime = served.primary
     for warning in (*runtime.warnings, *served.warnings):
         logger.warning("%s: %s", source, warning)
+    await served.start()  # health shared with other replicas, caught up before serving
     listener.limits = ServerLimits.from_config(runtime.config.server)
     app.swap_runtime(served)
     count = len(runtime.routes)

@@ -1,0 +1,1 @@
+"""The operator's dashboard at `/ui` (see `turnout.gateway.ui.app`)."""

@@ -1,0 +1,226 @@
+"""`/ui`: the operator's dashboard, an ASGI app the gateway mounts beside its API.
+
+Rule 1: every page, part and data URL but the sign-in form and the assets needs an admin key
+(`session`); a page without one redirects to the form, a part or data URL answers 401 (and tells
+htmx to go to the form).
+Rule 2: the assets are a fixed set of files shipped in the package, served by name only (no path
+is ever joined from a request).
+Rule 3: pages are never cached and never framed; a strict content security policy allows
+scripts from this server only.
+Rule 4: the dashboard only reads: the test-routing form resolves a model, it calls nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qs
+
+from turnout.gateway.ui import pages, views
+from turnout.gateway.ui.session import clear_cookie, is_admin, presented_key, session_cookie
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+
+    from turnout.gateway.observe.activity import Activity
+    from turnout.gateway.runtime.live import Runtime
+
+    Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+    Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+
+__all__ = ["Dashboard"]
+
+_ASSETS: Final = Path(__file__).parent / "assets"
+_TYPES: Final = {
+    ".js": b"text/javascript; charset=utf-8",
+    ".css": b"text/css; charset=utf-8",
+    ".txt": b"text/plain; charset=utf-8",
+}
+_HTML: Final = (b"content-type", b"text/html; charset=utf-8")
+_PAGE_HEADERS: Final = [
+    (b"cache-control", b"no-store"),
+    (
+        b"content-security-policy",
+        (
+            b"default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+            b"frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+        ),
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+_MAX_FORM: Final = 16 * 1024
+_PARTS: Final = ("health", "routes", "requests")
+
+
+class Dashboard:
+    """The `/ui` app over the live runtimes (`runtimes()`: project name to runtime), the admin
+    key hashes (`admin_hashes()`) and this process's `activity`."""
+
+    def __init__(
+        self,
+        *,
+        runtimes: Callable[[], Mapping[str, Runtime]],
+        admin_hashes: Callable[[], frozenset[str]],
+        activity: Activity,
+    ) -> None:
+        self._runtimes = runtimes
+        self._admin_hashes = admin_hashes
+        self.activity = activity
+        self._assets: dict[str, tuple[bytes, bytes]] = {}
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+        path: str = scope["path"].rstrip("/") or "/"
+        method: str = "GET" if scope["method"] == "HEAD" else scope["method"]
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if path.startswith("/ui/assets/") and method == "GET":
+            await self._asset(send, path.removeprefix("/ui/assets/"))
+            return
+        if path == "/ui/login":
+            await self._login(scope, receive, send, method, headers)
+            return
+        if path == "/ui/logout" and method == "POST":
+            await _redirect(send, "/ui/login", [(b"set-cookie", clear_cookie())])
+            return
+        if not is_admin(presented_key(headers), self._admin_hashes()):
+            await self._unauthorized(send, path)
+            return
+        await self._signed_in(scope, receive, send, path, method)
+
+    async def _signed_in(
+        self, scope: MutableMapping[str, Any], receive: Receive, send: Send, path: str, method: str
+    ) -> None:
+        runtimes = self._runtimes()
+        if path == "/ui" and method == "GET":
+            body = pages.page(
+                projects=list(runtimes),
+                health=views.health_rows(runtimes),
+                routes=views.route_views(runtimes),
+                requests=views.request_rows(self.activity),
+                key_names=[k.name for r in runtimes.values() for k in r.config.keys],
+            )
+            await _html(send, 200, body)
+        elif path.startswith("/ui/part/") and path.removeprefix("/ui/part/") in _PARTS:
+            part = path.removeprefix("/ui/part/")
+            if part == "health":
+                body = pages.health_part(views.health_rows(runtimes))
+            elif part == "routes":
+                body = pages.routes_part(views.route_views(runtimes))
+            else:
+                body = pages.requests_part(views.request_rows(self.activity))
+            await _html(send, 200, body)
+        elif path == "/ui/part/test" and method == "POST":
+            form = await _form(receive)
+            await _html(send, 200, self._test(runtimes, form))
+        elif path == "/ui/data.json" and method == "GET":
+            data = json.dumps(views.chart_data(self.activity)).encode()
+            await _send(send, 200, data, [(b"content-type", b"application/json")])
+        elif path.startswith("/ui/requests/") and method == "GET":
+            item = self.activity.get(path.removeprefix("/ui/requests/"))
+            if item is None:
+                await _html(send, 404, _not_found("This request is not in this process's memory."))
+            else:
+                await _html(send, 200, pages.record_page(item))
+        else:
+            await _html(send, 404, _not_found(f"No dashboard page at {path}."))
+
+    def _test(self, runtimes: Mapping[str, Runtime], form: Mapping[str, str] | None) -> str:
+        """Rule 4: resolve the form's model for its key, in the first project that knows it."""
+        if form is None or not form.get("model", "").strip():
+            return pages.routing_test_part(None, error="give a model to test")
+        model, key = form["model"].strip(), form.get("key", "").strip() or None
+        result = None
+        for runtime in runtimes.values():
+            if key is None or any(k.name == key for k in runtime.config.keys):
+                result = views.routing_test(runtime, model, key)
+                break
+        if result is None:
+            return pages.routing_test_part(None, error=f"no key named {key!r}")
+        return pages.routing_test_part(result)
+
+    async def _login(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Receive,
+        send: Send,
+        method: str,
+        headers: Mapping[str, str],
+    ) -> None:
+        if method == "GET":
+            await _html(send, 200, pages.login_page())
+            return
+        if method != "POST":
+            await _html(send, 405, _not_found("Sign in with the form."))
+            return
+        form = await _form(receive)
+        key = (form or {}).get("key", "").strip()
+        if not is_admin(key, self._admin_hashes()):
+            await _html(send, 401, pages.login_page(error="That is not an admin key."))
+            return
+        secure = scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
+        await _redirect(send, "/ui", [(b"set-cookie", session_cookie(key, secure=secure))])
+
+    async def _unauthorized(self, send: Send, path: str) -> None:
+        """Rule 1."""
+        if path == "/ui":
+            await _redirect(send, "/ui/login", [])
+            return
+        await _send(
+            send,
+            401,
+            b'{"error": {"code": "invalid_admin_key", "message": "sign in with an admin key"}}',
+            [(b"content-type", b"application/json"), (b"hx-redirect", b"/ui/login")],
+        )
+
+    async def _asset(self, send: Send, name: str) -> None:
+        """Rule 2."""
+        found = self._assets.get(name)
+        if found is None:
+            files = {path.name: path for path in _ASSETS.iterdir() if path.is_file()}
+            path = files.get(name)
+            if path is None or path.suffix not in _TYPES:
+                await _send(send, 404, b"not found", [(b"content-type", b"text/plain")])
+                return
+            found = self._assets[name] = (path.read_bytes(), _TYPES[path.suffix])
+        body, kind = found
+        cache = (b"cache-control", b"public, max-age=3600")
+        await _send(send, 200, body, [(b"content-type", kind), cache, *_PAGE_HEADERS[2:]])
+
+
+def _not_found(text: str) -> str:
+    return f"<!doctype html><title>turnout</title><p>{html.escape(text)} <a href='/ui'>Back</a></p>"
+
+
+async def _form(receive: Receive) -> dict[str, str] | None:
+    """A small url-encoded form body (None when it is too large or the caller left)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > _MAX_FORM:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            break
+    fields = parse_qs(b"".join(parts).decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+async def _html(send: Send, status: int, body: str) -> None:
+    await _send(send, status, body.encode(), [_HTML, *_PAGE_HEADERS])
+
+
+async def _redirect(send: Send, location: str, headers: list[tuple[bytes, bytes]]) -> None:
+    await _send(send, 303, b"", [(b"location", location.encode()), *headers, *_PAGE_HEADERS])
+
+
+async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -1,0 +1,250 @@
+"""The dashboard's HTML, rendered on the server: the whole page, the parts that refresh
+themselves, one request's routing record, and the sign-in form.
+
+Rule 1: every value is escaped (`_e`); nothing from a request or the configuration reaches the
+page unescaped.
+Rule 2: each refreshing part is one element whose id matches its URL (`/ui/part/<id>`), swapped
+whole by htmx every few seconds; the charts are drawn by `dashboard.js` from `/ui/data.json`.
+Rule 3: no asset comes from another site: scripts and styles are served from `/ui/assets/`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from turnout.gateway.observe.activity import RecentRequest
+    from turnout.gateway.ui.views import HealthRow, RequestRow, RouteView, RoutingTestResult
+
+__all__ = [
+    "health_part",
+    "login_page",
+    "page",
+    "record_page",
+    "requests_part",
+    "routes_part",
+    "routing_test_part",
+]
+
+_STATE_WORDS = {
+    "available": "healthy",
+    "cooling_down": "cooling down",
+    "open": "breaker open",
+    "half_open": "probing",
+    "parked": "parked",
+}
+
+
+def _e(value: object) -> str:
+    """Rule 1."""
+    return html.escape(str(value), quote=True)
+
+
+def _head(title: str) -> str:
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{_e(title)}</title>"
+        "<link rel='stylesheet' href='/ui/assets/uPlot.min.css'>"
+        "<link rel='stylesheet' href='/ui/assets/dashboard.css'>"
+        "<script src='/ui/assets/htmx.min.js' defer></script>"
+        "<script src='/ui/assets/uPlot.iife.min.js' defer></script>"
+        "<script src='/ui/assets/dashboard.js' defer></script>"
+        "</head>"
+    )
+
+
+def _state(state: str) -> str:
+    return f"<span class='state {_e(state)}'>{_e(_STATE_WORDS.get(state, state))}</span>"
+
+
+def login_page(*, error: str | None = None) -> str:
+    """The sign-in form (an admin key)."""
+    problem = f"<p class='error' role='alert'>{_e(error)}</p>" if error else ""
+    return (
+        _head("turnout · sign in")
+        + "<body class='login'><main><h1>turnout</h1>"
+        + "<form method='post' action='/ui/login'>"
+        + "<label for='key'>Admin key</label>"
+        + "<input id='key' name='key' type='password' autocomplete='current-password' required>"
+        + f"{problem}<button type='submit'>Sign in</button></form></main></body></html>"
+    )
+
+
+def page(
+    *,
+    projects: Sequence[str],
+    health: Sequence[HealthRow],
+    routes: Sequence[RouteView],
+    requests: Sequence[RequestRow],
+    key_names: Sequence[str],
+) -> str:
+    """The whole dashboard."""
+    models_hint = sorted({pattern for route in routes for pattern in route.serves})[:20]
+    keys = "".join(f"<option value='{_e(name)}'>{_e(name)}</option>" for name in key_names)
+    hints = "".join(f"<option value='{_e(model)}'>" for model in models_hint)
+    return (
+        _head("turnout · dashboard")
+        + "<body><header><h1>turnout</h1>"
+        + f"<span class='muted'>project {_e(', '.join(projects))}</span>"
+        + "<form method='post' action='/ui/logout'><button class='link'>Sign out</button></form>"
+        + "</header><main>"
+        + "<section class='card wide'><h2>Upstream health</h2>"
+        + health_part(health)
+        + "</section>"
+        + "<section class='card wide'><h2>Routes</h2>"
+        + routes_part(routes)
+        + "</section>"
+        + "<section class='card'><h2>Failovers, last 24 hours</h2>"
+        + "<div id='failover-chart' class='chart' aria-label='failovers per route by hour'></div>"
+        + "</section>"
+        + "<section class='card'><h2>Usage and cost per day</h2>"
+        + "<div id='usage-chart' class='chart' aria-label='tokens and cost per day'></div>"
+        + "</section>"
+        + "<section class='card wide'><h2>Test routing</h2>"
+        + "<form id='test-form' hx-post='/ui/part/test' hx-target='#test' hx-swap='outerHTML'>"
+        + "<label>Model <input name='model' list='models' required placeholder='gpt-4o'></label>"
+        + f"<datalist id='models'>{hints}</datalist>"
+        + "<label>Key <select name='key'><option value=''>(anonymous)</option>"
+        + f"{keys}</select></label>"
+        + "<button type='submit'>Test</button></form>"
+        + "<div id='test'></div></section>"
+        + "<section class='card wide'><h2>Recent requests</h2>"
+        + requests_part(requests)
+        + "</section>"
+        + "</main></body></html>"
+    )
+
+
+def _refreshing(part: str, every: str) -> str:
+    """Rule 2: the attributes that make an element reload itself."""
+    return f"id='{part}' hx-get='/ui/part/{part}' hx-trigger='every {every}' hx-swap='outerHTML'"
+
+
+def health_part(rows: Sequence[HealthRow]) -> str:
+    """Upstream health, per health key."""
+    if not rows:
+        body = (
+            "<p class='muted'>No upstream called yet: health keys appear with the first call.</p>"
+        )
+        return f"<div {_refreshing('health', '2s')}>{body}</div>"
+    lines = "".join(
+        f"<tr class='{_e(row.state)}'><td>{_e(row.key)}</td><td>{_state(row.state)}</td>"
+        f"<td class='num'>{row.failures}</td>"
+        f"<td class='num'>{'' if row.seconds_left is None else f'{row.seconds_left:.1f} s'}</td>"
+        f"<td>{_e(row.project)}</td></tr>"
+        for row in rows
+    )
+    return (
+        f"<div {_refreshing('health', '2s')}><table><thead><tr><th>Upstream</th><th>State</th>"
+        "<th class='num'>Failures in a row</th><th class='num'>Time left</th><th>Project</th>"
+        f"</tr></thead><tbody>{lines}</tbody></table></div>"
+    )
+
+
+def routes_part(routes: Sequence[RouteView]) -> str:
+    """Routes with their targets in try order and who may use them."""
+    lines = []
+    for route in routes:
+        targets = "".join(
+            f"<li class='target {_e(state)}' title='{_e(_STATE_WORDS.get(state, state))}'>"
+            f"{_e(text)}</li>"
+            for text, state in route.targets
+        )
+        serves = ", ".join(route.serves) or "-"
+        lines.append(
+            f"<tr><td><strong>{_e(route.name)}</strong>"
+            f"<div class='muted'>{_e(route.kind)} · {_e(route.strategy)}</div></td>"
+            f"<td>{_e(serves)}</td><td><ol class='targets'>{targets}</ol>"
+            f"{_fallbacks(route.fallbacks)}</td>"
+            f"<td>{_e(', '.join(route.granted_by) or 'nobody')}</td></tr>"
+        )
+    return (
+        f"<div {_refreshing('routes', '5s')}><table><thead><tr><th>Route</th><th>Serves</th>"
+        "<th>Targets, in try order</th><th>Granted by</th></tr></thead>"
+        f"<tbody>{''.join(lines)}</tbody></table></div>"
+    )
+
+
+def _fallbacks(text: str) -> str:
+    return f"<div class='muted'>then {_e(text)}</div>" if text else ""
+
+
+def requests_part(rows: Sequence[RequestRow]) -> str:
+    """The last requests, each linking to its routing record."""
+    if not rows:
+        body = "<p class='muted'>No request yet.</p>"
+        return f"<div {_refreshing('requests', '3s')}>{body}</div>"
+    lines = "".join(
+        f"<tr class='{'bad' if row.status >= 400 else ''}'><td>{_e(row.time)}</td>"
+        f"<td><a href='/ui/requests/{_e(row.request_id)}'>{_e(row.request_id)}</a></td>"
+        f"<td>{_e(row.route)}</td><td>{_e(row.served)}</td><td class='num'>{row.status}</td>"
+        f"<td class='num'>{row.attempts}</td><td class='num'>{row.failovers}</td>"
+        f"<td class='num'>{row.duration_ms:.0f} ms</td><td class='num'>{_e(row.tokens)}</td>"
+        f"<td class='num'>{_e(row.cost)}</td></tr>"
+        for row in rows
+    )
+    return (
+        f"<div {_refreshing('requests', '3s')}><table><thead><tr><th>Time (UTC)</th>"
+        "<th>Request</th><th>Route</th><th>Served by</th><th class='num'>Status</th>"
+        "<th class='num'>Calls</th><th class='num'>Failovers</th><th class='num'>Took</th>"
+        "<th class='num'>Tokens in / out</th><th class='num'>Cost</th></tr></thead>"
+        f"<tbody>{lines}</tbody></table></div>"
+    )
+
+
+def routing_test_part(result: RoutingTestResult | None, *, error: str | None = None) -> str:
+    """The test-routing form's answer."""
+    if result is None:
+        return f"<div id='test'><p class='error'>{_e(error or 'nothing to test')}</p></div>"
+    who = f"key {result.key}" if result.key else "an anonymous caller"
+    if result.refusal is not None:
+        return (
+            f"<div id='test'><p>For {_e(who)}, <code>{_e(result.model)}</code> is refused:</p>"
+            f"<p class='error'>{_e(result.refusal)}</p></div>"
+        )
+    targets = "".join(f"<li>{_e(text)}</li>" for text in result.targets)
+    granted = f"<p>Allowed by {_e(result.granted_by)}.</p>" if result.granted_by else ""
+    return (
+        f"<div id='test'><p>For {_e(who)}, <code>{_e(result.model)}</code> goes to route "
+        f"<strong>{_e(result.route)}</strong> (matched by {_e(result.matched_by)}).</p>"
+        f"<ol class='targets'>{targets}</ol>{granted}</div>"
+    )
+
+
+def _cell(value: object) -> str:
+    return "" if value is None else _e(value)
+
+
+def record_page(item: RecentRequest) -> str:
+    """One request's routing record: the summary, then each attempt entry."""
+    record: dict[str, Any] = {} if item.record is None else item.record.as_dict()
+    attempts: Iterable[dict[str, Any]] = record.get("attempts", [])
+    columns = ("index", "target", "provider", "model", "outcome", "error_class", "status")
+    head = "".join(f"<th>{_e(name.replace('_', ' '))}</th>" for name in columns)
+    head += "<th>reason</th><th class='num'>took</th>"
+    rows = "".join(
+        f"<tr class='{_e(entry.get('outcome', ''))}'>"
+        + "".join(f"<td>{_cell(entry.get(name))}</td>" for name in columns)
+        + f"<td>{_cell(entry.get('reason'))}</td>"
+        + f"<td class='num'>{_cell(entry.get('duration_ms'))}</td></tr>"
+        for entry in attempts
+    )
+    summary = {k: v for k, v in record.items() if k != "attempts"}
+    raw = json.dumps(summary, indent=2, default=str)
+    return (
+        _head(f"turnout · request {item.request_id}")
+        + "<body><header><h1><a href='/ui'>turnout</a></h1>"
+        + f"<span class='muted'>request {_e(item.request_id)}</span></header><main>"
+        + f"<section class='card wide'><h2>{_e(item.path)} → {item.status}</h2>"
+        + f"<p>Route <strong>{_e(item.route or '-')}</strong>, served by "
+        + f"<strong>{_e(f'{item.provider}:{item.model}' if item.provider else 'nobody')}</strong>"
+        + f" in {item.duration_ms:.0f} ms after {item.failovers} failover(s).</p>"
+        + f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></section>"
+        + f"<section class='card wide'><h2>Routing record</h2><pre>{_e(raw)}</pre></section>"
+        + "</main></body></html>"
+    )

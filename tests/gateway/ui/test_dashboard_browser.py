@@ -1,0 +1,72 @@
+"""The dashboard in a real browser (Debian's chromium, driven by Playwright): sign in, see the
+breaker a failing upstream opened, run the test-routing form, and keep a screenshot."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+from playwright.async_api import async_playwright
+
+from turnout.access.keys import hash_key
+from turnout.gateway.server.app import GatewayApp
+from turnout.gateway.server.limits import ServerLimits
+from turnout.gateway.server.listener import bind_socket, serving
+
+from .._app_support import chat, runtime_of
+from .test_dashboard_http import ADMIN, CONFIG
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="needs Debian's chromium package (apt install chromium)"
+)
+
+
+async def _sign_in(page: Page, base: str) -> None:
+    await page.goto(f"{base}/ui")
+    assert page.url.endswith("/ui/login")
+    await page.fill("#key", ADMIN)
+    await page.click("button[type=submit]")
+    await page.wait_for_selector("text=Upstream health")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+async def test_the_dashboard_shows_an_open_breaker_and_tests_routing(
+    tmp_path: Path, width: int
+) -> None:
+    """Signed in, the page shows the open breaker, the failover chart and the request; the
+    form answers with the route; at laptop and phone widths nothing overflows the page."""
+    app = GatewayApp(runtime_of(CONFIG), admin_hashes=lambda: frozenset({hash_key(ADMIN)}))
+    with bind_socket("127.0.0.1", 0) as sock:
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async with serving(app, sock, ServerLimits(shutdown_grace=0.0)):
+            async with httpx.AsyncClient(base_url=base) as client:
+                served = await client.post("/v1/chat/completions", json=chat("gpt-4o"))
+                assert served.status_code == 200
+            async with async_playwright() as playwright:
+                browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+                page = await browser.new_page(viewport={"width": width, "height": 900})
+                errors: list[str] = []
+                page.on("pageerror", lambda error: errors.append(str(error)))
+                await _sign_in(page, base)
+                assert await page.locator("#health .state.open").count() == 1
+                assert await page.locator("#requests tbody tr").count() == 1
+                await page.wait_for_selector("#failover-chart canvas")
+                await page.fill("input[name=model]", "gpt-4o")
+                await page.click("#test-form button")
+                await page.wait_for_selector("#test strong")
+                assert await page.locator("#test strong").inner_text() == "main"
+                overflow = await page.evaluate(
+                    "document.documentElement.scrollWidth - window.innerWidth"
+                )
+                await page.screenshot(path=str(tmp_path / f"dashboard-{width}.png"), full_page=True)
+                await browser.close()
+    assert errors == []
+    assert overflow <= 0
+    assert (tmp_path / f"dashboard-{width}.png").stat().st_size > 10_000
