@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from turnout.config._control_rules import admin_key_hashes
 from turnout.config.stored import project_config, project_problems
-from turnout.errors import ConfigError
+from turnout.errors import ConfigError, NameTaken
 from turnout.gateway.runtime.live import Runtime, StoredFacts, open_state_store
 from turnout.gateway.runtime.served import ServedProjects
 from turnout.routing.clock import LoopClock
@@ -291,7 +291,9 @@ class ControlPlane:
         """SIGHUP: read the file again, bring it into the store and rebuild (blocking I/O).
         Raises `ConfigError` or `OSError` for a bad file, and the store's errors."""
         file = self._reload_file() if self._reload_file is not None else self.file
-        if not self.embedded:
+        try:
+            sync_file(self.store, file)
+        except NameTaken:  # another worker synced the same file at the same moment
             sync_file(self.store, file)
         snapshot = load_snapshot(self.store)
         fresh = build_served(
