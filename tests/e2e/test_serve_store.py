@@ -1,7 +1,7 @@
 """End to end: `turnout serve` as a process over its store. A key written to the store by
 another process is served without a restart and refused once revoked (the one-second version
-poll carries both), on SQLite beside the config file and on PostgreSQL; `turnout serve` without
-a file keeps its store in the working directory."""
+poll carries both), on SQLite beside the config file (two workers) and on PostgreSQL;
+`turnout serve` without a file keeps its store in the working directory."""
 
 from __future__ import annotations
 
@@ -87,11 +87,12 @@ async def _key_lifecycle(url: str, store: Store) -> None:
 
 
 async def test_a_stored_key_is_served_then_refused_on_sqlite(tmp_path: Path) -> None:
-    """The SQLite store sits beside the file; a key made there works, then is revoked."""
+    """The SQLite store sits beside the file; a key made there works, then is revoked; with
+    two pre-forked workers, each opening the store itself."""
     config = tmp_path / "conf" / "turnout.yaml"
     config.parent.mkdir()
     config.write_text(CONFIG.format(store="sqlite:///turnout.db"))
-    async with _serving("--config", str(config), cwd=tmp_path) as url:
+    async with _serving("--config", str(config), "--workers", "2", cwd=tmp_path) as url:
         store = open_store(f"sqlite:///{config.parent}/turnout.db")
         try:
             await _key_lifecycle(url, store)
