@@ -1,7 +1,7 @@
 """End to end: `turnout serve` as a process over its store. A key written to the store by
 another process is served without a restart and refused once revoked (the one-second version
-poll carries both), on SQLite beside the config file (two workers) and on PostgreSQL;
-`turnout serve` without a file keeps its store in the working directory."""
+poll carries both), on SQLite beside the config file, with two workers (PostgreSQL is covered
+in process); `turnout serve` without a file keeps its store in the working directory."""
 
 from __future__ import annotations
 
@@ -99,20 +99,6 @@ async def test_a_stored_key_is_served_then_refused_on_sqlite(tmp_path: Path) -> 
         finally:
             store.close()
     assert not (tmp_path / "turnout.db").exists()
-
-
-async def test_a_stored_key_is_served_then_refused_on_postgresql(
-    tmp_path: Path, postgres_url: str
-) -> None:
-    """The same on PostgreSQL: the gateway migrates it on start and polls its version."""
-    config = tmp_path / "turnout.yaml"
-    config.write_text(CONFIG.format(store=postgres_url))
-    async with _serving("--config", str(config), cwd=tmp_path) as url:
-        store = open_store(postgres_url)
-        try:
-            await _key_lifecycle(url, store)
-        finally:
-            store.close()
 
 
 async def test_serve_without_a_file_keeps_its_store_in_the_working_directory(

@@ -1,11 +1,13 @@
 """`x-turnout-consumer`: the first step of resolution. A consumer's route, its provider pin (one
 target, no failover), the project's default route it inherits, a memory through its agent;
 404 for an unknown consumer, 403 for another project's, 503 NO_ROUTE once its route left the
-config file."""
+config file. The resolution is the same on every backend: these run on SQLite."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from tests.gateway._app_support import client_of
 from tests.gateway._store_support import add_consumer, chat, control_of, file_config, started
@@ -36,6 +38,7 @@ async def _ask(client: httpx.AsyncClient, consumer: str, model: str = "gpt-4o-mi
     return await client.post("/v1/chat/completions", json=chat(model), headers=headers)
 
 
+@pytest.mark.parametrize("empty_store", ["sqlite"], indirect=True)
 async def test_a_consumer_route_pin_default_and_memory_chain_decide(store: Store) -> None:
     """An agent's route beats the model's route; a pin is one call to its provider with its
     model; a chat with nothing inherits the project default; a memory follows its agent."""
@@ -65,6 +68,7 @@ async def test_a_consumer_route_pin_default_and_memory_chain_decide(store: Store
     assert plain.headers["x-turnout-route"] == "main"
 
 
+@pytest.mark.parametrize("empty_store", ["sqlite"], indirect=True)
 async def test_unknown_and_foreign_consumers_are_refused(store: Store) -> None:
     """An unknown consumer is 404 naming the header; another project's consumer is 403."""
     control = control_of(store, file_config())
@@ -80,6 +84,7 @@ async def test_unknown_and_foreign_consumers_are_refused(store: Store) -> None:
     assert other.json()["error"]["code"] == "consumer_not_allowed"
 
 
+@pytest.mark.parametrize("empty_store", ["sqlite"], indirect=True)
 async def test_a_consumer_whose_route_left_the_file_gets_no_route(store: Store) -> None:
     """The file drops a route a consumer is assigned: the row is kept for the consumer, which
     then meets 503 NO_ROUTE instead of another route."""

@@ -84,6 +84,7 @@ async def test_a_revoked_key_is_refused_on_the_next_request(store: Store) -> Non
     assert refused.json()["error"]["code"] == "invalid_api_key"
 
 
+@pytest.mark.parametrize("empty_store", ["sqlite"], indirect=True)
 async def test_the_routing_record_carries_stored_ids(store: Store) -> None:
     """`route_id` and `served_provider_id` are the ids the store gave the file's objects."""
     control = control_of(store, file_config())
@@ -97,6 +98,7 @@ async def test_the_routing_record_carries_stored_ids(store: Store) -> None:
     assert routing["served_provider_id"].startswith("aip_")
 
 
+@pytest.mark.parametrize("empty_store", ["sqlite"], indirect=True)
 async def test_readyz_shows_the_config_version(store: Store) -> None:
     """`/readyz` names the store version being served, and follows a committed write."""
     control = control_of(store, file_config())
@@ -150,6 +152,7 @@ async def test_a_failing_store_never_fails_serving(
     assert any("the store answers again" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("empty_store", ["sqlite"], indirect=True)
 def test_the_control_plane_is_the_admin_apis_seam(store: Store) -> None:
     """The control plane has the admin API's shape: admin key hashes, the file, runtimes."""
     control = control_of(store, file_config(admin_keys=["admin-key-0123456789"]))
@@ -161,6 +164,7 @@ def test_the_control_plane_is_the_admin_apis_seam(store: Store) -> None:
     assert seam.runtime_for("elsewhere") is None
 
 
+@pytest.mark.parametrize("empty_store", ["sqlite"], indirect=True)
 def test_the_control_plane_validates_a_write_against_the_file(store: Store) -> None:
     """As a write's hook, a stored route whose model pattern clashes with a file route's is
     refused; one that clashes with nothing is written."""

@@ -92,7 +92,7 @@ async def _run(folder: Path, ops: list[Op]) -> None:
         await control.aclose()
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(st.lists(_OPS, min_size=1, max_size=10))
 def test_served_runtimes_equal_a_fresh_load_after_every_write(ops: list[Op]) -> None:
     """Any sequence of provider, route and key writes (revocations included), each followed by
