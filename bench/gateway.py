@@ -22,7 +22,12 @@ Measured:
 - seconds from spawning ``turnout serve`` to its first answered request (median of a few starts).
 
 ``--profile`` then samples the gateway with py-spy under concurrency-64 load and prints the
-functions with the most own time (the collapsed stacks are kept for a flame graph). All traffic
+functions with the most own time (the collapsed stacks are kept for a flame graph).
+
+``--tracing`` instead measures what tracing costs: two gateways over the same config, one with
+tracing off and one with an OpenTelemetry SDK tracer provider whose exporter drops every span
+(so spans are made, batched and handed over, but nothing is sent), loaded in alternating
+rounds at concurrency 1 and 64; each one's CPU per request and req/s side by side. All traffic
 stays on 127.0.0.1.
 """
 
@@ -186,6 +191,33 @@ def gateway_command(config: Path, port: int, extra: Sequence[str] = ()) -> list[
     """`turnout serve` on CPU 0 (its log lines go to a file), with `extra` arguments."""
     serve = ["-m", "turnout.cli", "serve", "--config", str(config), "--port", str(port), *extra]
     return [*pinned(GATEWAY_CPU), sys.executable, *serve]
+
+
+# `turnout serve` under an SDK tracer provider whose exporter drops every span: the gateway
+# traces each request (request, route and call spans, the batch processor's thread) and sends
+# nothing, so what it costs is tracing itself.
+TRACED_SERVE = """\
+import sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+class Dropped(SpanExporter):
+    def export(self, spans):
+        return SpanExportResult.SUCCESS
+
+provider = TracerProvider()
+provider.add_span_processor(BatchSpanProcessor(Dropped()))
+trace.set_tracer_provider(provider)
+from turnout.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def traced_gateway_command(config: Path, port: int) -> list[str]:
+    """`turnout serve` on CPU 0 with tracing on and a no-op exporter (`TRACED_SERVE`)."""
+    serve = ["serve", "--config", str(config), "--port", str(port)]
+    return [*pinned(GATEWAY_CPU), sys.executable, "-c", TRACED_SERVE, *serve]
 
 
 # -- load ------------------------------------------------------------------------------------
@@ -445,6 +477,93 @@ def run(args: argparse.Namespace, load: Callable[[int, int, float, Path], Load])
     )
 
 
+# -- tracing off and on ----------------------------------------------------------------------
+
+
+@dataclass
+class Traced:
+    """One gateway's numbers at one concurrency: the median round, CPU ms per request."""
+
+    median: Load
+    cpu_ms: float
+
+
+def measure_pair(
+    load: Callable[[int, int, float, Path], Load],
+    gateways: Sequence[tuple[int, int]],
+    connections: int,
+    args: argparse.Namespace,
+) -> list[Traced]:
+    """`args.rounds` alternating rounds over `gateways` (pid, port): each one's median round
+    and CPU per request over all its rounds."""
+    runs: list[list[Load]] = [[] for _ in gateways]
+    cpu = [0.0 for _ in gateways]
+    for _ in range(args.rounds):
+        for side, (pid, port) in enumerate(gateways):
+            before = cpu_seconds(pid)
+            result = load(port, connections, args.seconds, args.script)
+            cpu[side] += cpu_seconds(pid) - before
+            if result.errors:
+                print(f"warning: {result.errors} non-2xx answers at c{connections}", flush=True)
+            runs[side].append(result)
+    out = []
+    for side, results in enumerate(runs):
+        ordered = sorted(results, key=lambda r: -r.rps)
+        requests = sum(r.requests for r in results)
+        out.append(Traced(ordered[len(ordered) // 2], cpu[side] / max(requests, 1) * 1000))
+    return out
+
+
+def run_tracing(args: argparse.Namespace, load: Callable[[int, int, float, Path], Load]) -> str:
+    """Tracing off against tracing on (no-op exporter), side by side: the printed table."""
+    tmp = Path(args.tmp)
+    upstream_port = free_port()
+    upstream_command = [sys.executable, "-m", "turnout.mock_upstream", "--port", str(upstream_port)]
+    upstream, _ = spawn([*pinned(UPSTREAM_CPU), *upstream_command], upstream_port, tmp / "up.log")
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        config = write_config(tmp, upstream_port)
+        gateways = []
+        for name, command in (("off", gateway_command), ("on", traced_gateway_command)):
+            port = free_port()
+            process, _ = spawn(command(config, port), port, tmp / f"gateway-{name}.log")
+            started.append(process)
+            gateways.append((process.pid, port))
+        for _, port in gateways:
+            load(port, 64, 1.0, args.script)
+        print("measuring concurrency 1 ...", flush=True)
+        c1 = measure_pair(load, gateways, 1, args)
+        print("measuring concurrency 64 ...", flush=True)
+        c64 = measure_pair(load, gateways, 64, args)
+    finally:
+        for process in started:
+            stop(process)
+        stop(upstream)
+    rows = [
+        ("gateway CPU per request, c64 (ms)", c64[0].cpu_ms, c64[1].cpu_ms, 3),
+        ("gateway CPU per request, c1 (ms)", c1[0].cpu_ms, c1[1].cpu_ms, 3),
+        ("req/s, c64", c64[0].median.rps, c64[1].median.rps, 0),
+        ("latency p99, c64 (ms)", c64[0].median.p99_ms, c64[1].median.p99_ms, 2),
+        ("latency p50, c1 (ms)", c1[0].median.p50_ms, c1[1].median.p50_ms, 3),
+    ]
+    head = ("metric", "tracing off", "on (no-op exporter)", "added")
+    lines = [head] + [
+        (name, _cell(off, digits), _cell(on, digits), _cell(on - off, digits))
+        for name, off, on, digits in rows
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    generator = "wrk" if load is load_wrk else "aiohttp (in-process)"
+    return f"load: {generator}, {args.seconds:g} s per run, {args.rounds} alternating rounds\n" + (
+        "\n".join(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(line, widths, strict=True))
+            )
+            for line in lines
+        )
+    )
+
+
 # -- the table -------------------------------------------------------------------------------
 
 
@@ -636,6 +755,9 @@ def main() -> int:
     parser.add_argument(
         "--state", default="memory", help="the gateway's `state:` (memory, or a redis:// URL)"
     )
+    parser.add_argument(
+        "--tracing", action="store_true", help="instead: tracing off against on (no-op exporter)"
+    )
     args = parser.parse_args()
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the subprocesses are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -648,6 +770,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         args.tmp = tmp
         args.script = wrk_script(Path(tmp))
+        if args.tracing:
+            print(run_tracing(args, load))
+            return 0
         report = run(args, load)
     if args.json:
         print(json.dumps(asdict(report), indent=2))

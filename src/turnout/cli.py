@@ -50,12 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the gateway up afterwards, with its dashboard at /ui, until Ctrl-C",
     )
+    from turnout.gateway.commands.health import add_health_parser  # noqa: PLC0415
     from turnout.gateway.commands.inspect import add_check_parser, add_routes_parser  # noqa: PLC0415
     from turnout.gateway.commands.serve import add_serve_parser  # noqa: PLC0415
 
     add_serve_parser(commands)
     add_check_parser(commands)
     add_routes_parser(commands)
+    add_health_parser(commands)
     _add_mock_upstream(commands)
     _add_import(commands)
     _add_keys(commands)
@@ -135,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_import_litellm(args.file, sys.stdout)
     if args.command == "keys":
         return _run_keys(args)
+    if args.command == "health":
+        from turnout.gateway.commands.health import main_health  # noqa: PLC0415
+
+        return main_health(args)
     if args.command in ("serve", "check", "routes"):
         from turnout.gateway.commands import inspect, serve  # noqa: PLC0415
 

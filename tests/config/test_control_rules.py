@@ -1,12 +1,11 @@
 """`store` and `admin_keys`: the URL forms accepted, a relative SQLite path beside the file,
-admin keys as plaintext or `sha256:` hashes with only hashes kept; errors name the field."""
+a malformed admin key entry; errors name the field."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from turnout.access.keys import hash_key
-from turnout.config._control_rules import admin_key_hashes, store_url
+from turnout.config._control_rules import store_url
 from turnout.config.rules import check_config
 from turnout.schema import FileConfig
 
@@ -39,11 +38,7 @@ def test_a_relative_sqlite_path_sits_beside_the_file(tmp_path: Path) -> None:
     assert store_url(postgres, tmp_path) == "postgresql://db/t"
 
 
-def test_admin_keys_keep_only_hashes_and_name_a_bad_entry() -> None:
-    """A plaintext key is hashed, a hash kept as is; a malformed hash or an empty entry is an
-    error naming its index."""
-    digest = hash_key("second-admin-key")
-    config = _config(admin_keys=["first-admin-key", digest.upper().replace("SHA256", "sha256")])
-    assert admin_key_hashes(config) == {hash_key("first-admin-key"), digest}
+def test_a_bad_admin_key_entry_is_named() -> None:
+    """A malformed hash or an empty entry is an error naming its index, never its value."""
     errors = check_config(_config(admin_keys=["ok-admin-key", "sha256:abc", ""]))
     assert [path for path, _ in errors] == ["admin_keys[1]", "admin_keys[2]"]

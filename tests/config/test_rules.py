@@ -127,7 +127,7 @@ def test_target_names_are_unique_within_a_route() -> None:
 
 
 def test_store_and_admin_keys_are_read_now() -> None:
-    """`store` and `admin_keys` are accepted: the control plane reads them."""
+    """`store` and `admin_keys` are accepted: the control plane and the admin API read them."""
     config = parse_config(
         {
             "store": "sqlite:///turnout.db",

@@ -43,6 +43,7 @@ BODIES: dict[str, Any] = {
     "/v1/messages/count_tokens": messages("claude-x"),
     "/v1/embeddings": {"model": "gpt-4o-mini", "input": "hello"},
     "/v1/models": None,
+    "/v1/responses": {"model": "gpt-4o-mini", "input": "hello"},
 }
 
 
@@ -67,8 +68,8 @@ def test_every_v1_endpoint_has_a_bare_twin() -> None:
 
 @pytest.mark.parametrize("path", list(BODIES))
 async def test_a_bare_path_answers_as_the_v1_one(app: GatewayApp, path: str) -> None:
-    """`/chat/completions`, `/messages`, `/messages/count_tokens`, `/embeddings` and
-    `/models` answer exactly as their `/v1` twins (status and envelope)."""
+    """`/chat/completions`, `/messages`, `/messages/count_tokens`, `/embeddings`, `/models`
+    and `/responses` answer exactly as their `/v1` twins (status and envelope)."""
     body = BODIES[path]
     method = "GET" if body is None else "POST"
     versioned = await _send(app, method, path, json=body)

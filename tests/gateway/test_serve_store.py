@@ -13,6 +13,8 @@ from tests.gateway._app_support import client_of
 from tests.gateway._store_support import chat, control_of, file_config, started
 from turnout.access.keys import hash_key
 from turnout.errors import ConfigError
+from turnout.gateway.server.app import GatewayApp
+from turnout.gateway.server.lifespan import Lifespan
 from turnout.store import open_store
 from turnout.store import service as svc
 from turnout.store.snapshot import load_snapshot
@@ -177,3 +179,28 @@ def test_the_control_plane_validates_a_write_against_the_file(store: Store) -> N
         svc.create_object(store, "route", project_id, bad, validate=control.validate)
     assert "gpt-4o-mini" in str(caught.value)
     assert [r.name for r in load_snapshot(store).projects["default"].routes] == ["clash"]
+
+
+async def test_the_admin_api_over_the_control_plane_serves_a_new_key_at_once(
+    store: Store,
+) -> None:
+    """A key created through /admin/v1 (the control plane as its context) answers the very
+    next chat request; revoked through it, the next one is 401."""
+    control = control_of(store, file_config(admin_keys=["admin-key-0123456789"]))
+    admin = {"authorization": "Bearer admin-key-0123456789"}
+    project_id = load_snapshot(store).projects["default"].id
+    app = GatewayApp(control=control, admin=control)
+    lifespan = Lifespan(app)
+    await lifespan.startup()
+    try:
+        async with client_of(app) as client:
+            base = f"/admin/v1/projects/{project_id}/keys"
+            made = (await client.post(base, json={"name": "api-app"}, headers=admin)).json()
+            caller = {"authorization": f"Bearer {made['key']}"}
+            served = await client.post("/v1/chat/completions", json=chat(), headers=caller)
+            await client.post(f"{base}/{made['id']}/revoke", headers=admin)
+            refused = await client.post("/v1/chat/completions", json=chat(), headers=caller)
+    finally:
+        await lifespan.shutdown()
+    assert served.status_code == 200
+    assert refused.status_code == 401

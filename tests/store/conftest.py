@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pytest
@@ -53,26 +54,35 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def empty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A store with no tables yet, on each backend, keyed with a fresh secret key."""
+@contextmanager
+def store_on(backend: str, folder: Path, postgres: str | None) -> Iterator[Store]:
+    """A store with no tables yet on `backend` (`sqlite`: a file in `folder`; `postgresql`: a
+    schema of its own in the database at `postgres`), keyed with a fresh secret key."""
     box = SecretBox(SECRET_KEY)
-    if request.param == "sqlite":
-        store = open_store(f"sqlite:///{tmp_path}/db/turnout.db", secrets=box)
+    if backend == "sqlite":
+        store = open_store(f"sqlite:///{folder}/db/turnout.db", secrets=box)
         yield store
         store.close()
         return
-    url: str = request.getfixturevalue("postgres_url")
+    assert postgres is not None
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    setup = open_store(url)
+    setup = open_store(postgres)
     with setup.engine.begin() as connection:
         connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    store = open_store(url, secrets=box, connect_args={"options": f"-csearch_path={schema}"})
+    store = open_store(postgres, secrets=box, connect_args={"options": f"-csearch_path={schema}"})
     yield store
     store.close()
     with setup.engine.begin() as connection:
         connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
     setup.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A store with no tables yet, on each backend, keyed with a fresh secret key."""
+    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    with store_on(request.param, tmp_path, url) as store:
+        yield store
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ against the configuration file's folder (`store_url`), so the store sits beside 
 the working directory; without a file, against the folder the caller names (the working
 directory for `turnout serve`).
 Rule 2: an admin key is its plaintext (usually `${VAR}`) or its `sha256:` hash; either way only
-the hash is kept (`admin_key_hashes`). Messages name the entry, never its value.
+the hash is kept (`turnout.gateway.admin.auth.admin_key_hashes`). Messages name the entry,
+never its value.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from turnout.access.keys import HASH_SCHEME, hash_key
+from turnout.access.keys import HASH_SCHEME
 
 if TYPE_CHECKING:
     from turnout.schema import FileConfig
 
-__all__ = ["DEFAULT_STORE", "admin_key_hashes", "check_store", "store_url"]
+__all__ = ["DEFAULT_STORE", "check_store", "store_url"]
 
 DEFAULT_STORE: Final = "sqlite:///turnout.db"
 """The store when the file names none: `turnout.db` beside the configuration file."""
@@ -28,7 +29,6 @@ DEFAULT_STORE: Final = "sqlite:///turnout.db"
 _SQLITE: Final = "sqlite:///"
 _POSTGRES: Final = ("postgresql://", "postgresql+psycopg://", "postgres://")
 _HASH_FORM = re.compile(r"sha256:[0-9a-f]{64}")
-_UNREAD_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def check_store(config: FileConfig) -> list[tuple[str, str]]:
@@ -63,15 +63,3 @@ def store_url(config: FileConfig, base: Path) -> str:
         return url
     resolved = (base / path).resolve()
     return f"{_SQLITE}{resolved}" + (f"?{query}" if query else "")
-
-
-def admin_key_hashes(config: FileConfig) -> frozenset[str]:
-    """Rule 2: the hash of every admin key (a `sha256:` entry as it is, lower-cased). An entry
-    still holding an unread `${VAR}` (a check without the environment) is left out."""
-    hashes: set[str] = set()
-    for key in config.admin_keys:
-        if _UNREAD_VARIABLE.search(key) or not key.strip():
-            continue
-        lowered = key.lower()
-        hashes.add(lowered if _HASH_FORM.fullmatch(lowered) else hash_key(key))
-    return frozenset(hashes)

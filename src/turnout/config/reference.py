@@ -157,6 +157,11 @@ bindings:
     subjects: [{everyone: true}]
     grants: [{models: "*-preview"}]
 """,
+    schema.TracingConfig: """\
+server:
+  tracing: {exporter: otlp, endpoint: "http://127.0.0.1:4318", service_name: gateway-eu,
+            sample_ratio: 0.25}
+""",
     schema.PolicyConfig: """\
 policies:
   - {name: eu-only, mode: enforce, deny_when: {jurisdiction: [US]}}

@@ -11,6 +11,8 @@ endpoint                                                   answer
 ``GET /v1/models``                                         a fixed model list
 ``POST /v1/messages`` (``stream: true`` as SSE)            Anthropic message / event sequence
 ``POST /v1/messages/count_tokens``                         ``{"input_tokens": n}``
+``POST /v1/responses`` (``stream: true`` as SSE)           OpenAI response / numbered events
+``GET|DELETE /v1/responses/{id}``                          a response it answered, kept by id
 ``POST /openai/deployments/{dep}/chat/completions``        Azure paths map to the same handlers
 ``POST /v1beta/models/{model}:generateContent``            Gemini answer (``mock_upstream.gemini``)
 ``POST /v1beta/models/{model}:streamGenerateContent``      Gemini SSE events

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from turnout.mock_upstream import answers, gemini
+from turnout.mock_upstream import answers, gemini, responses
 from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
 from turnout.mock_upstream.log import LoggedRequest, RequestLog
 from turnout.mock_upstream.tools import pick_tool_call
@@ -35,10 +35,14 @@ _JSON = "application/json"
 
 
 def _endpoint(method: str, path: str) -> str | None:
+    if method in ("GET", "DELETE") and "/responses/" in path:
+        return "stored_response"
     if method == "POST":
         for suffix, name in gemini.ENDPOINTS.items():
             if path.endswith(suffix) and "/models/" in path:
                 return name
+        if path.endswith("/responses"):
+            return "responses"
         if path.endswith("/chat/completions"):
             return "chat"
         if path.endswith("/messages/count_tokens"):
@@ -52,7 +56,7 @@ def _endpoint(method: str, path: str) -> str | None:
     return None
 
 
-_ANSWERS = frozenset({"chat", "messages", "gemini", "gemini_stream"})
+_ANSWERS = frozenset({"chat", "messages", "responses", "gemini", "gemini_stream"})
 """The endpoints whose answers can be streamed or carry a tool call."""
 
 
@@ -117,7 +121,8 @@ class _Call:
         self.fault = fault
         self.entry = entry
         self.headers = headers
-        # A refusal answers no tool call; only chat and messages answers can carry one.
+        # A refusal answers no tool call; only chat, messages, responses and Gemini answers
+        # can carry one.
         calls_tools = endpoint in _ANSWERS and not fault.refuse
         offered = gemini.as_openai_tools(body) if self.api == "gemini" else body
         self.tool_call: ToolCall | None = (
@@ -147,6 +152,7 @@ class MockUpstreamApp:
         self.faults = FaultBook()
         self.hold_limit = hold_limit
         self.clock: Clock = clock if clock is not None else LoopClock()
+        self.responses = responses.StoredResponses()
         self._started = time.monotonic()
 
     async def __call__(self, exchange: Exchange) -> None:
@@ -160,6 +166,9 @@ class MockUpstreamApp:
             return
         if endpoint == "models":
             exchange.respond(200, orjson.dumps(answers.models_list()))
+            return
+        if endpoint == "stored_response":
+            self._stored_response(exchange)
             return
         call = self._begin(exchange, endpoint)
         if call is not None:
@@ -251,7 +260,7 @@ class MockUpstreamApp:
         fault = call.fault
         if fault is NO_FAULT and not call.stream:
             call.entry.status = 200
-            exchange.respond(200, orjson.dumps(self._whole(call)), headers=call.headers)
+            exchange.respond(200, orjson.dumps(self._whole(call, keep=True)), headers=call.headers)
             return
         if fault.latency:
             await self.clock.sleep(fault.latency)
@@ -280,6 +289,8 @@ class MockUpstreamApp:
         if fault.cut is not None or fault.stall is not None:
             await self._cut_whole(exchange, call, good)
             return
+        if call.endpoint == "responses" and status == 200:
+            self.responses.keep(call.body, orjson.loads(good))
         exchange.respond(status, good, headers=call.headers)
 
     @staticmethod
@@ -289,7 +300,7 @@ class MockUpstreamApp:
             return gemini.error_reply(fault, model=split_model(model)[0])
         return error_reply(fault, api=api, model=model, request_id=request_id)
 
-    def _whole(self, call: _Call) -> dict[str, Any]:
+    def _whole(self, call: _Call, *, keep: bool = False) -> dict[str, Any]:
         fault = call.fault
         if call.endpoint == "embeddings":
             return answers.embeddings(call.body, call.model)
@@ -301,6 +312,18 @@ class MockUpstreamApp:
             return gemini.whole(
                 call.model, text, prompt=prompt, refuse=fault.refuse, call=call.tool_call
             )
+        if call.endpoint == "responses":
+            text = responses.json_answer(call.body) or answers.answer_text(call.base, fault.chunks)
+            answer = responses.whole_response(
+                call.body,
+                call.model,
+                text="" if fault.refuse else text,
+                call=call.tool_call,
+                refused=fault.refuse,
+            )
+            if keep:
+                self.responses.keep(call.body, answer)
+            return answer
         prompt = answers.prompt_tokens(call.body)
         if call.endpoint == "count_tokens":
             return {"input_tokens": prompt}
@@ -332,34 +355,44 @@ class MockUpstreamApp:
         exchange.drop()
 
     @staticmethod
-    def _plan(call: _Call) -> answers.StreamPlan:
+    def _plan(call: _Call) -> tuple[answers.StreamPlan, dict[str, Any] | None]:
+        """The stream's events, and for a Responses stream the response it ends with."""
         fault, tool = call.fault, call.tool_call
         prompt = answers.prompt_tokens(call.body)
         if tool is not None:
             pieces = tool.pieces(fault.chunks)
         else:
             pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
+        if call.endpoint == "responses":
+            if tool is None and not fault.refuse and responses.json_answer(call.body):
+                pieces = (responses.json_answer(call.body) or "",)
+            return responses.responses_stream(
+                call.body, call.model, pieces, call=tool, refused=fault.refuse
+            )
         name = tool.name if tool is not None else None
         if call.api == "gemini":
             prompt = gemini.prompt_tokens(call.body)
-            return gemini.stream_plan(
+            plan = gemini.stream_plan(
                 call.model, pieces, prompt=prompt, refuse=fault.refuse, call=tool
             )
+            return plan, None
         if call.endpoint == "messages":
             stop = "tool_use" if tool else "refusal" if fault.refuse else "end_turn"
-            return answers.anthropic_stream(
+            plan = answers.anthropic_stream(
                 call.model, pieces, prompt=prompt, stop_reason=stop, tool_name=name
             )
+            return plan, None
         options = call.body.get("stream_options")
         include = isinstance(options, dict) and options.get("include_usage") is True
         finish = "tool_calls" if tool else "content_filter" if fault.refuse else "stop"
-        return answers.openai_stream(
+        plan = answers.openai_stream(
             call.model, pieces, prompt=prompt, finish=finish, include_usage=include, tool_name=name
         )
+        return plan, None
 
     async def _stream(self, exchange: Exchange, call: _Call) -> None:
         fault = call.fault
-        plan = self._plan(call)
+        plan, final = self._plan(call)
         call.entry.status = 200
         exchange.start_stream(200, headers=call.headers)
         for event in plan.head:
@@ -374,6 +407,8 @@ class MockUpstreamApp:
             return
         for event in plan.tail[:-1] if fault.no_done and plan.terminated else plan.tail:
             await exchange.send(event)
+        if final is not None and not fault.no_done:
+            self.responses.keep(call.body, final)
         exchange.end_stream()
 
     async def _content(self, exchange: Exchange, fault: Fault, plan: answers.StreamPlan) -> bool:
@@ -396,6 +431,24 @@ class MockUpstreamApp:
                     await self.clock.sleep(fault.chunk_delay)
                 await exchange.send(plan.content[index])
         return True
+
+    def _stored_response(self, exchange: Exchange) -> None:
+        """`GET` / `DELETE /v1/responses/{id}`: a kept response (404 in OpenAI's shape)."""
+        request = exchange.request
+        ident = request.path.rsplit("/responses/", 1)[1]
+        entry = self._log(request, "", {}, answers.new_id("req_"))
+        found = self.responses.get(ident)
+        if found is None:
+            fault = Fault(status=404, message=f"Response with id '{ident}' not found.")
+            reply = error_reply(fault, api="openai", model="", request_id=entry.request_id or "")
+            entry.status = reply.status
+            exchange.respond(reply.status, reply.body)
+            return
+        if request.method == "DELETE":
+            self.responses.delete(ident)
+            found = orjson.dumps({"id": ident, "object": "response.deleted", "deleted": True})
+        entry.status = 200
+        exchange.respond(200, found)
 
     # --- control endpoints ------------------------------------------------------------------
     def _not_found(self, exchange: Exchange) -> None:
@@ -428,6 +481,7 @@ class MockUpstreamApp:
         elif route == ("POST", "/_mock/reset"):
             self.faults.clear()
             self.log.clear()
+            self.responses.clear()
             self._json(exchange, 200, {"reset": True})
         else:
             self._json(exchange, 404, {"error": {"message": f"no control endpoint {route}"}})

@@ -65,7 +65,8 @@ items (S: seconds, N: a count):
                         S seconds ahead (China Standard Time, as Z.ai writes it)
   context_length        400 naming a context-length reason (alias ctx)
   content_policy        400 naming a content-policy reason
-  refuse                200 refusal: finish_reason content_filter / stop_reason refusal
+  refuse                200 refusal: finish_reason content_filter / stop_reason refusal /
+                        Responses status incomplete (content_filter)
   latency=S             wait S seconds before the response headers (alias slow=S)
   hang                  never answer (until the client leaves, or the hold limit)
   reset                 reset the connection (TCP RST) before any response byte
@@ -79,7 +80,8 @@ items (S: seconds, N: a count):
   end=N                 streams: end the body cleanly after N content chunks, with no
                         finish reason and no terminator
   malformed[=N]         a malformed event after N content chunks (default 1)
-  no_done               end without data: [DONE] / message_stop (usage is still sent)
+  no_done               end without data: [DONE] / message_stop (usage is still sent) /
+                        response.completed
   error_event           streams: an in-stream error event (overloaded_error) before the
                         first content chunk
   body=KIND             bad bytes instead of the answer: garbage, truncated, nonutf8, html
@@ -95,13 +97,14 @@ shorthand names, mock-<word>-<word>...:
   (mock-quota-kimi)
 
 tool calls:
-  A chat or messages request that offers tools and forces a call (OpenAI tool_choice
-  "required", a named function, or allowed_tools in required mode; Anthropic tool_choice
-  {"type": "any"} or {"type": "tool", "name": ...}) is answered with one call of the forced
-  tool, else the first tool; so is any request with tool_call when it offers tools or names
-  one (a tool it does not offer is called with {}). Otherwise the answer is text, tools or
+  A chat, messages or responses request that offers tools and forces a call (OpenAI
+  tool_choice "required", a named function, or allowed_tools in required mode; Anthropic
+  tool_choice {"type": "any"} or {"type": "tool", "name": ...}) is answered with one call of
+  the forced tool, else the first tool; so is any request with tool_call when it offers tools
+  or names one (a tool it does not offer is called with {}). Otherwise the answer is text, tools or
   not; refuse always refuses. The call has the vendor's shape: OpenAI message.tool_calls,
-  content null, finish_reason tool_calls; Anthropic a tool_use block, stop_reason tool_use.
+  content null, finish_reason tool_calls; Anthropic a tool_use block, stop_reason tool_use;
+  Responses a function_call output item.
   Arguments are an example of the tool's JSON schema (required properties first; enum: first
   value; strings "mock", numbers 1, booleans true, arrays [], objects from their own
   properties). Streamed, the call's id and name come with the role/start events and each

@@ -91,8 +91,9 @@ def _offered_tools(raw: Any) -> dict[str, Any]:
         function = tool.get("function")
         if tool.get("type") == "function" and isinstance(function, dict):
             name, schema = function.get("name"), function.get("parameters")
-        else:
-            name, schema = tool.get("name"), tool.get("input_schema")
+        else:  # Anthropic's shape, or a Responses function tool (`name`, `parameters`)
+            name = tool.get("name")
+            schema = tool.get("input_schema", tool.get("parameters"))
         if isinstance(name, str) and name not in tools:
             tools[name] = schema
     return tools
@@ -120,7 +121,7 @@ def _forced_tool(choice: Any) -> str | None:
 
 def _function_name(entry: Mapping[str, Any]) -> str | None:
     function = entry.get("function")
-    name = function.get("name") if isinstance(function, dict) else None
+    name = function.get("name") if isinstance(function, dict) else entry.get("name")
     return name if isinstance(name, str) else None
 
 

@@ -20,6 +20,7 @@ from turnout.wire import openai_embeddings
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.providers._wire import Wire
     from turnout.providers.base import EmbeddingsSupport, HttpProvider
     from turnout.wire.model import ChatRequest, EmbeddingRequest
 
@@ -43,19 +44,25 @@ def unencodable(provider: str, exc: Exception) -> MalformedRequest:
 
 
 def prepare_chat(
-    provider: HttpProvider, request: ChatRequest, *, stream: bool
+    provider: HttpProvider, request: ChatRequest, *, stream: bool, wire: Wire | None = None
 ) -> tuple[str, str, bytes, Mapping[str, str]]:
-    """The wire model, URL, body and headers of one chat call (Rule 5 on a failure)."""
+    """The wire model, URL, body and headers of one chat call in `wire` (default the kind's;
+    the Responses wire goes to `responses_url`) (Rule 5 on a failure)."""
     try:
         model = provider.wire_model(request.model)
+        wire = wire or provider.wire
         try:
-            body = provider.body_for(request, model, stream=stream)
+            body = provider.body_for(request, model, stream=stream, wire=wire)
         except UNENCODABLE as exc:
             raise unencodable(provider.name, exc) from exc
         headers = provider.call_headers(request)
         if stream:
             headers = {**headers, "accept": "text/event-stream"}
-        url = provider.stream_url(model) if stream else provider.chat_url(model)
+        responses = wire.format == "openai-responses" and wire is not provider.wire
+        if responses:
+            url = provider.responses_url(model)
+        else:
+            url = provider.stream_url(model) if stream else provider.chat_url(model)
     except ProviderError:
         raise
     except Exception as exc:

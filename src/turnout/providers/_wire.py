@@ -1,8 +1,11 @@
 """The wire formats an `HttpProvider` speaks: each one's codec functions, as a `Wire`.
 
 A provider kind names one of these (`OPENAI_CHAT`, `OPENAI_CHAT_COMPATIBLE`,
-`ANTHROPIC_MESSAGES`, `GEMINI_GENERATE`) as its `wire`; `turnout.providers.base` uses them to
-encode, forward and decode, and offers them under the same names.
+`ANTHROPIC_MESSAGES`, `GEMINI_GENERATE`) as its `wire`; a kind that also serves OpenAI's
+Responses API natively (`supports_responses`) speaks `OPENAI_RESPONSES` to a caller's own
+Responses request.
+`turnout.providers.base` uses them to encode, forward and decode, and offers them under the
+same names.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from turnout.wire import anthropic_messages, gemini, openai_chat
+from turnout.wire import anthropic_messages, gemini, openai_chat, openai_responses
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,6 +27,7 @@ __all__ = [
     "GEMINI_GENERATE",
     "OPENAI_CHAT",
     "OPENAI_CHAT_COMPATIBLE",
+    "OPENAI_RESPONSES",
     "StreamDecoder",
     "Wire",
 ]
@@ -71,6 +75,14 @@ def _forward_anthropic(source: bytes, model: str, stream: bool) -> bytes:
     return anthropic_messages.forward_body(source, model=model, stream=stream)
 
 
+def _encode_responses(request: ChatRequest, model: str) -> dict[str, Any]:
+    return openai_responses.encode_request(request, model=model)
+
+
+def _forward_responses(source: bytes, model: str, stream: bool) -> bytes:
+    return openai_responses.forward_body(source, model=model, stream=stream)
+
+
 OPENAI_CHAT = Wire(
     "openai-chat",
     _encode_openai,
@@ -85,6 +97,13 @@ ANTHROPIC_MESSAGES = Wire(
     _forward_anthropic,
     anthropic_messages.decode_response,
     anthropic_messages.StreamDecoder,
+)
+OPENAI_RESPONSES = Wire(
+    "openai-responses",
+    _encode_responses,
+    _forward_responses,
+    openai_responses.decode_response,
+    openai_responses.StreamDecoder,
 )
 
 

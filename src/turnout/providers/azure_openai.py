@@ -36,9 +36,11 @@ class AzureOpenAI(EmbeddingsSupport):
     for the Anthropic wire); `api_version` is the query parameter of OpenAI-wire calls (default
     2024-10-21); `wire` is required: `openai-chat` or `anthropic-messages`. The model a target
     asks for is the deployment name: `{base_url}/openai/deployments/{model}/chat/completions`.
-    Embeddings only on the OpenAI wire. With `credential_mode="passthrough"` each call carries
-    the caller's own credential in that same header (on the Anthropic wire, as
-    `Authorization: Bearer` when the caller sent a bearer token). Other options: see
+    Embeddings and OpenAI's Responses API (a caller's own Responses request, forwarded to
+    `{base_url}/openai/v1/responses`) only on the OpenAI wire. With
+    `credential_mode="passthrough"` each call carries the caller's own credential in that same
+    header (on the Anthropic wire, as `Authorization: Bearer` when the caller sent a bearer
+    token). Other options: see
     `HttpProvider`.
     """
 
@@ -62,6 +64,7 @@ class AzureOpenAI(EmbeddingsSupport):
         auth: dict[str, str] = {"anthropic-version": ANTHROPIC_VERSION} if anthropic else {}
         self.api_version = api_version
         self.supports_embeddings = not anthropic
+        self.supports_responses = not anthropic
         super().__init__(
             name=name,
             base_url=base_url,
@@ -86,6 +89,11 @@ class AzureOpenAI(EmbeddingsSupport):
         if self.wire.format == "anthropic-messages":
             return f"{self.base_url}/v1/messages"
         return self._deployment_url(model, "chat/completions")
+
+    def responses_url(self, model: str) -> str:
+        """`{base_url}/openai/v1/responses` (Azure's v1 API: the deployment is the body's
+        `model`, and no `api-version` is asked)."""
+        return f"{self.base_url}/openai/v1/responses"
 
     def embeddings_url(self, model: str) -> str:
         """The deployment's embeddings URL."""

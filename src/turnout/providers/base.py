@@ -7,7 +7,9 @@ the call (prepared by `turnout.providers._prepare`), decoding answers and stream
 through `transport.error_for_status` / `error_for_exception` (the one place they are mapped).
 
 Rule 1: when `request.source` is in the provider's own format, the caller's bytes are sent with
-only `model` replaced (`forward_body`), and the upstream's bytes come back in `raw`.
+only `model` replaced (`forward_body`), and the upstream's bytes come back in `raw`. A kind with
+`supports_responses` also takes a caller's own Responses request that way, at `responses_url`;
+every other request is encoded in the kind's `wire`.
 Rule 2: a malformed stream event is skipped and counted (`malformed_events`); a stream that ends
 after a finish reason is complete even without its terminator; one that ends without a finish
 reason raises `ProviderUnavailable` ("stream ended early"); an event larger than
@@ -37,6 +39,7 @@ import dataclasses
 import os
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+from urllib.parse import quote
 
 import orjson
 
@@ -53,6 +56,7 @@ from turnout.providers._wire import (
     GEMINI_GENERATE,
     OPENAI_CHAT,
     OPENAI_CHAT_COMPATIBLE,
+    OPENAI_RESPONSES,
     StreamDecoder,
     Wire,
 )
@@ -62,6 +66,7 @@ from turnout.providers.transport import (
     Transport,
     default_transport,
     error_for_status,
+    local_error,
     redact_error,
     request_id_of,
     too_large_error,
@@ -201,6 +206,9 @@ class HttpProvider:
     wire: Wire
     family: str = "none"
     vendor: str | None = None
+    supports_responses: bool = False
+    """Whether the kind serves OpenAI's Responses API itself (`responses_url`), so that a
+    caller's Responses request is forwarded rather than translated."""
 
     def __init__(
         self,
@@ -285,6 +293,48 @@ class HttpProvider:
         return self.wire.format
 
     @property
+    def wire_formats(self) -> frozenset[WireFormat]:
+        """Every wire format this provider serves natively: its `wire`, and OpenAI Responses
+        when it `supports_responses`."""
+        if self.supports_responses:
+            return frozenset((self.wire.format, OPENAI_RESPONSES.format))
+        return frozenset((self.wire.format,))
+
+    def wire_for(self, request: ChatRequest) -> Wire:
+        """The wire a call for `request` speaks: Responses for a caller's own Responses request
+        when this kind serves it, else the kind's `wire`."""
+        source = request.source
+        if (
+            self.supports_responses
+            and source is not None
+            and source.format == OPENAI_RESPONSES.format
+        ):
+            return OPENAI_RESPONSES
+        return self.wire
+
+    def responses_url(self, model: str) -> str:
+        """The URL of the Responses endpoint (`supports_responses` kinds only)."""
+        raise NotImplementedError
+
+    async def stored_response(self, method: Literal["GET", "DELETE"], response_id: str) -> bytes:
+        """`GET` or `DELETE` a response this provider's Responses endpoint created
+        (`{responses_url}/{response_id}`): the upstream's body. An error status raises as a
+        call's does (mapped, scrubbed, naming this provider)."""
+        try:
+            base, _, query = self.responses_url("").partition("?")
+            url = f"{base}/{quote(response_id, safe='')}" + (f"?{query}" if query else "")
+            headers = self.sent_headers()
+            send = self._transport.request  # type: ignore[attr-defined]
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise local_error(exc, provider=self.name) from exc
+        reply = await send(method, url, b"", headers)
+        self._check_status(reply.status, reply.headers, reply.body)
+        body: bytes = reply.body
+        return body
+
+    @property
     def model_aliases(self) -> Mapping[str, str]:
         """The provider's `model_aliases` (requested -> wire model), read-only."""
         return MappingProxyType(self._aliases)
@@ -365,23 +415,28 @@ class HttpProvider:
         kept = {k.lower(): v for k, v in source.headers if k.lower() in _FORWARDED_HEADERS}
         return {**headers, **kept} if kept else headers
 
-    def body_for(self, request: ChatRequest, model: str, *, stream: bool) -> bytes:
-        """Rule 1: the caller's own bytes when they are in this format, else encoded."""
+    def body_for(
+        self, request: ChatRequest, model: str, *, stream: bool, wire: Wire | None = None
+    ) -> bytes:
+        """Rule 1: the caller's own bytes when they are in the call's format (`wire`, default
+        the kind's), else encoded."""
+        wire = wire or self.wire
         source = request.source
-        if source is not None and source.format == self.wire.format:
-            return self.wire.forward(source.body, model, stream)
+        if source is not None and source.format == wire.format:
+            return wire.forward(source.body, model, stream)
         if request.stream != stream:
             request = dataclasses.replace(request, stream=stream)
-        return orjson.dumps(self.wire.encode(request, model))
+        return orjson.dumps(wire.encode(request, model))
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One whole answer. Failures raise `ProviderError` subclasses."""
-        model, url, body, headers = prepare_chat(self, request, stream=False)
+        wire = self.wire_for(request)
+        model, url, body, headers = prepare_chat(self, request, stream=False, wire=wire)
         reply = await self._transport.post(url, body, headers)
         request_id = request_id_of(reply.headers)
         self._check_status(reply.status, reply.headers, reply.body)
         try:
-            response = self.wire.decode(reply.body)
+            response = wire.decode(reply.body)
         except ProviderError as exc:
             raise self._named(exc, request_id) from None
         response.provider_request_id = request_id
@@ -391,13 +446,14 @@ class HttpProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
         """The answer as neutral chunks; the last ones carry the finish reason and usage."""
-        _, url, body, headers = prepare_chat(self, request, stream=True)
+        wire = self.wire_for(request)
+        _, url, body, headers = prepare_chat(self, request, stream=True, wire=wire)
         async with self._transport.stream(url, body, headers) as reply:
             request_id = request_id_of(reply.headers)
             if not 200 <= reply.status < 300:
                 self._check_status(reply.status, reply.headers, await reply.read())
             events = SSEDecoder(max_event_bytes=self.options.max_response_bytes)
-            decoder = self.wire.decoder()
+            decoder = wire.decoder()
             try:
                 async for data in reply.chunks():
                     for event in events.feed(data):

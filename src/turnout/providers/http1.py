@@ -483,14 +483,17 @@ class Http1Transport:
         return parsed
 
     async def send(
-        self, url: str, body: bytes, headers: Mapping[str, str]
+        self, url: str, body: bytes, headers: Mapping[str, str], *, method: str = "POST"
     ) -> tuple[_Connection, Response]:
         """Write the request on a pooled connection and wait for the response's head
         (TransportFailure on a failure); once more on a new connection when the first never
         left (Rule 7). The connection is closed on any failure."""
         try:
             parsed = self._parsed(url)
-            head = request_head(parsed.prefix, len(body), headers)
+            prefix = parsed.prefix
+            if method != "POST":
+                prefix = method.encode("ascii") + prefix[len(b"POST") :]
+            head = request_head(prefix, len(body), headers)
             pool = self._pool_for(parsed.origin)
             conn = await pool.acquire()
         except TransportFailure:
@@ -515,9 +518,16 @@ class Http1Transport:
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> HttpReply:
         """POST `body` and read the whole response; transport failures as ProviderError."""
+        return await self.request("POST", url, body, headers)
+
+    async def request(
+        self, method: str, url: str, body: bytes, headers: Mapping[str, str]
+    ) -> HttpReply:
+        """`method` (POST, GET, DELETE) with `body` and read the whole response; transport
+        failures as ProviderError."""
         conn: _Connection | None = None
         try:
-            conn, response = await self.send(url, body, headers)
+            conn, response = await self.send(url, body, headers, method=method)
             payload = await response.read_all()
         except (TransportFailure, OSError) as exc:
             if conn is not None:

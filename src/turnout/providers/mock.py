@@ -172,13 +172,13 @@ class MemoryTransport:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _begin(
-        self, url: str, body: bytes, headers: Mapping[str, str]
+        self, url: str, body: bytes, headers: Mapping[str, str], method: str = "POST"
     ) -> tuple[_MemoryExchange, asyncio.Task[None]]:
         from turnout.mock_upstream.exchange import Request  # noqa: PLC0415 - see MockProvider
 
         parts = urlsplit(url)
         request = Request(
-            "POST",
+            method,
             parts.path,
             query=parts.query,
             headers={k.lower(): v for k, v in headers.items()},
@@ -204,7 +204,13 @@ class MemoryTransport:
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> HttpReply:
         """Run the handler and collect its whole answer."""
-        exchange, task = self._begin(url, body, headers)
+        return await self.request("POST", url, body, headers)
+
+    async def request(
+        self, method: str, url: str, body: bytes, headers: Mapping[str, str]
+    ) -> HttpReply:
+        """Run the handler for `method` and collect its whole answer."""
+        exchange, task = self._begin(url, body, headers, method)
         try:
             status, reply_headers, whole = await exchange.head()
             if whole is None:

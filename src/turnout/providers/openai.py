@@ -1,4 +1,10 @@
-"""The `openai` provider kind: OpenAI's Chat Completions and Embeddings APIs (family openai)."""
+"""The `openai` provider kind: OpenAI's Chat Completions, Responses and Embeddings APIs (family
+openai).
+
+A caller's own Responses request is forwarded to `{base_url}/responses` with only `model`
+replaced; a response it created there is read and deleted at `{base_url}/responses/{id}`
+(`HttpProvider.stored_response`). Every other request speaks Chat Completions.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ class OpenAI(EmbeddingsSupport):
     wire = OPENAI_CHAT
     family = "openai"
     vendor = "openai"
+    supports_responses = True
 
     def __init__(
         self,
@@ -47,3 +54,7 @@ class OpenAI(EmbeddingsSupport):
     def chat_url(self, model: str) -> str:
         """`{base_url}/chat/completions`."""
         return f"{self.base_url}/chat/completions"
+
+    def responses_url(self, model: str) -> str:
+        """`{base_url}/responses`."""
+        return f"{self.base_url}/responses"

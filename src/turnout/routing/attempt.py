@@ -5,7 +5,8 @@ ends, or here when it is cancelled.
 Rule 2: whatever a client raises becomes a `ProviderError` here, once (`as_provider_error`), so
 the rest of the driver only ever sees classified errors.
 Rule 3: a cancelled call (the caller's cancellation, or a hedge that lost) releases its health
-admission and counts for nothing; its entry says `cancelled` or `lost_race`.
+admission and counts for nothing; its entry says `cancelled` or `lost_race`, and its span (if
+the request is traced: `turnout.routing.spans`) ends so.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from turnout.errors import ProviderError, RouteExhausted, RouteIneligible, RoutingError
 from turnout.routing.deadline import Deadline
+from turnout.routing.spans import current_call, end_call
 from turnout.vendors.classify import classify_exception
 from turnout.wire.model import EmbeddingRequest
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Hashable
     from typing import TypeAlias
+
+    from opentelemetry.trace import Span
 
     from turnout.record import AttemptEntry
     from turnout.routing.client import EmbeddingClient
@@ -84,7 +88,8 @@ class Call:
     caller's credential; `fallback` marks an org-key fallback call (`turnout.routing.plan`);
     `notes` is what it writes on its entry beyond the usual fields (`turnout.routing.reasons`,
     None when nothing). `limit` is the deadline, in seconds, that cut the call short (None
-    when none did).
+    when none did). `span` is the call's open span when the request is traced (None when not,
+    and once it ended: `turnout.routing.spans`).
     """
 
     __slots__ = (
@@ -112,6 +117,7 @@ class Call:
         "request",
         "response",
         "route",
+        "span",
         "started",
         "stats_key",
         "target",
@@ -150,6 +156,7 @@ class Call:
         self.started = 0.0
         self.finished = 0.0
         self.entry: AttemptEntry | None = None
+        self.span: Span | None = None
         self.response: ChatResponse | None = None
         self.embedding: EmbeddingResponse | None = None
         self.error: ProviderError | None = None
@@ -186,11 +193,12 @@ async def run_whole(state: RequestState, call: Call) -> None:
     try:
         request = call.request
         answer: ChatResponse | EmbeddingResponse
-        if isinstance(request, EmbeddingRequest):
-            client = cast("EmbeddingClient", call.client)
-            answer = call.embedding = await client.embed(request)
-        else:
-            answer = call.response = await call.client.complete(request)
+        with current_call(call):
+            if isinstance(request, EmbeddingRequest):
+                client = cast("EmbeddingClient", call.client)
+                answer = call.embedding = await client.embed(request)
+            else:
+                answer = call.response = await call.client.complete(request)
     except asyncio.CancelledError as exc:
         if not deadline.disarm():
             strategy.call_finished(call.stats_key)
@@ -221,3 +229,5 @@ def cancelled(call: Call) -> None:
     if entry is not None:
         entry.outcome = "lost_race" if call.lost else "cancelled"
     call.route.health.release(call.admission)
+    if call.span is not None:
+        end_call(call)

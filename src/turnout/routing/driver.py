@@ -31,6 +31,7 @@ from turnout.routing.health import Skip
 from turnout.routing.hedge import race
 from turnout.routing.options import MAX_FALLBACKS
 from turnout.routing.route_pass import NO_CALLS, RoutePass, final_ending, is_denied, run_call
+from turnout.routing.spans import start_request
 from turnout.routing.stream import open_stream
 
 if TYPE_CHECKING:
@@ -48,7 +49,9 @@ __all__ = ["serve"]
 
 def serve(route: Route, state: RequestState) -> Awaitable[Call]:
     """Route the request: awaits to the winning call (an accepted answer, or a committed
-    stream), or raises how the request ended (Rule 4, with `.routing` set)."""
+    stream), or raises how the request ended (Rule 4, with `.routing` set). A traced request's
+    route span starts here, in the context current where it is awaited (`turnout.routing.spans`)."""
+    state.trace = start_request(state)
     plan = _plan_of(route, state)
     no_start = route.table.no_start_reason if plan is None else plan.no_start_reason
     if no_start is not None:

@@ -11,6 +11,8 @@ the classifier raises is logged and ignored), else the client's class with the r
 Rule 4: an embeddings answer has no refusal or `accept` check: it is vectors, not text.
 Rule 5: a failed entry's `reason` says what happened in words (`turnout.routing.reasons`),
 ahead of what a translation dropped; an answering entry keeps `error_class` None.
+Rule 6: a settled call's span ends here (`turnout.routing.spans`), except a stream's that
+answered: that one ends with the stream (`turnout.routing.stream`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from turnout.routing.reasons import failure_reason, joined, timeout_reason
+from turnout.routing.spans import end_call
 from turnout.vendors.classify import RETRYABLE
 
 if TYPE_CHECKING:
@@ -44,6 +47,8 @@ def settle_answer(state: RequestState, call: Call) -> bool:
         if response.finish_reason == "content_filter" and route.retry.fail_over_on_refusal:
             entry.outcome = "refused"
             route.health.release(call.admission)
+            if call.span is not None:
+                end_call(call)
             return False
         if route.accept is not None:
             reason = route.accept(response)
@@ -51,6 +56,8 @@ def settle_answer(state: RequestState, call: Call) -> bool:
                 entry.outcome = "rejected"
                 entry.reason = joined(reason, entry.reason)
                 route.health.release(call.admission)
+                if call.span is not None:
+                    end_call(call)
                 return False
     if call.credentialed:
         route.health.release(call.admission)  # Rule 2
@@ -59,6 +66,8 @@ def settle_answer(state: RequestState, call: Call) -> bool:
     route.strategy.record_latency(call.stats_key, call.finished - call.started, call.finished)
     entry.outcome = "answered"
     entry.committed = state.streaming
+    if call.span is not None and not state.streaming:
+        end_call(call)
     return True
 
 
@@ -92,6 +101,8 @@ def settle_failure(state: RequestState, call: Call, error: ProviderError) -> str
         state.watched.append((health, call.key))
     else:
         health.release(call.admission)  # Rule 2 for a caller's credential
+    if call.span is not None:
+        end_call(call)
     return error_class
 
 

@@ -172,6 +172,11 @@ class DroppedFields:
             return None
         return cls(request, origin)
 
+    @property
+    def origin(self) -> WireFormat:
+        """The wire format the request came in."""
+        return self._origin
+
     def reason(self, wire_format: WireFormat | None) -> str | None:
         """`dropped logprobs, n` for a target speaking `wire_format`; None when the target
         speaks the request's own format, does not say, or nothing is dropped."""

@@ -9,6 +9,8 @@ Rule 4: `on_routed` is called once per request (`close`), never raising into the
 never waiting for an async callback (which runs as a task, referenced until done).
 Rule 5: the request's `plan` (None: every target) is the same for every hop; a call served by
 an org-key fallback target sets the record's `credential_fallback` (`turnout.routing.plan`).
+Rule 6: a traced request (`trace`, set when the request starts: `turnout.routing.spans`) starts
+a span for each call in `start` and ends its route span in `close`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from turnout.routing.health import Health
     from turnout.routing.plan import RequestPlan
     from turnout.routing.route import Route
+    from turnout.routing.spans import RequestTrace
     from turnout.routing.target import Target
     from turnout.routing.target_facts import TargetFacts
     from turnout.wire.model import ChatResponse, EmbeddingResponse, Usage
@@ -66,7 +69,7 @@ class RequestState:
     """What one routed request shares across its calls and fallback hops: the routing record,
     the request budget (`max_attempts`, `request_timeout`, `cost_budget` of the first route),
     money spent so far, the errors of failed calls (for the ending), and the
-    request's `plan` (None: every target).
+    request's `plan` (None: every target), and its spans when it is traced (`trace`).
 
     `embedding` is True for an embeddings request (`Route.embed`): its calls are whole answers,
     never hedged, refused or rejected."""
@@ -90,6 +93,7 @@ class RequestState:
         "skip_untils",
         "spent",
         "streaming",
+        "trace",
         "watched",
     )
 
@@ -122,6 +126,7 @@ class RequestState:
         self.skip_untils: list[float] = []
         self.watched: list[tuple[Health, Hashable]] = []
         self.passed: set[tuple[int, int]] = set()
+        self.trace: RequestTrace | None = None
         self.record = RoutingRecord(
             new_request_id(),
             route.name,
@@ -195,6 +200,9 @@ class RequestState:
         if call.hedge:
             record.hedges += 1
         self.passed.add((call.hop, index))
+        trace = self.trace
+        if trace is not None:
+            trace.start_call(call, entry, embedding=self.embedding)
         return entry
 
     def skip(
@@ -253,6 +261,9 @@ class RequestState:
                 record.discarded_usage = _total(
                     e.usage for e in record.attempts if e.usage is not None
                 )
+        trace = self.trace
+        if trace is not None:
+            trace.finish(self, error)
         callback = self.route.on_routed
         if callback is not None:
             notify(callback, record, self.route)

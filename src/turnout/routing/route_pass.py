@@ -101,12 +101,16 @@ class RoutePass:
         self.state = state
         self.hop = hop
         self.plan = plan
-        # Every target is screened for an embeddings request, or one carrying server tools
-        # (a target of another wire format cannot run them); else only those that ask to be.
+        # Every target is screened for an embeddings request, or one carrying server tools or
+        # needing its own format's server state (a target of another wire format cannot serve
+        # them); else only those that ask to be.
         request = state.request
         self.screen_all = state.embedding or (
             isinstance(request, ChatRequest)
-            and any(tool.native is not None for tool in request.tools)
+            and (
+                bool(request.server_features)
+                or any(tool.native is not None for tool in request.tools)
+            )
         )
         self.dropped = DroppedFields.of(request, route.table.translated_origins)
         self.gate: TargetGate | None = None
@@ -262,8 +266,9 @@ class RoutePass:
             if gate.family_switch is not None:
                 switch = gate.take_family_switch(index)
         translation = self.dropped
-        wire_format = self.route.facts[index].wire_format
-        dropped = None if translation is None else translation.reason(wire_format)
+        dropped = None
+        if translation is not None:
+            dropped = translation.reason(self.route.facts[index].format_for(translation.origin))
         if shadow or switch is not None or dropped is not None:
             call.notes = EntryNotes(shadow, switch, dropped)
         return call

@@ -12,6 +12,8 @@ Rule 4: after commit, the refusal and `accept` checks run when the stream ends; 
 rejected stream raises `StreamRejected` instead of yielding its last chunk. The chunks with a
 finish reason or without content are held until the next content chunk, so the last chunk the
 caller sees carries the usage and the routing record.
+Rule 5: a committed stream's call span (when the request is traced) ends when the stream
+ends, however it ends (`_ended`), not at commit (`turnout.routing.spans`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from turnout.routing.attempt import as_provider_error, cancelled
 from turnout.routing.deadline import call_deadline
 from turnout.routing.health import Admission
 from turnout.routing.reasons import failure_reason, joined
+from turnout.routing.spans import current_call, end_call
 from turnout.vendors.classify import RETRYABLE
 from turnout.wire.model import ChatChunk, ChatResponse, TextPart
 
@@ -54,17 +57,18 @@ async def open_stream(state: RequestState, call: Call) -> None:
     clock = state.clock
     upstream: AsyncIterator[ChatChunk] | None = None
     try:
-        async with call_deadline(clock, seconds):
-            upstream = aiter(call.client.stream(cast("ChatRequest", call.request)))
-            while True:
-                try:
-                    chunk = await anext(upstream)
-                except StopAsyncIteration:
-                    call.ended = True
-                    break
-                call.held.append(chunk)
-                if chunk.has_content:
-                    break
+        with current_call(call):
+            async with call_deadline(clock, seconds):
+                upstream = aiter(call.client.stream(cast("ChatRequest", call.request)))
+                while True:
+                    try:
+                        chunk = await anext(upstream)
+                    except StopAsyncIteration:
+                        call.ended = True
+                        break
+                    call.held.append(chunk)
+                    if chunk.has_content:
+                        break
     except asyncio.CancelledError:
         cancelled(call)
         await _close(upstream)
@@ -271,6 +275,8 @@ def _ended(
     if reason is not None:
         entry.reason = joined(reason, entry.reason)
     entry.duration_ms = int((state.clock.now() - call.started) * 1000)
+    if call.span is not None:
+        end_call(call, model=relay.model, finish=relay.finish)
 
 
 def _broken(
@@ -283,11 +289,11 @@ def _broken(
         words = f"silent for {idle or 0:g} s after the first token"
     else:
         words = f"broken after the first token: {failure_reason(error, error.error_class)}"
-    _ended(state, call, relay, "failed", words)
     entry = call.entry
     assert entry is not None
     entry.error_class = error.error_class
     entry.status = error.status
+    _ended(state, call, relay, "failed", words)
     health = call.route.health
     if error.error_class in RETRYABLE and not call.credentialed:
         health.record_failure(Admission(call.key), error.error_class, retry_after=error.retry_after)

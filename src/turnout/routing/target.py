@@ -13,6 +13,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from turnout.errors import ConfigError
+from turnout.routing.target_facts import native_formats
 from turnout.wire.model import EmbeddingRequest, ImagePart
 
 if TYPE_CHECKING:
@@ -179,6 +180,10 @@ def ineligible_reason(
         missing = needed_capabilities(request) - target.capabilities
         if missing:
             return f"it lacks {', '.join(sorted(missing))}"
+    if request.server_features:
+        needs = _server_state(target, request)
+        if needs is not None:
+            return needs
     if request.tools:
         foreign = _foreign_tools(target, request)
         if foreign:
@@ -197,16 +202,26 @@ def ineligible_reason(
     return None
 
 
+def _server_state(target: Target, request: ChatRequest) -> str | None:
+    """Why a target that does not serve the request's own format natively cannot take a
+    request needing what only that format's server does (`request.server_features`)."""
+    formats = native_formats(target.client)
+    if not formats or request.origin in formats:
+        return None
+    features = ", ".join(request.server_features)
+    return f"it cannot serve {features}, which only the {request.origin} server itself keeps"
+
+
 def _foreign_tools(target: Target, request: ChatRequest) -> list[str]:
-    """The request's server tools that the target's wire format cannot run, named for the
+    """The request's server tools that the target's wire formats cannot run, named for the
     reason (empty: none, or the client does not say which format it speaks)."""
-    wire_format = getattr(target.client, "wire_format", None)
-    if wire_format is None:
+    formats = native_formats(target.client)
+    if not formats:
         return []
     return [
         f"{tool.name} ({tool.native.block.get('type', 'native')})"
         for tool in request.tools
-        if tool.native is not None and tool.native.format != wire_format
+        if tool.native is not None and tool.native.format not in formats
     ]
 
 

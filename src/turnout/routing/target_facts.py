@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from turnout.routing.target import Target
     from turnout.wire.model import Usage
 
-__all__ = ["TargetFacts", "TargetTable", "starters"]
+__all__ = ["TargetFacts", "TargetTable", "native_formats", "starters"]
 
 _KEY_CACHE_SIZE: Final = 4096
 _WIRE_FORMATS: Final[frozenset[str]] = frozenset(get_args(WireFormat))
@@ -39,7 +39,10 @@ class TargetFacts:
     - `stats_key`: what the strategy keeps the target's call statistics under;
     - `has_eligibility_rules`: requests are checked against the target before it is called;
     - `wire_format`: the wire format the client speaks (a provider adapter's `wire_format`),
-      None when it does not say (a route used as a target, a test double).
+      None when it does not say (a route used as a target, a test double); `wire_formats`:
+      every format it serves natively (its `wire_formats`, else `wire_format` alone).
+    - `vendor`: the vendor the client calls (a provider adapter's `vendor`, such as `openai`),
+      None when it does not say; spans name the provider by it (`turnout.routing.spans`).
     """
 
     provider: str
@@ -51,6 +54,8 @@ class TargetFacts:
     stats_key: Hashable
     has_eligibility_rules: bool
     wire_format: WireFormat | None = None
+    wire_formats: frozenset[WireFormat] = frozenset()
+    vendor: str | None = None
 
     @classmethod
     def of(cls, route: str, target: Target, *, health_key: str | None) -> TargetFacts:
@@ -70,7 +75,16 @@ class TargetFacts:
             (route, target.name),
             target.has_eligibility_rules,
             _wire_format(client),
+            native_formats(client),
+            _vendor(client),
         )
+
+    def format_for(self, origin: WireFormat | None) -> WireFormat | None:
+        """The wire format a call for a request that came in `origin` speaks: `origin` itself
+        when the client serves it natively, else the client's `wire_format`."""
+        if origin is not None and origin in self.wire_formats:
+            return origin
+        return self.wire_format
 
     def price(self, model: str | None) -> tuple[float, float] | None:
         """USD per 1M (input, output) tokens of `model`; None without a price."""
@@ -135,9 +149,12 @@ class TargetTable:
             if not t.paused
         )
         self.candidates = starters(self.unpaused, self._fallback_only)
-        spoken = {each.wire_format for each in facts if each.wire_format is not None}
         self.translated_origins: frozenset[str] = frozenset(
-            origin for origin in _WIRE_FORMATS if spoken - {origin}
+            origin
+            for origin in _WIRE_FORMATS
+            if any(
+                each.format_for(cast("WireFormat", origin)) not in (None, origin) for each in facts
+            )
         )
         self.no_start_reason: str | None = None
         if not self.candidates:
@@ -175,6 +192,21 @@ class TargetTable:
 def _wire_format(client: object) -> WireFormat | None:
     wire = getattr(client, "wire_format", None)
     return cast("WireFormat", wire) if wire in _WIRE_FORMATS else None
+
+
+def native_formats(client: object) -> frozenset[WireFormat]:
+    """Every wire format `client` serves natively: its `wire_formats` when it says, else its
+    `wire_format` alone (empty when it says neither)."""
+    formats = getattr(client, "wire_formats", None)
+    if isinstance(formats, frozenset):
+        return frozenset(cast("WireFormat", f) for f in formats if f in _WIRE_FORMATS)
+    wire = _wire_format(client)
+    return frozenset() if wire is None else frozenset((wire,))
+
+
+def _vendor(client: object) -> str | None:
+    vendor = getattr(client, "vendor", None)
+    return vendor if isinstance(vendor, str) else None
 
 
 def starters(unpaused: Sequence[Candidate], fallback_only: Sequence[bool]) -> tuple[Candidate, ...]:

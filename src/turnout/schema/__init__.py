@@ -24,7 +24,7 @@ from turnout.schema._access import (
 from turnout.schema._base import Model
 from turnout.schema._providers import DataHandling, Price, ProviderConfig
 from turnout.schema._routes import CacheConfig, FallbacksConfig, RouteConfig, TargetConfig
-from turnout.schema._server import BreakerConfig, DefaultsConfig, ServerConfig
+from turnout.schema._server import BreakerConfig, DefaultsConfig, ServerConfig, TracingConfig
 
 __all__ = [
     "BindingConfig",
@@ -45,6 +45,7 @@ __all__ = [
     "ServerConfig",
     "SubjectConfig",
     "TargetConfig",
+    "TracingConfig",
 ]
 
 
@@ -68,12 +69,19 @@ class FileConfig(Model):
     )
     admin_keys: tuple[str, ...] = Field(
         (),
-        description="Keys for the admin API (`/admin/v1`): each the key itself, usually "
-        "`${VAR}`, or its `sha256:` hash (64 hex digits). Only hashes are kept. Empty: the "
-        "admin API refuses every call.",
+        description="Keys for the admin API (`/admin/v1`), each the key itself (usually "
+        '`"${ADMIN_KEY}"`) or its hash (`sha256:` and 64 hex digits). Empty: every admin '
+        "request is refused.",
     )
     defaults: DefaultsConfig = Field(
         DefaultsConfig(), description="Settings shared by every route."
+    )
+    audit_retention_days: int = Field(
+        30,
+        ge=1,
+        le=36_500,
+        description="Days the store keeps the request audit (one row per routed request and "
+        "per attempt entry); older rows are deleted about hourly. The usage ledger is kept.",
     )
     providers: tuple[ProviderConfig, ...] = Field((), description="The providers.")
     routes: tuple[RouteConfig, ...] = Field((), description="The routes.")

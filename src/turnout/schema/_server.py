@@ -1,4 +1,4 @@
-"""Server, defaults and the circuit breaker."""
+"""Server, tracing, defaults and the circuit breaker."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import AliasChoices, Field
 
 from turnout.schema._base import Model, Seconds
 
-__all__ = ["BreakerConfig", "DefaultsConfig", "ServerConfig"]
+__all__ = ["BreakerConfig", "DefaultsConfig", "ServerConfig", "TracingConfig"]
 
 
 class BreakerConfig(Model):
@@ -63,6 +63,39 @@ class DefaultsConfig(Model):
         validation_alias=AliasChoices("sessionPinTTLSeconds", "sessionPinTtlSeconds"),
         description="Seconds a session keeps its pin (its provider family on a cross-provider "
         "route, its start target under `lowest-latency`) after its last request.",
+    )
+
+
+class TracingConfig(Model):
+    """OpenTelemetry traces of the gateway: a span per request, the route's span under it and
+    a span per upstream call (`docs/observability.md`). Needs the `turnout[otel]` extra. The
+    standard `OTEL_*` variables apply where a key here is not set (`OTEL_SERVICE_NAME`,
+    `OTEL_EXPORTER_OTLP_ENDPOINT` and `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`,
+    `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_PROPAGATORS`)."""
+
+    exporter: Literal["otlp", "console", "none"] = Field(
+        "otlp",
+        description="Where spans go: `otlp` (OTLP over HTTP, to a collector), `console` "
+        "(one JSON object per span on standard output, for a look), or `none` (tracing off, "
+        "even when `OTEL_TRACES_EXPORTER` is set).",
+    )
+    endpoint: str | None = Field(
+        None,
+        description="The collector's base URL for `otlp`, such as `http://127.0.0.1:4318`; "
+        "spans are posted to its `/v1/traces`. Null: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, "
+        "else `OTEL_EXPORTER_OTLP_ENDPOINT`, else `http://localhost:4318`.",
+    )
+    service_name: str | None = Field(
+        None,
+        description="The `service.name` of every span. Null: `OTEL_SERVICE_NAME`, else `turnout`.",
+    )
+    sample_ratio: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="The share of new traces recorded (0 to 1); a request that continues a "
+        "caller's trace follows the caller's sampling decision. Null: `OTEL_TRACES_SAMPLER`, "
+        "else every trace.",
     )
 
 
@@ -130,4 +163,10 @@ class ServerConfig(Model):
         description="On SIGTERM, seconds the requests in flight have to finish (default 30); "
         "then open streams end with an in-stream `shutting_down` error event, unfinished "
         "answers get 503, and the process exits.",
+    )
+    tracing: TracingConfig | None = Field(
+        None,
+        description="OpenTelemetry traces (off by default). Null: on only when the "
+        "`OTEL_TRACES_EXPORTER` variable names `otlp` or `console`. Read at start; a reload "
+        "does not change it.",
     )

@@ -8,16 +8,22 @@ service functions' job.
 Rule 3: a provider's secret is stored only encrypted (`secret`), a key only as its hash.
 Rule 4: every write bumps the one `meta` row's `version` and leaves a `config_changes` row, in
 the same transaction, so a replica can see that anything changed by reading one number.
+Rule 5: the request audit and the usage ledger name projects and keys by id and name without
+foreign keys to them, so a row outlives the objects it names. They hold names, never a key or a
+credential.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
+    Date,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -37,7 +43,10 @@ __all__ = [
     "Policy",
     "Project",
     "Provider",
+    "RequestAttempt",
+    "RequestAudit",
     "Route",
+    "UsageEntry",
 ]
 
 _ID = String(40)
@@ -62,6 +71,9 @@ class Base(DeclarativeBase):
     type_annotation_map = {  # noqa: RUF012 (read by SQLAlchemy once, at class creation)
         dict[str, Any]: JSON,
         datetime: DateTime(timezone=True),
+        date: Date,
+        bool: Boolean,
+        float: Float,
     }
 
 
@@ -186,3 +198,89 @@ class ConfigChange(Base):
     project_id: Mapped[str | None] = mapped_column(_ID)
     before: Mapped[dict[str, Any] | None]
     after: Mapped[dict[str, Any] | None]
+
+
+_REQUEST_ID = String(160)
+_MODEL = String(256)
+
+
+class RequestAudit(Base):
+    """One routed request: who called (names and ids, never a key), what it asked for, who
+    served, how it ended, its usage and cost, and its whole routing record (`record`)."""
+
+    __tablename__ = "request_audit"
+    __table_args__ = (
+        Index("ix_request_audit_project_at", "project_id", "at"),
+        Index("ix_request_audit_key_at", "key_id", "at"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    request_id: Mapped[str] = mapped_column(_REQUEST_ID, unique=True)
+    at: Mapped[datetime] = mapped_column(index=True)
+    project_id: Mapped[str | None] = mapped_column(_ID)
+    project: Mapped[str | None] = mapped_column(_NAME)
+    key_id: Mapped[str | None] = mapped_column(_ID)
+    key_name: Mapped[str | None] = mapped_column(_NAME)
+    endpoint: Mapped[str] = mapped_column(String(64))
+    requested_model: Mapped[str | None] = mapped_column(_MODEL)
+    route: Mapped[str | None] = mapped_column(_NAME)
+    served_provider: Mapped[str | None] = mapped_column(_NAME)
+    served_model: Mapped[str | None] = mapped_column(_MODEL)
+    outcome: Mapped[str] = mapped_column(String(16))
+    status: Mapped[int] = mapped_column(Integer)
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    latency_ms: Mapped[int] = mapped_column(Integer)
+    cached: Mapped[bool]
+    input_tokens: Mapped[int] = mapped_column(Integer)
+    output_tokens: Mapped[int] = mapped_column(Integer)
+    cache_read_tokens: Mapped[int] = mapped_column(Integer)
+    cache_write_tokens: Mapped[int] = mapped_column(Integer)
+    cost: Mapped[float | None]
+    record: Mapped[dict[str, Any]]
+
+
+class RequestAttempt(Base):
+    """One attempt entry of an audited request (a call, or a target skipped or not tried);
+    deleted with its request's audit row."""
+
+    __tablename__ = "request_attempts"
+    request_id: Mapped[str] = mapped_column(
+        _REQUEST_ID,
+        ForeignKey("request_audit.request_id", ondelete="CASCADE"),
+        primary_key=True,
+    )
+    index: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    target: Mapped[str] = mapped_column(_NAME)
+    provider: Mapped[str | None] = mapped_column(_NAME)
+    model: Mapped[str | None] = mapped_column(_MODEL)
+    outcome: Mapped[str] = mapped_column(String(16))
+    error_class: Mapped[str | None] = mapped_column(String(32))
+    status: Mapped[int | None] = mapped_column(Integer)
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+    hedge: Mapped[bool]
+
+
+class UsageEntry(Base):
+    """One request's billed usage, priced on the provider and model that served it. `id` is
+    made once per entry, before its first write, so writing it again changes nothing."""
+
+    __tablename__ = "usage_ledger"
+    __table_args__ = (
+        Index("ix_usage_ledger_day_project", "day", "project_id"),
+        Index("ix_usage_ledger_project_at", "project_id", "at"),
+        Index("ix_usage_ledger_key_at", "key_id", "at"),
+    )
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    day: Mapped[date]
+    at: Mapped[datetime] = mapped_column(index=True)
+    request_id: Mapped[str] = mapped_column(_REQUEST_ID)
+    project_id: Mapped[str | None] = mapped_column(_ID)
+    project: Mapped[str | None] = mapped_column(_NAME)
+    key_id: Mapped[str | None] = mapped_column(_ID)
+    key_name: Mapped[str | None] = mapped_column(_NAME)
+    provider: Mapped[str | None] = mapped_column(_NAME)
+    model: Mapped[str | None] = mapped_column(_MODEL)
+    input_tokens: Mapped[int] = mapped_column(Integer)
+    output_tokens: Mapped[int] = mapped_column(Integer)
+    cache_read_tokens: Mapped[int] = mapped_column(Integer)
+    cache_write_tokens: Mapped[int] = mapped_column(Integer)
+    cost: Mapped[float | None]

@@ -8,6 +8,7 @@ Updates and deletes of providers and routes take `allow_file`, for the config fi
 from __future__ import annotations
 
 from turnout.store._writes import current_version
+from turnout.store.changes import list_changes
 from turnout.store.consumers import (
     create_consumer,
     delete_consumer,
@@ -48,6 +49,7 @@ __all__ = [
     "get_key",
     "get_object",
     "get_project",
+    "list_changes",
     "list_consumers",
     "list_keys",
     "list_objects",

@@ -41,7 +41,9 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
-WireFormat = Literal["openai-chat", "anthropic-messages", "openai-embeddings", "gemini-generate"]
+WireFormat = Literal[
+    "openai-chat", "anthropic-messages", "openai-embeddings", "openai-responses", "gemini-generate"
+]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
 
 
@@ -193,7 +195,9 @@ class ChatRequest:
     `messages` hold user/assistant/tool turns). `extra` keeps fields a codec does not model, so
     they survive a same-format trip. `source` is the caller's own body (see module docstring).
     `origin` is the wire format a codec decoded the request from (None when built in code):
-    `extra` is sent only to that format (or to every format when None).
+    `extra` is sent only to that format (or to every format when None). `server_features`
+    names what only a server of the `origin` format itself can do (state it keeps, such as
+    OpenAI's `previous_response_id`): a target that does not speak that format is ineligible.
     """
 
     messages: list[Message]
@@ -215,6 +219,7 @@ class ChatRequest:
     extra: dict[str, Any] = field(default_factory=dict)
     source: RawBody | None = None
     origin: WireFormat | None = None
+    server_features: tuple[str, ...] = ()
 
     def with_model(self, model: str | None) -> ChatRequest:
         """A copy asking for `model` (the original when it already does)."""

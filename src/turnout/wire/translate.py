@@ -1,5 +1,9 @@
 """What crosses between the OpenAI, Anthropic and Gemini families, and what is dropped on purpose.
 
+OpenAI's two formats (Chat Completions and Responses) cross to each other and to Anthropic the
+same way; a Responses request's fields that no other format carries (`parallel_tool_calls`,
+`include`, `truncation` …) are in its `extra` and named like any other.
+
 Translation goes through the neutral model: the source format's `decode_request`, then the
 target format's `encode_request`. Carried across: text, images (data URLs <-> base64 sources,
 http URLs <-> url sources), documents (base64 and plain text), tool definitions

@@ -16,13 +16,13 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from turnout.errors import ConfigError, RoutingError
-from turnout.gateway.runtime.describe import fallback_names, route_row, targets_in_order
+from turnout.gateway.runtime.describe import caller_named, resolution_row, route_row
 
 if TYPE_CHECKING:
     import argparse
 
     from turnout.access.keys import Caller
-    from turnout.gateway.runtime.live import Resolution, Runtime
+    from turnout.gateway.runtime.live import Runtime
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -151,7 +151,7 @@ def main_routes(args: argparse.Namespace) -> int:
             out.write(f"{path}: {message}\n")
         return 1
     try:
-        caller = _caller(runtime, args.key) if args.key else None
+        caller = caller_named(runtime, args.key) if args.key else None
     except LookupError as exc:
         out.write(f"{exc}\n")
         return 1
@@ -159,18 +159,6 @@ def main_routes(args: argparse.Namespace) -> int:
         _print_routes(out, runtime, as_json=args.json)
         return 0
     return _print_resolution(out, runtime, args.model, args.endpoint, caller, as_json=args.json)
-
-
-def _caller(runtime: Runtime, key: str) -> Caller:
-    from turnout.access.keys import Caller  # noqa: PLC0415 - see main_check
-
-    for index, config in enumerate(runtime.config.keys):
-        if config.name == key:
-            return Caller.from_config(config, runtime.project, path=f"keys[{index}]")
-    found = runtime.keys.lookup(key) if runtime.keys is not None else None
-    if found is None:
-        raise LookupError(f'no key named "{key}" in the configuration')
-    return found
 
 
 def _target_text(row: dict[str, Any]) -> str:
@@ -231,7 +219,7 @@ def _print_resolution(
         else:
             out.write(f"{exc.status} {exc.code}: {exc.message}\n")
         return 1
-    row = _resolution_row(found, endpoint)
+    row = resolution_row(found, endpoint)
     if as_json:
         out.write(json.dumps(row, indent=2) + "\n")
         return 0
@@ -245,17 +233,3 @@ def _print_resolution(
     if any(row["fallbacks"].values()):
         out.write(f"fallback routes: {_fallbacks_text(row['fallbacks'])}\n")
     return 0
-
-
-def _resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
-    return {
-        "model": found.requested_model,
-        "endpoint": endpoint,
-        "route": found.entry.name,
-        "kind": found.entry.kind,
-        "matched_by": found.matched_by,
-        "pattern": found.pattern,
-        "strategy": found.route.strategy.type,
-        "targets": targets_in_order(found.route, found.requested_model),
-        "fallbacks": fallback_names(found.route),
-    }

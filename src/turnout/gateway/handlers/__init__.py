@@ -9,10 +9,16 @@ from turnout.gateway.handlers.embeddings import handle_embeddings
 from turnout.gateway.handlers.health import handle_healthz, readiness
 from turnout.gateway.handlers.metrics import handle_metrics
 from turnout.gateway.handlers.models import MODEL_PATHS, handle_model, handle_models
+from turnout.gateway.handlers.responses import (
+    RESPONSE_PATHS,
+    handle_responses,
+    handle_stored_response,
+)
 from turnout.gateway.server.exchange import Exchange, GatewaySettings
 
 __all__ = [
     "MODEL_PATHS",
+    "RESPONSE_PATHS",
     "Exchange",
     "GatewaySettings",
     "handle_chat",
@@ -22,5 +28,7 @@ __all__ = [
     "handle_metrics",
     "handle_model",
     "handle_models",
+    "handle_responses",
+    "handle_stored_response",
     "readiness",
 ]

@@ -11,7 +11,7 @@ cross-provider route reads its family pin before the call and is pinned after a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -29,14 +29,32 @@ from turnout.state.sessions import SESSION_HEADERS, session_id_from
 from turnout.wire.model import RawBody
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from turnout.gateway.resolution.cache import CacheVisit
     from turnout.gateway.responses.client_formats import ClientFormat
     from turnout.gateway.server.exchange import Exchange
+    from turnout.routing.stream import RoutedStream
     from turnout.wire.model import ChatRequest, ChatResponse
 
-__all__ = ["answer_reply", "decode_body", "handle_chat", "parse_json", "session_of"]
+__all__ = [
+    "AnswerWatch",
+    "answer_reply",
+    "decode_body",
+    "handle_chat",
+    "parse_json",
+    "session_of",
+]
+
+
+class AnswerWatch(Protocol):
+    """What an endpoint does with a routed answer besides sending it (the Responses endpoint
+    remembers who created a response): `answered` sees a whole answer before it is sent,
+    `watch` wraps a stream before it is relayed."""
+
+    async def answered(self, exchange: Exchange, response: ChatResponse) -> None: ...
+
+    def watch(self, exchange: Exchange, stream: RoutedStream) -> RoutedStream: ...
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -84,8 +102,10 @@ def _include_usage(obj: Mapping[str, Any]) -> bool:
     return isinstance(options, dict) and options.get("include_usage") is True
 
 
-async def handle_chat(exchange: Exchange) -> None:
-    """Authenticate, decode, resolve, route, and answer (whole or streamed)."""
+async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -> None:
+    """Authenticate, decode, resolve, route, and answer (whole or streamed). A request that
+    needs what only its own format's server keeps (`server_features`) skips the cache: its
+    answer depends on state the cache key cannot see."""
     caller = exchange.caller()
     request, obj = decode_body(exchange)
     runtime = exchange.runtime
@@ -99,7 +119,8 @@ async def handle_chat(exchange: Exchange) -> None:
     route = resolution.route
     visit: CacheVisit | None = None
     config = resolution.entry.config
-    if config is not None and config.cache.enabled:  # after the key, ceiling and grant checks
+    cacheable = config is not None and config.cache.enabled and not request.server_features
+    if cacheable:  # after the key, ceiling and grant checks
         visit = await runtime.cache.look_up(resolution, request, caller, session_id=session_id)
         if visit.answer is not None:
             await visit.serve(exchange, include_usage=_include_usage(obj))
@@ -117,7 +138,7 @@ async def handle_chat(exchange: Exchange) -> None:
             plan=plan,
             include_usage=_include_usage(obj),
             commit_on_headers=resolution.entry.commit_on_headers,
-            tap=None if visit is None else visit.tap,
+            tap=_taps(exchange, visit, watch),
         )
         return
     try:
@@ -130,7 +151,25 @@ async def handle_chat(exchange: Exchange) -> None:
     await runtime.pins.after(plan, session_id, response.routing, request)
     if visit is not None:
         await visit.store(response)
+    if watch is not None:
+        await watch.answered(exchange, response)
     await exchange.reply(answer_reply(exchange.fmt, response))
+
+
+def _taps(
+    exchange: Exchange, visit: CacheVisit | None, watch: AnswerWatch | None
+) -> Callable[[RoutedStream], RoutedStream] | None:
+    """The cache's tap, then the endpoint's watch, as one."""
+    if watch is None:
+        return None if visit is None else visit.tap
+    cache_tap = None if visit is None else visit.tap
+
+    def tap(stream: RoutedStream) -> RoutedStream:
+        if cache_tap is not None:
+            stream = cache_tap(stream)
+        return watch.watch(exchange, stream)
+
+    return tap
 
 
 def answer_reply(fmt: ClientFormat, response: ChatResponse) -> Reply:

@@ -97,6 +97,11 @@ class Metrics:
             multiprocess_mode="livemin",  # several workers: 0 when any live worker is cut off
             registry=registry,
         )
+        self.audit_dropped = Counter(
+            "turnout_audit_dropped",
+            "Audit rows dropped because the audit writer's queue was full (usage is kept).",
+            registry=registry,
+        )
         self._children: dict[Hashable, Any] = {}
 
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:

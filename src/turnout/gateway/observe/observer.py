@@ -1,11 +1,17 @@
 """The one place the gateway observes what it did: each finished request (its routing record)
-and each health transition, turned into log lines and metrics.
+and each health transition, turned into log lines and metrics, and, when tracing is on, each
+API request's span (`turnout.gateway.observe.spans`).
 
 Rule 1: `request_done` runs once per request, after the response ended or failed; it reads the
 finished record and never raises (a failure to observe is logged, the request is unharmed).
 Rule 2: health transitions arrive through `Health.observe`; the engine knows no observer.
 Rule 3: with shared state, the store's health (watched about once a second by the health
 sharing) is the `turnout_shared_state_up` gauge.
+Rule 4: with a sink (the store's audit writer), each request with a routing record is handed to
+it once, the record turned into plain JSON once; the sink queues it without I/O. Its count of
+dropped audit rows feeds `turnout_audit_dropped_total`.
+Rule 5: a request's span starts before its handler runs (`request_started`) and ends in
+`request_done`, after its access line; without tracing neither does anything.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from turnout.gateway.observe.activity import Activity
 from turnout.gateway.observe.logs import (
@@ -24,21 +30,49 @@ from turnout.gateway.observe.logs import (
     log_health,
 )
 from turnout.gateway.observe.metrics import Metrics
+from turnout.gateway.observe.spans import RequestSpans, is_tracing
 from turnout.record import SKIP_OUTCOMES
 from turnout.routing.health import key_text
 
 if TYPE_CHECKING:
+    from turnout.gateway.observe.spans import OpenSpan
     from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.server.exchange import Exchange
     from turnout.record import AttemptEntry, RoutingRecord
     from turnout.routing.health import Health, HealthEvent
 
-__all__ = ["FAILOVER_OUTCOMES", "Observer", "failovers"]
+__all__ = ["FAILOVER_OUTCOMES", "Observer", "RequestSink", "failovers"]
 
 logger = logging.getLogger("turnout.gateway")
 
 FAILOVER_OUTCOMES: Final = frozenset({"failed", "refused", "rejected", "paused", *SKIP_OUTCOMES})
 """Outcomes of an entry the route moves on from: a failed call or a health skip."""
+
+
+class RequestSink(Protocol):
+    """Where finished requests go (the store's `AuditWriter`): `submit` must not block."""
+
+    @property
+    def dropped(self) -> int:
+        """Requests the sink dropped so far."""
+        ...
+
+    def submit(
+        self,
+        record: dict[str, Any],
+        *,
+        at: float,
+        project: str | None,
+        key_name: str | None,
+        endpoint: str,
+        status: int,
+        outcome: str,
+        latency_ms: int,
+    ) -> None:
+        """Take one finished request: its routing record as plain JSON, when it ended (epoch
+        seconds), the caller's project and key name, the path, the status sent (499 when the
+        caller left), the outcome and the time it took."""
+        ...
 
 
 def failovers(record: RoutingRecord) -> list[tuple[AttemptEntry, AttemptEntry]]:
@@ -64,15 +98,27 @@ def _upstream_seconds(record: RoutingRecord) -> float:
 
 
 class Observer:
-    """Logs, metrics and the dashboard's activity for one gateway process. `metrics` defaults
-    to a new `Metrics`, `activity` to a new `Activity`."""
+    """Logs, metrics, spans and the dashboard's activity for one gateway process. `metrics`
+    defaults to a new `Metrics`, `activity` to a new `Activity`; `spans` to a new
+    `RequestSpans` when a tracer provider is installed, else None (no spans); `sink` (none by
+    default) takes each finished request with a routing record (Rule 4)."""
 
-    def __init__(self, metrics: Metrics | None = None, activity: Activity | None = None) -> None:
+    def __init__(
+        self,
+        metrics: Metrics | None = None,
+        activity: Activity | None = None,
+        *,
+        spans: RequestSpans | None = None,
+        sink: RequestSink | None = None,
+    ) -> None:
         self.metrics = metrics if metrics is not None else Metrics()
         self.activity = activity if activity is not None else Activity()
+        self.spans = spans if spans is not None else RequestSpans() if is_tracing() else None
+        self.sink = sink
         # The registries themselves, weakly: an id could be reused by a later registry once
         # a reload dropped the first one.
         self._watched: weakref.WeakSet[Health] = weakref.WeakSet()
+        self._dropped = 0
 
     def watch(self, health: Health) -> None:
         """Observe `health`'s transitions (once per registry)."""
@@ -95,12 +141,23 @@ class Observer:
         self.metrics.count_transition(key, event.to)
         log_health(event, key)
 
-    def request_done(self, exchange: Exchange) -> None:
-        """Rule 1: the access line, the failover lines and the metrics of one request."""
+    def request_started(self, exchange: Exchange) -> OpenSpan | None:
+        """Rule 3: the request's span, current from now on (None without tracing)."""
+        spans = self.spans
+        return None if spans is None else spans.start(exchange)
+
+    def request_done(self, exchange: Exchange, opened: OpenSpan | None = None) -> None:
+        """Rule 1: the access line, the failover lines and the metrics of one request; then
+        Rule 3: the end of its span, `opened` by `request_started`."""
         try:
             self._request_done(exchange)
         except Exception:
             logger.exception("observing a request failed")
+        if opened is not None and self.spans is not None:
+            try:
+                self.spans.end(exchange, opened)
+            except Exception:
+                logger.exception("ending a request's span failed")
 
     def _request_done(self, exchange: Exchange) -> None:
         seconds = time.perf_counter() - exchange.began
@@ -115,6 +172,8 @@ class Observer:
                 log_failover(record, left, to)
             if record.fallback_route is not None:
                 log_fallback_route(record)
+            if self.sink is not None:
+                self._submit(self.sink, exchange, record, outcome, seconds)
         if record is not None or exchange.scope["method"] == "POST":  # a call, or a refused one
             self.activity.add(
                 request_id=record.request_id if record is not None else exchange.reply_id(),
@@ -126,6 +185,29 @@ class Observer:
             )
         if ACCESS.isEnabledFor(logging.INFO):
             log_access(_access_fields(exchange, record, seconds, overhead))
+
+    def _submit(
+        self,
+        sink: RequestSink,
+        exchange: Exchange,
+        record: RoutingRecord,
+        outcome: str,
+        seconds: float,
+    ) -> None:
+        sink.submit(
+            record.as_dict(),
+            at=time.time(),
+            project=exchange.runtime.project,
+            key_name=exchange.key_name(),
+            endpoint=exchange.scope["path"],
+            status=exchange.status if not exchange.gone else 499,
+            outcome=outcome,
+            latency_ms=round(seconds * 1000),
+        )
+        dropped = sink.dropped
+        if dropped > self._dropped:
+            self.metrics.audit_dropped.inc(dropped - self._dropped)
+            self._dropped = dropped
 
 
 def _outcome(record: RoutingRecord) -> str:

@@ -148,6 +148,14 @@ class Resolver:
             ceiling_check(caller, found.entry.name, model)
         return found
 
+    def resolve_ungranted(self, model: str, *, endpoint: Endpoint) -> Resolution:
+        """Where `model` goes by Rule 1 alone, as if no grant named a route (for the admin
+        API's routing test); no grant check and no ceilings. Raises as `resolve` does."""
+        found = self._cached(model, endpoint, IMPLICIT_GRANT)
+        if isinstance(found, _Refusal):
+            raise found.error()
+        return found
+
     def _cached(self, model: str, endpoint: Endpoint, decision: Decision) -> Resolution | _Refusal:
         """Rule 3: the answer for `model` on `endpoint` under `decision`'s granted route."""
         granted = decision.route

@@ -1,5 +1,5 @@
 """The wire formats a caller may speak to the gateway for chat (OpenAI Chat Completions,
-Anthropic Messages), as the gateway uses them.
+Anthropic Messages, OpenAI Responses), as the gateway uses them.
 
 A `ClientFormat` bundles what the HTTP side needs of one codec: decoding the caller's body,
 encoding an answer or a stream for the caller when the target spoke another format, the
@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from turnout.wire import anthropic_messages, openai_chat
+from turnout.wire import anthropic_messages, openai_chat, openai_responses
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, Usage, WireFormat
 
-__all__ = ["ANTHROPIC", "OPENAI", "ClientFormat", "ErrorBody", "StreamEncoder"]
+__all__ = [
+    "ANTHROPIC",
+    "OPENAI",
+    "RESPONSES",
+    "ClientFormat",
+    "ErrorBody",
+    "NumberedEncoder",
+    "StreamEncoder",
+]
 
 ChatEndpoint = Literal["chat", "messages"]
 
@@ -30,6 +38,14 @@ class StreamEncoder(Protocol):
     def encode(self, chunk: ChatChunk) -> bytes: ...
 
     def finish(self, *, finish_reason: str | None = None, usage: Usage | None = None) -> bytes: ...
+
+
+@runtime_checkable
+class NumberedEncoder(Protocol):
+    """A stream encoder whose events are numbered: `sequence_number` is the next event's."""
+
+    @property
+    def sequence_number(self) -> int: ...
 
 
 class ErrorBody(Protocol):
@@ -62,6 +78,9 @@ class ClientFormat:
       (`type` as for `error_body`).
     - `error_body`: the error envelope in the caller's format (`docs/gateway-api.md`, Errors).
     - `forwarded_headers`: the caller's request headers a same-format target receives.
+    - `numbered_error_event(status, message, code, type, sequence_number)`: for a format whose
+      stream events are numbered (Responses), the in-stream error event numbered after the
+      events sent; None for the others.
     """
 
     name: WireFormat
@@ -73,6 +92,7 @@ class ClientFormat:
     error_event: Callable[[int, str, str | None, str | None], bytes]
     error_body: ErrorBody
     forwarded_headers: tuple[str, ...] = ()
+    numbered_error_event: Callable[[int, str, str | None, str | None, int], bytes] | None = None
 
 
 def _own_id(response: ChatResponse, prefix: str) -> str:
@@ -135,3 +155,40 @@ ANTHROPIC = ClientFormat(
     forwarded_headers=("anthropic-version", "anthropic-beta"),
 )
 """Anthropic Messages (`POST /v1/messages`)."""
+
+
+def _responses_encode(response: ChatResponse, model: str) -> dict[str, Any]:
+    return openai_responses.encode_response(
+        response, model=model, request_id=_own_id(response, "resp_")
+    )
+
+
+def _responses_encoder(model: str, include_usage: bool) -> StreamEncoder:
+    # A Responses stream always ends with its usage (in `response.completed`).
+    return openai_responses.StreamEncoder(model=model)
+
+
+def _responses_error_event(status: int, message: str, code: str | None, kind: str | None) -> bytes:
+    return openai_responses.error_event(status, message, code, kind)
+
+
+def _responses_numbered_error(
+    status: int, message: str, code: str | None, kind: str | None, sequence_number: int
+) -> bytes:
+    return openai_responses.error_event(
+        status, message, code, kind, sequence_number=sequence_number
+    )
+
+
+RESPONSES = ClientFormat(
+    name="openai-responses",
+    endpoint="chat",
+    decode=openai_responses.decode_request,
+    encode=_responses_encode,
+    encoder=_responses_encoder,
+    terminator=b"",
+    error_event=_responses_error_event,
+    error_body=openai_chat.error_body,
+    numbered_error_event=_responses_numbered_error,
+)
+"""OpenAI Responses (`POST /v1/responses`): routed like chat, errors in OpenAI's envelope."""

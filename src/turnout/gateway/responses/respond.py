@@ -398,8 +398,16 @@ def error_reply(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> Re
     return json_reply(problem.status, body, headers)
 
 
-def error_event(exc: BaseException, fmt: ClientFormat, *, request_id: str) -> bytes:
+def error_event(
+    exc: BaseException, fmt: ClientFormat, *, request_id: str, sequence_number: int = 0
+) -> bytes:
     """The in-stream error event for `exc` in the caller's format (a stream's headers are
-    already sent, so only the envelope says what happened)."""
+    already sent, so only the envelope says what happened); in a format whose events are
+    numbered, it is number `sequence_number`."""
     problem = problem_for(exc) or internal_problem(exc, request_id)
+    numbered = fmt.numbered_error_event
+    if numbered is not None:
+        return numbered(
+            problem.status, problem.message, problem.code, problem.type, sequence_number
+        )
     return fmt.error_event(problem.status, problem.message, problem.code, problem.type)

@@ -12,7 +12,8 @@ Rule 3: when the serving target speaks the caller's format, each upstream event'
 are forwarded (for an OpenAI caller that did not ask for `include_usage`, the usage-only chunk
 is left out; turnout always asks upstream); otherwise the caller's codec re-encodes.
 Rule 4: after commit, a broken stream ends with the format's error event (`stream_broken`), a
-refused or rejected one with `stream_refused` / `stream_rejected`, instead of the terminator.
+refused or rejected one with `stream_refused` / `stream_rejected`, instead of the terminator; in
+a format whose events are numbered (Responses), numbered after the last event sent.
 Rule 5: a stream that ended cleanly pins its session to the family that served it, as a whole
 answer does (`turnout.gateway.resolution.pins`).
 """
@@ -23,6 +24,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
+from turnout.gateway.responses.client_formats import NumberedEncoder
 from turnout.gateway.responses.respond import (
     CACHE_MISS,
     error_event,
@@ -56,13 +58,14 @@ SSE_HEADERS: tuple[Header, ...] = (
 
 
 class _Forward:
-    """Rule 3, same format: the upstream's own event bytes."""
+    """Rule 3, same format: the upstream's own event bytes (one event per chunk)."""
 
-    __slots__ = ("_drop_usage_only", "_terminator")
+    __slots__ = ("_drop_usage_only", "_terminator", "sent")
 
     def __init__(self, terminator: bytes, *, drop_usage_only: bool) -> None:
         self._terminator = terminator
         self._drop_usage_only = drop_usage_only
+        self.sent = 0
 
     def chunk(self, chunk: ChatChunk) -> bytes:
         raw = chunk.raw
@@ -75,10 +78,15 @@ class _Forward:
             and not chunk.has_content
         ):
             return b""
+        self.sent += 1
         return raw
 
     def finish(self) -> bytes:
         return self._terminator
+
+    def events_sent(self) -> int:
+        """Rule 4: how many events went out (the upstream numbers them from 0)."""
+        return self.sent
 
 
 class _Encode:
@@ -94,6 +102,11 @@ class _Encode:
 
     def finish(self) -> bytes:
         return self._encoder.finish()
+
+    def events_sent(self) -> int:
+        """Rule 4: how many events went out (0 for an encoder that does not number them)."""
+        encoder = self._encoder
+        return encoder.sequence_number if isinstance(encoder, NumberedEncoder) else 0
 
 
 def _serving_entry(record: RoutingRecord) -> AttemptEntry | None:
@@ -205,7 +218,9 @@ async def _relay(
                     await exchange.write(data)
         tail = writer.finish()
     except Exception as exc:  # noqa: BLE001 - after commit every failure is an in-stream event
-        tail = error_event(exc, fmt, request_id=record.request_id)
+        tail = error_event(
+            exc, fmt, request_id=record.request_id, sequence_number=writer.events_sent()
+        )
     await exchange.end(tail)
 
 

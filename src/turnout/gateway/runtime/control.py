@@ -30,9 +30,9 @@ import logging
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
-from turnout.config._control_rules import admin_key_hashes
 from turnout.config.stored import project_config, project_problems
 from turnout.errors import ConfigError, NameTaken
+from turnout.gateway.admin.auth import admin_key_hashes
 from turnout.gateway.runtime.live import Runtime, StoredFacts, open_state_store
 from turnout.gateway.runtime.served import ServedProjects
 from turnout.routing.clock import LoopClock
@@ -195,7 +195,7 @@ class ControlPlane:
 
     def admin_key_hashes(self) -> frozenset[str]:
         """The hashes of the file's `admin_keys`."""
-        return admin_key_hashes(self.file)
+        return admin_key_hashes(self.file.admin_keys)
 
     def file_config(self) -> FileConfig | None:
         """The config file's contents (None when serving the embedded defaults)."""

@@ -1,5 +1,10 @@
-"""A route as people read it: its targets in try order, its fallback routes, what it serves.
-Shared by `turnout routes`, the dashboard and the admin API, so they always agree."""
+"""A route as people read it: its targets in try order, its fallback routes, what it serves;
+where a model went; the caller a key stands for. Shared by `turnout routes`, the dashboard and
+the admin API, so they always agree.
+
+Rule 1: the try order shown starts at the first target that is not `fallback_only`; the
+strategy may start a request elsewhere.
+"""
 
 from __future__ import annotations
 
@@ -8,37 +13,53 @@ from typing import TYPE_CHECKING, Any
 from turnout.routing.strategies import try_order
 
 if TYPE_CHECKING:
-    from turnout.gateway.resolution.route_entry import RouteEntry
+    from turnout.access.keys import Caller
+    from turnout.gateway.resolution.route_entry import Resolution, RouteEntry
+    from turnout.gateway.runtime.live import Runtime
     from turnout.routing.route import Route
 
-__all__ = ["FALLBACK_KINDS", "fallback_names", "route_row", "targets_in_order"]
+__all__ = [
+    "FALLBACK_KINDS",
+    "caller_named",
+    "fallback_names",
+    "resolution_row",
+    "route_row",
+    "target_order",
+    "target_row",
+    "targets_in_order",
+]
 
 FALLBACK_KINDS = ("general", "context", "content")
 """The kinds of fallback route, in the configuration's order."""
 
 
+def target_order(route: Route) -> list[int]:
+    """Rule 1: the indices of the route's targets in try order."""
+    flags = [target.fallback_only for target in route.targets]
+    start = next((index for index, only in enumerate(flags) if not only), 0)
+    return list(try_order(len(flags), flags, start))
+
+
 def targets_in_order(route: Route, model: str | None = None) -> list[dict[str, Any]]:
     """The targets in try order (the start the strategy picks may differ per request)."""
-    targets = route.targets
-    flags = [t.fallback_only for t in targets]
-    start = next((i for i, only in enumerate(flags) if not only), 0)
-    rows = []
-    for index in try_order(len(targets), flags, start):
-        target = targets[index]
-        wire = target.model or model
-        wire_model = getattr(target.client, "wire_model", None)
-        if wire and callable(wire_model):
-            wire = wire_model(wire)
-        rows.append(
-            {
-                "name": target.name,
-                "provider": target.client.provider,
-                "model": wire,
-                "fallback_only": target.fallback_only,
-                "paused": target.paused,
-            }
-        )
-    return rows
+    return [target_row(route, index, model) for index in target_order(route)]
+
+
+def target_row(route: Route, index: int, model: str | None = None) -> dict[str, Any]:
+    """Target `index` of the route: name, provider, the wire model asked for `model` (None:
+    the requested model), `fallback_only` and `paused`."""
+    target = route.targets[index]
+    wire = target.model or model
+    wire_model = getattr(target.client, "wire_model", None)
+    if wire and callable(wire_model):
+        wire = wire_model(wire)
+    return {
+        "name": target.name,
+        "provider": target.client.provider,
+        "model": wire,
+        "fallback_only": target.fallback_only,
+        "paused": target.paused,
+    }
 
 
 def fallback_names(route: Route) -> dict[str, list[str]]:
@@ -58,3 +79,33 @@ def route_row(entry: RouteEntry) -> dict[str, Any]:
         "messages": entry.messages_route is not None,
         "embeddings": entry.embeddings_route is not None,
     }
+
+
+def resolution_row(found: Resolution, endpoint: str) -> dict[str, Any]:
+    """Where one model went: route, kind, how it matched, strategy, targets, fallbacks."""
+    return {
+        "model": found.requested_model,
+        "endpoint": endpoint,
+        "route": found.entry.name,
+        "kind": found.entry.kind,
+        "matched_by": found.matched_by,
+        "pattern": found.pattern,
+        "strategy": found.route.strategy.type,
+        "targets": targets_in_order(found.route, found.requested_model),
+        "fallbacks": fallback_names(found.route),
+    }
+
+
+def caller_named(runtime: Runtime, key: str) -> Caller:
+    """The caller of the configured key named `key`, else of the key `key` itself; a
+    `LookupError` saying so when neither is known."""
+    # Imported when called: `turnout routes` imports this module with the command line.
+    from turnout.access.keys import Caller  # noqa: PLC0415
+
+    for index, config in enumerate(runtime.config.keys):
+        if config.name == key:
+            return Caller.from_config(config, runtime.project, path=f"keys[{index}]")
+    found = runtime.keys.lookup(key) if runtime.keys is not None else None
+    if found is None:
+        raise LookupError(f'no key named "{key}" in the configuration')
+    return found

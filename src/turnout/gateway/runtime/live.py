@@ -311,6 +311,11 @@ class Runtime:
             )
         return self._consumers
 
+    def resolve_ungranted(self, model: str, *, endpoint: Endpoint = "chat") -> Resolution:
+        """Where `model` would go without a grant naming a route (alias, name, pattern,
+        family route); raises `NoRoute`, `UpstreamAmbiguous` or `EmbeddingsNotSupported`."""
+        return self._resolver.resolve_ungranted(model, endpoint=endpoint)
+
     def plan_for(
         self,
         resolution: Resolution,

@@ -1,10 +1,10 @@
 """The gateway's ASGI application: a thin dispatch on (method, path).
 
 Rule 1: each endpoint is one entry of `ENDPOINTS`, every `/v1/...` one also without the `/v1`
-prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL); the one
-path with a parameter, `GET /v1/models/{id}`, is looked up by prefix, and only when no entry
-matches. An unknown path is 404, a known path with another method 405, and before the runtime
-is loaded every endpoint but `/healthz` and `/readyz` is 503.
+prefix (clients such as LiteLLM's proxy provider append paths to a bare base URL); the paths
+with a parameter, `GET /v1/models/{id}` and `GET`/`DELETE /v1/responses/{id}`, are looked up
+by prefix, and only when no entry matches. An unknown path is 404, a known path with another
+method 405, and before the runtime is loaded every endpoint but `/healthz` and `/readyz` is 503.
 Rule 2: a POST endpoint checks the caller's key from the headers (401 before any body byte
 is read), reads the whole body (bounded by `max_body_bytes`, 413 beyond), then runs its
 handler while a watcher task reads `receive()` (started once the handler has run
@@ -17,7 +17,10 @@ Rule 5: `end_requests()` (the server's shutdown, once its grace is over) cancels
 in flight, which then ends as Rule 3 says with `ShuttingDown`; `swap_runtime()` (a reload)
 serves new requests on the new runtimes while those in flight finish on theirs, whose pools
 are closed after the last of them (a runtime carried into the new set is not closed).
-Rule 6: with a `control` source (the store), lifespan startup loads from it and lets it swap
+Rule 6: with an admin context (`admin=`), a path under `/admin/` that no entry matches goes
+to the admin API (`turnout.gateway.admin`), imported on the first such request; without one
+it is 404 like any unknown path.
+Rule 7: with a `control` source (the store), lifespan startup loads from it and lets it swap
 runtimes in as the store changes; shutdown stops it first.
 """
 
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from turnout.errors import MethodNotAllowed, NotFound, NotReady, ShuttingDown
 from turnout.gateway.handlers import (
     MODEL_PATHS,
+    RESPONSE_PATHS,
     handle_chat,
     handle_count_tokens,
     handle_embeddings,
@@ -37,10 +41,12 @@ from turnout.gateway.handlers import (
     handle_metrics,
     handle_model,
     handle_models,
+    handle_responses,
+    handle_stored_response,
     readiness,
 )
 from turnout.gateway.observe.observer import Observer
-from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
+from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI, RESPONSES
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
 from turnout.gateway.ui.app import Dashboard
@@ -49,6 +55,7 @@ from turnout.routing.request_state import new_request_id
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
+    from turnout.gateway.admin.context import AdminContext
     from turnout.gateway.responses.client_formats import ClientFormat
     from turnout.gateway.responses.respond import Reply
     from turnout.gateway.runtime.live import Runtime
@@ -88,6 +95,7 @@ _API: dict[tuple[str, str], PathHandler] = {
     ),
     ("POST", "/v1/embeddings"): PathHandler(handle_embeddings, OPENAI, reads_body=True),
     ("GET", "/v1/models"): PathHandler(handle_models, OPENAI, reads_body=False),
+    ("POST", "/v1/responses"): PathHandler(handle_responses, RESPONSES, reads_body=True),
 }
 ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     **_API,
@@ -96,6 +104,7 @@ ENDPOINTS: dict[tuple[str, str], PathHandler] = {
     ("GET", "/metrics"): PathHandler(handle_metrics, OPENAI, reads_body=False),
 }
 _MODEL = PathHandler(handle_model, OPENAI, reads_body=False)
+_STORED_RESPONSE = PathHandler(handle_stored_response, RESPONSES, reads_body=False)
 _PATHS: dict[str, list[str]] = {}
 for _method, _path in ENDPOINTS:
     _PATHS.setdefault(_path, []).append(_method)
@@ -104,10 +113,21 @@ _ANTHROPIC_PATHS = ("/v1/messages", "/messages")
 
 
 def _parameterized(path: str) -> list[str] | None:
-    """The methods of a path with a parameter (`/v1/models/{id}`), None for any other."""
+    """The methods of a path with a parameter (`/v1/models/{id}`, `/v1/responses/{id}`), None
+    for any other."""
     if path.startswith(MODEL_PATHS) and path.partition("/models/")[2]:
         return ["GET"]
+    if path.startswith(RESPONSE_PATHS) and path.partition("/responses/")[2]:
+        return ["GET", "DELETE"]
     return None
+
+
+def _parameterized_handler(method: str, path: str) -> PathHandler | None:
+    """The handler of a path with a parameter for `method`, None when there is none."""
+    methods = _parameterized(path)
+    if methods is None or method not in methods:
+        return None
+    return _MODEL if path.startswith(MODEL_PATHS) else _STORED_RESPONSE
 
 
 class GatewayApp:
@@ -115,9 +135,11 @@ class GatewayApp:
     server worker) to build one.
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) and
-    `keepalive_seconds` (15) are as in `GatewaySettings`. With `admin_hashes` (the admin keys'
-    hashes), the dashboard is served at `/ui`. Lifespan shutdown closes the providers'
-    connection pools.
+    `keepalive_seconds` (15) are as in `GatewaySettings`; `observer` (default: a new
+    `Observer`) serves every runtime the app installs, so metrics and activity outlive a
+    reload. With `admin_hashes` (the admin keys' hashes), the dashboard is served at `/ui`;
+    `admin` serves the admin API (Rule 6).
+    Lifespan shutdown closes the providers' connection pools.
     """
 
     def __init__(
@@ -129,13 +151,17 @@ class GatewayApp:
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
         admin_hashes: Callable[[], frozenset[str]] | None = None,
+        observer: Observer | None = None,
+        admin: AdminContext | None = None,
     ) -> None:
         self._load = load
         self._control = control
+        self._admin_context = admin
+        self._admin: Callable[..., Awaitable[None]] | None = None
         self._max_body_bytes = max_body_bytes
         self._keepalive_seconds = keepalive_seconds
         # One observer for the app's life: metrics and activity outlive a reload.
-        self.observer = Observer()
+        self.observer = observer if observer is not None else Observer()
         self._dashboard = (
             None
             if admin_hashes is None
@@ -182,17 +208,19 @@ class GatewayApp:
         if kind == "http":
             method = _routed_method(scope)
             served = ENDPOINTS.get((method, scope["path"]))
-            if served is None and method == "GET" and _parameterized(scope["path"]):
-                served = _MODEL
+            if served is None and method in ("GET", "DELETE"):
+                served = _parameterized_handler(method, scope["path"])
             settings = self.settings
             if served is None or settings is None:
-                if self._dashboard is not None and _is_ui(scope["path"]):
-                    await self._dashboard(scope, receive, send)
+                beside = self._beside(scope["path"])
+                if beside is not None:
+                    await beside(scope, receive, send)
                     return
                 await _reply(send, await self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
             task = self._open[exchange] = asyncio.current_task()
+            opened = settings.observer.request_started(exchange) if served.reads_body else None
             try:
                 if not served.reads_body:
                     await served.handler(exchange)
@@ -210,9 +238,27 @@ class GatewayApp:
             finally:
                 del self._open[exchange]
                 self._ending.discard(exchange)
-                settings.observer.request_done(exchange)
+                settings.observer.request_done(exchange, opened)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    def _beside(self, path: str) -> Callable[..., Awaitable[None]] | None:
+        """The app beside the gateway's endpoints that serves `path`, if any: the dashboard at
+        `/ui`, the admin API under `/admin/` (Rule 6)."""
+        if self._dashboard is not None and _is_ui(path):
+            return self._dashboard
+        if self._admin_context is not None and path.startswith("/admin/"):
+            return self._admin_app()
+        return None
+
+    def _admin_app(self) -> Callable[..., Awaitable[None]]:
+        """Rule 6: the admin API, built on first use."""
+        if self._admin is None:
+            from turnout.gateway.admin.app import AdminApp  # noqa: PLC0415 - on first use
+
+            assert self._admin_context is not None
+            self._admin = AdminApp(self._admin_context)
+        return self._admin
 
     async def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
         """Rule 1: `/readyz`, 404, 405, or 503 before the runtime is loaded."""

@@ -8,7 +8,9 @@ built (and checked) at start serve directly. With several, the parent migrates, 
 checks once, and each worker opens the store and builds its own runtimes at its start, so no
 live object (a connection pool, a Redis client, a database connection) is shared across a fork.
 Shutdown closes the providers' connection pools (lifespan). SIGHUP reloads the configuration
-file (`worker.reload_runtime`).
+file (`worker.reload_runtime`). With tracing on (`server.tracing`,
+`OTEL_TRACES_EXPORTER`), each serving process installs its tracer provider before it serves and
+flushes it when it stops (`turnout.gateway.observe.tracing`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from turnout.config._control_rules import store_url
 from turnout.config.load import load_config
 from turnout.errors import ConfigError, NameTaken
 from turnout.gateway.observe.logs import configure_logging_from_env
+from turnout.gateway.observe.tracing import TracingSettings, install_tracing
 from turnout.gateway.runtime.control import ControlPlane
 from turnout.gateway.runtime.embedded import embedded_config
 from turnout.gateway.runtime.live import Runtime
@@ -40,7 +43,7 @@ from turnout.gateway.server.worker import Reload, run_worker
 
 if TYPE_CHECKING:
     import socket
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from turnout.schema import FileConfig
 
@@ -124,7 +127,7 @@ def worker_app(config_path: str | None, *, prepare: bool = True) -> GatewayApp:
     `open_control` (the parent of several workers prepared the store already)."""
     configure_logging_from_env()
     control = open_control(config_path, os.environ, prepare=prepare)
-    return GatewayApp(control=control, admin_hashes=control.admin_key_hashes)
+    return GatewayApp(control=control, admin_hashes=control.admin_key_hashes, admin=control)
 
 
 def banner(runtime: Runtime, host: str, port: int) -> str:
@@ -165,6 +168,15 @@ def serve(
     port = options.port if options.port is not None else server_config.port
     several = options.workers > 1
     try:
+        tracing = TracingSettings.of(server_config.tracing, os.environ)
+        if tracing is not None:
+            tracing.check_sdk()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        for key, message in exc.errors:
+            print(f"  {key}: {message}", file=sys.stderr)
+        return 1
+    try:
         # Listening before the banner makes it true when printed: a caller that connects at
         # once waits in the backlog instead of being refused.
         sock = bind_socket(host, port)
@@ -186,6 +198,8 @@ def serve(
     reload: Reload = (source, functools.partial(load_runtime, path, os.environ))
     if control is not None:
         reload = (source, control.reload_file)
+    if tracing is not None:
+        print(f"tracing: {tracing.exporter}, service {tracing.service_name}", file=out)
     _log_to_stderr()
     # Before the banner: callers may connect as soon as they read it.
     _settle_heap()
@@ -194,13 +208,21 @@ def serve(
     with sock, contextlib.suppress(KeyboardInterrupt):
         if not several:
             hashes = None if control is None else control.admin_key_hashes
-            app = GatewayApp(served, control=control, admin_hashes=hashes)
-            return run_worker(sock, app, limits, reload=reload)
+
+            def run_one() -> int:
+                # Made once tracing is installed: the app's observer decides then on spans.
+                app = GatewayApp(served, control=control, admin_hashes=hashes, admin=control)
+                return run_worker(sock, app, limits, reload=reload)
+
+            return _traced(tracing, run_one)
         with contextlib.suppress(Exception):
             asyncio.run(_close_before_fork(served, control))
         supervisor = Supervisor(
             options.workers,
-            lambda parent: _run_one_worker(sock, path, limits, parent, stored=control is not None),
+            lambda parent: _traced(
+                tracing,
+                lambda: _run_one_worker(sock, path, limits, parent, stored=control is not None),
+            ),
             grace=limits.shutdown_grace,
         )
         return supervisor.run()
@@ -225,8 +247,20 @@ def _run_one_worker(
         load = functools.partial(load_runtime, path, os.environ)
         return run_worker(sock, GatewayApp(load=load), limits, reload=(source, load), parent=parent)
     control = open_control(path, os.environ, prepare=False)
-    app = GatewayApp(control=control, admin_hashes=control.admin_key_hashes)
+    app = GatewayApp(control=control, admin_hashes=control.admin_key_hashes, admin=control)
     return run_worker(sock, app, limits, reload=(source, control.reload_file), parent=parent)
+
+
+def _traced(tracing: TracingSettings | None, run: Callable[[], int]) -> int:
+    """Run one serving process, its tracer provider installed first (when tracing is on) and
+    shut down, flushing its spans, after."""
+    if tracing is None:
+        return run()
+    shutdown = install_tracing(tracing)
+    try:
+        return run()
+    finally:
+        shutdown()
 
 
 def _log_to_stderr() -> None:

@@ -1,0 +1,132 @@
+"""What the request audit costs: the hand-off on the request path, and a batch write.
+
+Run: ``python bench/audit.py [--postgres URL] [--rounds N]``. In-process:
+
+- ``as_dict``: turning a finished routing record (three attempt entries) into plain JSON, which
+  the observer does once per request;
+- ``submit``: `AuditWriter.submit`, the only audit work on the event loop;
+- ``flush 1,000``: writing 1,000 requests (1,000 audit rows, 3,000 attempt rows, 1,000 usage
+  entries) in batches of 500, on SQLite (a temporary file) and, with ``--postgres``, PostgreSQL
+  (a temporary schema, dropped at the end).
+
+Medians over ``--rounds``. Nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from cryptography.fernet import Fernet
+from sqlalchemy import text
+
+from turnout.record import AttemptEntry, RoutingRecord, Usage
+from turnout.store import SecretBox, Store, migrate, open_store
+from turnout.store.ledger import AuditWriter
+
+
+def _record(number: int) -> RoutingRecord:
+    record = RoutingRecord(f"req-{number}", "main", "route_1", "failover", "first target")
+    record.requested_model = "gpt-4o-mini"
+    for index, outcome in enumerate(("failed", "answered", "not_tried")):
+        entry = record.add(AttemptEntry(0, f"t{index}", index, outcome, "openai", "gpt-4o-mini"))
+        entry.started_wall, entry.duration_ms = time.time(), 40
+        if outcome == "failed":
+            entry.error_class, entry.status, entry.reason = "rate_limited", 429, "429"
+    record.answered, record.served_provider, record.served_model = "t1", "openai", "gpt-4o-mini"
+    record.usage, record.cost = Usage(120, 30), 0.0004
+    return record
+
+
+def _submit(writer: AuditWriter, record: dict[str, object]) -> None:
+    writer.submit(
+        record,
+        at=time.time(),
+        project="default",
+        key_name="app",
+        endpoint="/v1/chat/completions",
+        status=200,
+        outcome="answered",
+        latency_ms=50,
+    )
+
+
+def _per_call_us(function: object, count: int) -> float:
+    began = time.perf_counter()
+    for _ in range(count):
+        function()  # type: ignore[operator]
+    return (time.perf_counter() - began) / count * 1e6
+
+
+def hand_off(rounds: int, spill: Path, store: Store) -> None:
+    """The per-request cost on the event loop."""
+    record = _record(0)
+    as_dict = [_per_call_us(record.as_dict, 10_000) for _ in range(rounds)]
+    plain = record.as_dict()
+    submits = []
+    for _ in range(rounds):
+        writer = AuditWriter(store, spill_dir=spill, max_queue=1_000_000, batch_size=10**9)
+        submits.append(_per_call_us(lambda w=writer: _submit(w, plain), 10_000))
+    print(f"as_dict (3 attempt entries): {statistics.median(as_dict):.2f} µs per request")
+    print(f"submit:                      {statistics.median(submits):.2f} µs per request")
+
+
+async def flush_cost(store: Store, spill: Path, rounds: int) -> float:
+    """Median milliseconds to write 1,000 requests."""
+    times = []
+    for round_ in range(rounds):
+        writer = AuditWriter(store, spill_dir=spill, batch_size=500)
+        for number in range(1000):
+            _submit(writer, _record(round_ * 1000 + number).as_dict())
+        began = time.perf_counter()
+        await writer.flush()
+        times.append((time.perf_counter() - began) * 1000)
+        if writer.spilled or writer.queued:
+            raise RuntimeError("the store refused a batch; the number would not be a write")
+        await writer.aclose()
+    return statistics.median(times)
+
+
+def _postgres(url: str, box: SecretBox) -> tuple[Store, Store, str]:
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    admin = open_store(url, secrets=box)
+    with admin.engine.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    store = open_store(url, secrets=box, connect_args={"options": f"-csearch_path={schema}"})
+    return admin, store, schema
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", help="a PostgreSQL URL (a temporary schema is used)")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    box = SecretBox(Fernet.generate_key().decode())
+    with tempfile.TemporaryDirectory() as folder:
+        spill = Path(folder) / "spill"
+        sqlite = open_store(f"sqlite:///{folder}/turnout.db", secrets=box)
+        migrate(sqlite)
+        hand_off(args.rounds, spill, sqlite)
+        flush = await flush_cost(sqlite, spill, args.rounds)
+        print(f"flush 1,000 requests, SQLite:     {flush:.1f} ms")
+        sqlite.close()
+        if args.postgres:
+            admin, store, schema = _postgres(args.postgres, box)
+            try:
+                migrate(store)
+                flush = await flush_cost(store, spill, args.rounds)
+                print(f"flush 1,000 requests, PostgreSQL: {flush:.1f} ms")
+            finally:
+                store.close()
+                with admin.engine.begin() as connection:
+                    connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+                admin.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

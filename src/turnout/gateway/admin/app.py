@@ -1,0 +1,114 @@
+"""The admin API as an ASGI app: the gateway hands it every request under `/admin/`.
+
+Rule 1: the admin key is checked first (401 `invalid_admin_key` for a missing or unknown
+one, whatever the path), then the path and method (404, 405), then the body (415, 413, 400).
+Rule 2: whatever a handler raises is answered in the error envelope (`replies`); an
+unexpected failure is logged with its traceback and answered 500 `internal_error`, never
+with its details.
+Rule 3: the OpenAPI document is built once, on first request.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from turnout.errors import ConfigError, StoreError
+from turnout.gateway.admin.audit import audit_operations
+from turnout.gateway.admin.auth import admin_key_id, presented_key, verify
+from turnout.gateway.admin.dispatch import AdminCall, Operation, Router, check_params, query_of
+from turnout.gateway.admin.dispatch import read_body as read_admin_body
+from turnout.gateway.admin.health import health_operations
+from turnout.gateway.admin.objects import COLLECTIONS, object_operations, project_operations
+from turnout.gateway.admin.openapi import openapi_document
+from turnout.gateway.admin.replies import AdminError, error_reply, json_body
+from turnout.gateway.admin.routing_test import routing_operations
+from turnout.gateway.admin.usage import usage_operations
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, MutableMapping
+
+    from turnout.gateway.admin.context import AdminContext
+    from turnout.gateway.responses.respond import Reply
+
+__all__ = ["AdminApp", "admin_operations"]
+
+logger = logging.getLogger("turnout.admin")
+
+
+def admin_operations() -> tuple[Operation, ...]:
+    """Every operation of the admin API but the OpenAPI document's own."""
+    return (
+        *project_operations(),
+        *(operation for c in COLLECTIONS for operation in object_operations(c)),
+        *audit_operations(),
+        *health_operations(),
+        *routing_operations(),
+        *usage_operations(),
+    )
+
+
+class AdminApp:
+    """The admin API over `context` (see the module rules)."""
+
+    def __init__(self, context: AdminContext) -> None:
+        self.context = context
+        self._document: dict[str, Any] | None = None
+        operations = admin_operations()
+        openapi = Operation(
+            "GET",
+            "/openapi.json",
+            self._openapi,
+            "This document",
+            "meta",
+            (200, None),
+            operation_id="get_openapi",
+        )
+        self.router = Router((*operations, openapi))
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        try:
+            reply = await self._answer(scope, receive)
+        except Exception as exc:  # Rule 2: every failure is answered
+            if not isinstance(exc, AdminError | ConfigError | StoreError):
+                logger.exception("admin API: %s %s failed", scope["method"], scope["path"])
+            reply = error_reply(exc)
+        if reply is None:
+            return
+        headers = list(reply.headers)
+        if reply.status != 204:
+            headers.append((b"content-length", str(len(reply.body)).encode()))
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        await send({"type": "http.response.body", "body": reply.body, "more_body": False})
+
+    async def _answer(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+    ) -> Reply | None:
+        headers = {
+            name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]
+        }
+        key_hash = verify(presented_key(headers), self.context.admin_key_hashes())
+        if key_hash is None:
+            raise AdminError(401, "invalid_admin_key", "a valid admin key is required")
+        operation, params = self.router.match(scope["method"], scope["path"])
+        check_params(params)
+        body: dict[str, Any] = {}
+        if operation.request is not None:
+            read = await read_admin_body(receive, headers, operation)
+            if read is None:
+                return None  # the caller left
+            body = read
+        call = AdminCall(self.context, admin_key_id(key_hash), params, query_of(scope), body)
+        return await operation.handler(call)
+
+    async def _openapi(self, call: AdminCall) -> Reply:
+        if self._document is None:
+            self._document = openapi_document(self.router.operations)
+        return json_body(200, self._document)

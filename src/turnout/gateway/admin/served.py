@@ -1,0 +1,66 @@
+"""Which projects this gateway serves, for the admin API's views of live state: every stored
+project and the config file's project, each with its id (None for a file-only project) and
+its live runtime.
+
+Rule 1: a project without a live runtime (one that fails validation, say) is left out of the
+views; the routing test answers 404 for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from turnout.gateway.admin.replies import AdminError
+from turnout.gateway.admin.writes import read
+from turnout.store import service
+
+if TYPE_CHECKING:
+    from turnout.gateway.admin.dispatch import AdminCall
+    from turnout.gateway.runtime.live import Runtime
+
+__all__ = ["ServedProject", "served_project", "served_projects"]
+
+DEFAULT_PROJECT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class ServedProject:
+    """A project this gateway serves: name, stored id (None: only in the file), runtime."""
+
+    name: str
+    id: str | None
+    runtime: Runtime
+
+
+async def served_projects(call: AdminCall) -> list[ServedProject]:
+    """Rule 1: every served project, the file's first."""
+    stored = {row["name"]: row["id"] for row in await read(call, service.list_projects)}
+    names = [_file_project(call), *(name for name in stored if name != _file_project(call))]
+    found = []
+    for name in names:
+        runtime = call.context.runtime_for(name)
+        if runtime is not None:
+            found.append(ServedProject(name, stored.get(name), runtime))
+    return found
+
+
+async def served_project(call: AdminCall, project_id: str | None) -> ServedProject:
+    """The project `project_id` names (None: the file's), or 404."""
+    if project_id is None:
+        name = _file_project(call)
+        stored = await read(call, service.list_projects)
+        found_id = next((row["id"] for row in stored if row["name"] == name), None)
+    else:
+        name = (await read(call, service.get_project, project_id))["name"]
+        found_id = project_id
+    runtime = call.context.runtime_for(name)
+    if runtime is None:
+        why = f"project {name!r} is not served by this gateway (its configuration did not load)"
+        raise AdminError(404, "NOT_FOUND", why)
+    return ServedProject(name, found_id, runtime)
+
+
+def _file_project(call: AdminCall) -> str:
+    file = call.context.file_config()
+    return file.project if file is not None else DEFAULT_PROJECT

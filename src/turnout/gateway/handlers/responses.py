@@ -1,0 +1,161 @@
+"""`POST /v1/responses` (OpenAI's Responses API, routed like chat) and `GET` / `DELETE
+/v1/responses/{id}` (a stored response, at the provider that created it).
+
+Rule 1: a Responses request is routed exactly as a chat request is (`handle_chat` with the
+Responses client format): a target that serves the Responses API itself (`supports_responses`,
+the `openai` kind) receives the caller's bytes with only `model` replaced, every other target a
+translation, and the answer comes back in the Responses format either way.
+Rule 2: when a target that serves the Responses API itself answers a request that did not say
+`store: false`, the response's id is remembered in the shared state store for `RESPONSE_TTL`
+seconds with the provider that made it and the caller's key (a stream's id once it ended
+cleanly). A translated answer is never stored anywhere, so its id is not remembered.
+Rule 3: `GET` / `DELETE /v1/responses/{id}` go to the provider remembered for the id, with the
+provider's own key (or, for a passthrough provider, the caller's own credential); an id that is
+unknown, expired, or was created by another key is 404 in OpenAI's error envelope. `DELETE`
+forgets the id once the provider deleted the response.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
+
+from turnout.errors import NotFound
+from turnout.gateway.handlers.chat import handle_chat
+from turnout.gateway.responses.respond import JSON, Reply, header_value
+from turnout.gateway.server.exchange import request_id_header
+from turnout.routing.plan import CallerCredential
+from turnout.routing.stream import RoutedStream
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator
+
+    from turnout.gateway.server.exchange import Exchange
+    from turnout.record import RoutingRecord
+    from turnout.wire.model import ChatResponse
+
+__all__ = [
+    "RESPONSE_PATHS",
+    "RESPONSE_TTL",
+    "ResponseIds",
+    "handle_responses",
+    "handle_stored_response",
+]
+
+RESPONSE_PATHS = ("/v1/responses/", "/responses/")
+"""The path prefixes of `GET` / `DELETE /v1/responses/{id}` (with and without `/v1`)."""
+RESPONSE_TTL = 30 * 24 * 3600.0
+"""Seconds a response id is remembered (OpenAI keeps a stored response 30 days)."""
+_NATIVE = "openai-responses"
+
+
+def _key(project: str, response_id: str) -> str:
+    return f"responses:{project}:{response_id}"
+
+
+class ResponseIds:
+    """Rule 2: remembers, per served response, the provider that created it."""
+
+    __slots__ = ("_stored",)
+
+    def __init__(self, *, stored: bool) -> None:
+        self._stored = stored
+
+    async def answered(self, exchange: Exchange, response: ChatResponse) -> None:
+        """Remember a whole answer's id when a Responses server made it."""
+        if response.raw_format == _NATIVE and response.id:
+            await self._remember(exchange, response.id, response.routing)
+
+    def watch(self, exchange: Exchange, stream: RoutedStream) -> RoutedStream:
+        """Remember a stream's id once it ended cleanly, when a Responses server made it."""
+        if not self._stored:
+            return stream
+        return RoutedStream(stream.routing, self._follow(exchange, stream))
+
+    async def _follow(self, exchange: Exchange, stream: RoutedStream) -> AsyncGenerator[Any, None]:
+        ident: str | None = None
+        try:
+            async for chunk in stream:
+                if ident is None and chunk.id and chunk.raw_format == _NATIVE:
+                    ident = chunk.id
+                yield chunk
+            if ident is not None:
+                await self._remember(exchange, ident, stream.routing)
+        finally:
+            await stream.aclose()
+
+    async def _remember(
+        self, exchange: Exchange, response_id: str, record: RoutingRecord | None
+    ) -> None:
+        if not self._stored or record is None or record.served_provider is None:
+            return
+        runtime = exchange.runtime
+        value = {"provider": record.served_provider, "key": exchange.key_name()}
+        await runtime.state.set(
+            _key(runtime.project, response_id), orjson.dumps(value), RESPONSE_TTL
+        )
+
+
+async def handle_responses(exchange: Exchange) -> None:
+    """Rule 1 and 2: route a Responses request and remember who created its response."""
+    stored = _asks_store(exchange.body)
+    await handle_chat(exchange, watch=ResponseIds(stored=stored))
+
+
+def _asks_store(body: bytes) -> bool:
+    """False only when the caller said `store: false` (OpenAI stores by default). The body
+    was already read as JSON by the time this is asked, and is parsed again only for a
+    `store` key."""
+    if b'"store"' not in body:
+        return True
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return not (isinstance(value, dict) and value.get("store") is False)
+
+
+async def handle_stored_response(exchange: Exchange) -> None:
+    """Rule 3: `GET` or `DELETE` a stored response at the provider that created it."""
+    exchange.caller()
+    method: Literal["GET", "DELETE"] = "DELETE" if exchange.scope["method"] == "DELETE" else "GET"
+    response_id = exchange.scope["path"].split("/responses/", 1)[1]
+    runtime = exchange.runtime
+    found = await runtime.state.get(_key(runtime.project, response_id)) if response_id else None
+    entry = _entry(found)
+    provider: Any = None if entry is None else runtime.providers.get(entry["provider"])
+    if (
+        entry is None
+        or entry.get("key") != exchange.key_name()
+        or provider is None
+        or not getattr(provider, "supports_responses", False)
+    ):
+        raise NotFound(
+            f"no response {response_id!r}: turnout keeps only the ids of responses a Responses "
+            "server created for this key"
+        )
+    if getattr(provider, "credential_mode", "org_key") == "passthrough":
+        own = exchange.credentials().own_credential
+        if own is not None:
+            credential = CallerCredential(own.secret, bearer=own.header == "authorization")
+            provider = provider.with_credential(credential)
+    body = await provider.stored_response(method, response_id)
+    if method == "DELETE":
+        await runtime.state.delete(_key(runtime.project, response_id))
+    headers = [
+        JSON,
+        request_id_header(exchange.reply_id()),
+        (b"x-turnout-target", header_value(provider.name)),
+    ]
+    await exchange.reply(Reply(200, headers, body))
+
+
+def _entry(found: bytes | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    try:
+        value = orjson.loads(found)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) and isinstance(value.get("provider"), str) else None

@@ -1,0 +1,247 @@
+"""The audit writer on both backends: batches, a store that refuses writes (usage spilled and
+replayed once, audit rows queued again), a full queue, retention, start-up replay."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from tests.store.audit._support import DAY, NOW, counts, record, submit
+from turnout.store import migrate
+from turnout.store.audit_writes import delete_expired_audit
+from turnout.store.ledger import AuditWriter, audit_sink
+from turnout.store.spill import read_spill
+from turnout.store.usage import get_request
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
+
+    from turnout.store import Store
+
+
+class FakeClock:
+    """Epoch seconds that move only when told."""
+
+    def __init__(self, now: float = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _writer(store: Store, tmp_path: Path, **options: object) -> AuditWriter:
+    return AuditWriter(store, spill_dir=tmp_path / "spill", clock=FakeClock(), **options)  # type: ignore[arg-type]
+
+
+async def test_submits_become_rows_in_batches(store: Store, tmp_path: Path) -> None:
+    """Seven requests (one without usage), batches of three: seven audit rows, fourteen
+    attempt rows, six usage entries, and nothing left queued."""
+    writer = _writer(store, tmp_path, batch_size=3)
+    for number in range(6):
+        submit(writer, f"r{number}")
+    submit(writer, "r6", tokens=(0, 0))
+    assert counts(store) == (0, 0, 0)  # submit does no I/O
+    await writer.flush()
+    assert counts(store) == (7, 14, 6)
+    assert (writer.queued, writer.spilled, writer.dropped) == (0, 0, 0)
+    await writer.aclose()
+
+
+async def test_a_full_batch_wakes_the_worker_and_aclose_flushes(
+    store: Store, tmp_path: Path
+) -> None:
+    """The worker is woken once `batch_size` requests wait (not before); closing the writer
+    writes what is queued."""
+    writer = _writer(store, tmp_path, batch_size=3, flush_seconds=3600.0)
+    await writer.start()
+    submit(writer, "r1")
+    submit(writer, "r2")
+    assert not writer._wake.is_set()
+    submit(writer, "r3")
+    assert writer._wake.is_set()
+    submit(writer, "r4")
+    await writer.aclose()
+    assert counts(store) == (4, 8, 4)
+
+
+async def test_a_refusing_store_spills_usage_then_replays_it_once(
+    empty_store: Store, tmp_path: Path
+) -> None:
+    """Against a store without its tables, submit stays instant and a flush fails: usage goes
+    to the spill file (on disk) and audit rows wait. Once the store is migrated the next flush
+    writes everything; writing the same spill again adds nothing."""
+    writer = _writer(empty_store, tmp_path, batch_size=10)
+    began = time.perf_counter()
+    for number in range(5):
+        submit(writer, f"r{number}")
+    assert time.perf_counter() - began < 1.0  # no store round trip per submit
+    await writer.flush()
+    assert (writer.queued, writer.spilled) == (5, 5)
+    spilled = read_spill(writer._spill.path)
+    assert sorted(entry["request_id"] for entry in spilled) == [f"r{n}" for n in range(5)]
+    submit(writer, "r5")
+    await writer.flush()  # still refused: the new usage joins the spill
+    assert (writer.queued, writer.spilled) == (6, 6)
+
+    migrate(empty_store)
+    await writer.flush()
+    assert counts(empty_store) == (6, 12, 6)
+    assert (writer.queued, writer.spilled) == (0, 0)
+    writer._spill.append(spilled)  # as if the file had not been emptied after the write
+    await writer.flush()
+    assert counts(empty_store) == (6, 12, 6)
+    await writer.aclose()
+
+
+async def test_spill_of_an_ended_writer_is_replayed_at_start(
+    empty_store: Store, tmp_path: Path
+) -> None:
+    """A writer that closes with usage spilled leaves its file; the next writer to start
+    writes it and removes it, and a copy of it written again adds no row."""
+    first = _writer(empty_store, tmp_path)
+    for number in range(3):
+        submit(first, f"r{number}")
+    await first.aclose()  # the store refuses: usage stays spilled
+    (left,) = (tmp_path / "spill").glob("usage-*.jsonl")
+    saved = left.read_bytes()
+
+    migrate(empty_store)
+    second = _writer(empty_store, tmp_path)
+    await second.start()
+    assert counts(empty_store) == (0, 0, 3)  # audit rows of a closed writer are gone
+    assert not left.exists()
+    await second.aclose()
+
+    left.write_bytes(saved)  # as if the file had survived its replay
+    third = _writer(empty_store, tmp_path)
+    await third.start()
+    await third.aclose()
+    assert counts(empty_store) == (0, 0, 3)
+    assert list((tmp_path / "spill").glob("usage-*.jsonl")) == []
+
+
+async def test_a_full_queue_drops_audit_rows_but_keeps_usage(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With room for two, five requests: three audit rows are dropped and counted, one WARNING
+    marks the burst, and all five usage entries are written."""
+    caplog.set_level(logging.WARNING, logger="turnout.store")
+    writer = _writer(store, tmp_path, max_queue=2)
+    for number in range(5):
+        submit(writer, f"r{number}")
+    assert writer.dropped == 3
+    await writer.flush()
+    assert counts(store) == (2, 4, 5)
+    warnings = [r for r in caplog.records if "queue is full" in r.getMessage()]
+    assert len(warnings) == 1
+    await writer.aclose()
+
+
+async def test_a_reused_request_id_keeps_the_first_audit_row(store: Store, tmp_path: Path) -> None:
+    """Two requests with one `x-request-id` (in one batch, then in the next): one audit row and
+    its own attempt rows; both requests' usage is billed."""
+    writer = _writer(store, tmp_path)
+    submit(writer, "same")
+    submit(writer, "same")
+    await writer.flush()
+    submit(writer, "same")
+    await writer.flush()
+    assert counts(store) == (1, 2, 3)
+    await writer.aclose()
+
+
+async def test_retention_deletes_only_old_audit_rows_about_hourly(
+    store: Store, tmp_path: Path
+) -> None:
+    """With 30 days' retention, the first flush deletes audit rows (and attempt rows) older
+    than 30 days; the usage ledger keeps every entry. The next cleanup waits an hour."""
+    clock = FakeClock()
+    writer = AuditWriter(store, spill_dir=tmp_path, retention_days=30, clock=clock)
+    submit(writer, "old", at=NOW - 31 * DAY)
+    submit(writer, "recent", at=NOW - 29 * DAY)
+    await writer.flush()
+    assert counts(store) == (1, 2, 2)
+
+    submit(writer, "older", at=NOW - 40 * DAY)
+    clock.now += 1800
+    await writer.flush()
+    assert counts(store) == (2, 4, 3)  # not due yet
+    clock.now += 1800
+    await writer.flush()
+    assert counts(store) == (1, 2, 3)
+    await writer.aclose()
+
+
+async def test_delete_expired_audit_counts_what_it_deleted(store: Store, tmp_path: Path) -> None:
+    """Retention as a function: a row exactly at the cutoff is kept, one a second older goes,
+    and the count says so."""
+    writer = AuditWriter(store, spill_dir=tmp_path, clock=FakeClock(NOW - 365 * DAY))
+    submit(writer, "at-cutoff", at=NOW - 30 * DAY)
+    submit(writer, "past-cutoff", at=NOW - 30 * DAY - 1)
+    await writer.flush()
+    assert delete_expired_audit(store, retention_days=30, now=NOW) == 1
+    assert delete_expired_audit(store, retention_days=30, now=NOW) == 0
+    assert counts(store) == (1, 2, 2)
+    await writer.aclose()
+
+
+async def test_audit_sink_is_a_writer_with_the_defaults(store: Store, tmp_path: Path) -> None:
+    """`audit_sink` gives a writer with the retention asked for and the documented defaults."""
+    writer = audit_sink(store, spill_dir=tmp_path, retention_days=7)
+    assert (writer.retention_days, writer.batch_size, writer.max_queue) == (7, 500, 10_000)
+    await writer.aclose()
+
+
+async def test_rows_the_store_rejects_hold_up_nothing(store: Store, tmp_path: Path) -> None:
+    """A request whose attempt entry breaks a column rule (no target) makes the store reject
+    its batch: that request's audit row alone is dropped and counted, the other request's rows
+    are written, and both usage entries are billed."""
+    writer = _writer(store, tmp_path)
+    submit(writer, "good")
+    broken = record("broken")
+    broken["attempts"][0]["target"] = None
+    writer.submit(broken, at=NOW, project="default", key_name="app", endpoint="/v1/messages",
+                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    await writer.flush()
+    assert counts(store) == (1, 2, 2)
+    assert (writer.rejected, writer.dropped, writer.queued, writer.spilled) == (1, 0, 0, 0)
+    await writer.aclose()
+
+
+async def test_a_spilled_entry_the_store_rejects_is_set_aside(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spilled usage entries the store rejects (no request id) or of the wrong shape go to a
+    `rejected-` file with an ERROR line; the others are written and the spill is emptied."""
+    writer = _writer(store, tmp_path)
+    good = {"id": "u1", "at": NOW, "request_id": "r1", "project": None, "key_name": None,
+            "provider": "openai", "model": "m", "input_tokens": 1, "output_tokens": 1,
+            "cache_read_tokens": 0, "cache_write_tokens": 0, "cost": None}  # fmt: skip
+    malformed = {"id": "u3", "at": "yesterday"}
+    writer._spill.append([good, {**good, "id": "u2", "request_id": None}, malformed])
+    await writer.flush()
+    assert counts(store) == (0, 0, 1)
+    assert writer.spilled == 0
+    (aside,) = (tmp_path / "spill").glob("rejected-*.jsonl")
+    assert [entry["id"] for entry in read_spill(aside)] == ["u2", "u3"]
+    assert any(r.levelno == logging.ERROR and "rejected 2 usage" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
+    await writer.aclose()
+
+
+async def test_long_and_nul_texts_are_cut_to_fit(store: Store, tmp_path: Path) -> None:
+    """A requested model longer than its column, with a NUL character, is stored cut to the
+    column's 256 characters without the NUL, instead of making the store refuse the batch."""
+    writer = _writer(store, tmp_path)
+    long = record("long")
+    long["requested_model"] = "m\x00" + "x" * 400
+    writer.submit(long, at=NOW, project="default", key_name="app", endpoint="/v1/messages",
+                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    await writer.flush()
+    found = get_request(store, "long")
+    assert found is not None
+    assert found["requested_model"] == "m" + "x" * 255
+    await writer.aclose()
