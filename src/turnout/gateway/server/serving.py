@@ -104,16 +104,18 @@ def open_control(
     from sqlalchemy.exc import SQLAlchemyError  # noqa: PLC0415
 
     from turnout.store import migrate, open_store  # noqa: PLC0415
+    from turnout.store.engine import start_lock  # noqa: PLC0415
     from turnout.store.file_sync import sync_file  # noqa: PLC0415
 
     try:
         store = open_store(url)
         if prepare:
             migrate(store)
-            try:
-                sync_file(store, file)
-            except NameTaken:  # another replica synced the same file at the same moment
-                sync_file(store, file)
+            with start_lock(store):
+                try:
+                    sync_file(store, file)
+                except NameTaken:  # another replica synced the same file at the same moment
+                    sync_file(store, file)
     except SQLAlchemyError as exc:
         shown = make_url(url).render_as_string(hide_password=True)
         rule = f"cannot open the store at {shown}: {type(exc).__name__}"
