@@ -324,11 +324,17 @@ def test_literal_secrets_become_variables_with_a_note() -> None:
 
 
 def test_unsupported_providers_are_skipped_and_noted() -> None:
-    """Bedrock, Vertex, Replicate and Cohere deployments are skipped, each noted."""
+    """Replicate and Cohere deployments are skipped, each noted (Bedrock's and Vertex's are
+    imported)."""
     result = convert("unsupported.yaml")
     config = load(result)
-    assert [r.name for r in config.routes] == ["anthropic-any", "gpt-4o"]
-    for index, provider in enumerate(["bedrock", "vertex_ai", "replicate", "cohere"]):
+    assert [r.name for r in config.routes] == [
+        "claude-bedrock",
+        "gemini-pro",
+        "anthropic-any",
+        "gpt-4o",
+    ]
+    for index, provider in [(2, "replicate"), (3, "cohere")]:
         assert any(
             n.startswith(f"not carried: model_list[{index}] (") and f"'{provider}'" in n
             for n in result.notes
@@ -691,7 +697,8 @@ def test_any_litellm_config_converts_to_a_loadable_configuration(
 
 def test_gemini_and_new_preset_prefixes_are_imported() -> None:
     """`gemini/` becomes the gemini kind and the newer vendors' prefixes their presets, each
-    with the key variable LiteLLM would read; Vertex and Bedrock stay skipped with a note."""
+    with the key variable LiteLLM would read; Vertex and Bedrock become their own
+    kinds."""
     result = convert("gemini_and_presets.yaml")
     config = load(result)
     check_engine_rules(config)
@@ -705,6 +712,8 @@ def test_gemini_and_new_preset_prefixes_are_imported() -> None:
         ("openai-compatible", "cerebras", "value-of-cerebras_api_key"),
         ("openai-compatible", "perplexity", "value-of-perplexityai_api_key"),
         ("openai-compatible", "lmstudio", None),
+        ("vertex", None, None),
+        ("bedrock", None, None),
     }
     flash = route(config, "flash")
     assert [t.model for t in flash.targets] == ["gemini-2.5-flash", "gemini-2.5-flash-lite"]
@@ -715,11 +724,93 @@ def test_gemini_and_new_preset_prefixes_are_imported() -> None:
         "meta-llama/Llama-3.3-70B-Instruct-Turbo",
         "accounts/fireworks/models/llama-v3p3-70b-instruct",
     ]
-    skipped = [n for n in result.notes if "deployment skipped" in n]
-    assert len(skipped) == 2
-    assert any("model_list[9] (" in n and "'vertex_ai'" in n for n in skipped)
-    assert any("model_list[10] (" in n and "'bedrock'" in n for n in skipped)
+    assert not [n for n in result.notes if "deployment skipped" in n]
     document = raw(result)
     gemini = next(p for p in document["providers"] if p["kind"] == "gemini")
     assert gemini["name"] == "gemini"
     assert "base_url" not in gemini
+
+
+def test_vertex_deployments_become_vertex_providers() -> None:
+    """`vertex_ai/…` deployments keep their project, location and credentials (a literal JSON
+    behind a variable, a path as a file, a variable as JSON with a note), one provider per
+    publisher."""
+    result, config = convert_text(
+        """
+model_list:
+  - model_name: pro
+    litellm_params:
+      model: vertex_ai/gemini-2.5-pro
+      vertex_project: proj-a
+      vertex_location: europe-west4
+      vertex_credentials: /secrets/sa.json
+  - model_name: sonnet
+    litellm_params:
+      model: vertex_ai/claude-sonnet-4-5@20250929
+      vertex_project: os.environ/VERTEX_PROJECT
+      vertex_location: us-east5
+      vertex_credentials: os.environ/VERTEX_SA
+  - model_name: opus
+    litellm_params:
+      model: vertex_ai/claude-opus-4-1
+      vertex_credentials: '{"type": "service_account", "private_key": "LITERAL"}'
+"""
+    )
+    assert {p.name: p.kind for p in config.providers}["vertex-claude"] == "vertex"
+    document = raw(result)
+    vertex = {p["name"]: p for p in document["providers"] if p["kind"] == "vertex"}
+    assert vertex["vertex-gemini"] == {
+        "name": "vertex-gemini",
+        "kind": "vertex",
+        "project": "proj-a",
+        "location": "europe-west4",
+        "credentials_file": "/secrets/sa.json",
+        "publisher": "google",
+        "model_patterns": ["gemini-2.5-pro"],
+    }
+    assert vertex["vertex-claude"]["credentials_json"] == "${VERTEX_SA}"
+    assert vertex["vertex-claude"]["project"] == "${VERTEX_PROJECT}"
+    assert vertex["vertex-claude"]["publisher"] == "anthropic"
+    opus = vertex["vertex-claude-2"]
+    assert opus["project"] == "${VERTEXAI_PROJECT}"
+    assert opus["credentials_json"].startswith("${TURNOUT_IMPORTED_KEY_")
+    assert "LITERAL" not in str(document)
+    assert any("rename credentials_json to credentials_file" in n for n in result.notes)
+    assert not any("vertex_project" in n or "vertex_location" in n for n in result.notes)
+
+
+def test_bedrock_deployments_are_imported() -> None:
+    """`bedrock/…` becomes the bedrock kind with LiteLLM's region, keys (as variables, a
+    literal one replaced) and profile; `bedrock/converse/…` sets `api` on its own provider."""
+    result, config = convert_text(
+        """
+model_list:
+  - model_name: claude
+    litellm_params:
+      model: bedrock/us.anthropic.claude-sonnet-4-20250514-v1:0
+      aws_region_name: us-west-2
+      aws_access_key_id: os.environ/AWS_KEY_ID
+      aws_secret_access_key: literal-aws-secret
+  - model_name: llama
+    litellm_params:
+      model: bedrock/converse/meta.llama3-70b-instruct-v1:0
+      aws_region_name: eu-central-1
+      aws_profile_name: prod
+"""
+    )
+    assert "literal-aws-secret" not in result.yaml
+    claude, llama = config.providers
+    assert (claude.kind, claude.region, claude.api) == ("bedrock", "us-west-2", None)
+    assert claude.access_key_id == "value-of-aws_key_id"
+    assert claude.secret_access_key == "value-of-turnout_imported_key_1"
+    assert (llama.kind, llama.region, llama.api, llama.profile) == (
+        "bedrock",
+        "eu-central-1",
+        "converse",
+        "prod",
+    )
+    assert [t.model for t in route(config, "llama").targets] == ["meta.llama3-70b-instruct-v1:0"]
+    assert [t.model for t in route(config, "claude").targets] == [
+        "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    ]
+    assert not [n for n in result.notes if "aws_" in n and "not carried" in n]

@@ -785,7 +785,7 @@ def test_rule_errors_keep_the_files_positions_after_a_broken_object() -> None:
             "providers[0].kind",
             (
                 "must be one of 'openai', 'anthropic', 'openai-compatible',"
-                " 'azure-openai', 'gemini' or 'mock' (got 'vendor')"
+                " 'azure-openai', 'gemini', 'vertex', 'bedrock' or 'mock' (got 'vendor')"
             ),
         ),
         ("routes[0].timeout", "unknown key 'timeout'; did you mean 'request_timeout'?"),

@@ -262,9 +262,9 @@ def test_catalog_entries() -> None:
     from turnout.vendors.catalog import GENERIC, VENDORS, vendor_entry
 
     assert set(VENDORS) == {
-        "openai", "anthropic", "azure-openai", "gemini", "deepseek", "groq", "kimi", "zai",
-        "xai", "ollama", "vllm", "mistral", "together", "fireworks", "openrouter",
-        "gemini-openai", "cerebras", "perplexity", "lmstudio", "mock",
+        "openai", "anthropic", "azure-openai", "gemini", "vertex", "deepseek", "groq", "kimi",
+        "zai", "xai", "ollama", "vllm", "mistral", "together", "fireworks", "openrouter",
+        "gemini-openai", "cerebras", "perplexity", "lmstudio", "bedrock", "mock",
     }  # fmt: skip
     assert vendor_entry("OpenAI").base_url == "https://api.openai.com/v1"
     assert vendor_entry("anthropic").family == "anthropic"

@@ -41,6 +41,7 @@ __all__ = [
     "ProviderFacts",
     "provider_family",
     "requirement_failure",
+    "vertex_family",
 ]
 
 DEFAULT_CACHE_SIZE = 4096
@@ -63,7 +64,20 @@ def provider_family(provider: ProviderConfig) -> str:
         return provider.kind
     if provider.kind == "azure-openai" and provider.wire is not None:
         return WIRE_FAMILIES[provider.wire]
+    if provider.kind == "vertex":
+        return vertex_family(provider)
     return "none"
+
+
+def vertex_family(provider: ProviderConfig) -> str:
+    """A `vertex` provider's family: its `publisher`'s (anthropic or gemini); without one,
+    anthropic when every one of its `model_patterns` names Claude models, else gemini."""
+    if provider.publisher is not None:
+        return "anthropic" if provider.publisher == "anthropic" else "gemini"
+    patterns = provider.model_patterns
+    if patterns and all(p.lower().startswith("claude") for p in patterns):
+        return "anthropic"
+    return "gemini"
 
 
 @dataclass(frozen=True, slots=True)

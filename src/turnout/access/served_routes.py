@@ -65,18 +65,24 @@ def provider_wire(provider: ProviderConfig) -> str:
         return MESSAGES_WIRE
     if provider.kind == "gemini":
         return _GEMINI_WIRE
+    if provider.kind == "vertex":
+        return MESSAGES_WIRE if provider_family(provider) == "anthropic" else _GEMINI_WIRE
+    if provider.kind == "bedrock":
+        # Claude models on Bedrock speak Anthropic Messages (the default `api`).
+        return "bedrock-converse" if provider.api == "converse" else MESSAGES_WIRE
     if provider.kind in ("azure-openai", "mock") and provider.wire is not None:
         return provider.wire
     return _OPENAI_WIRE
 
 
 def credential_mode(provider: ProviderConfig) -> Literal["org_key", "passthrough"]:
-    """`org_key` when the provider has an `api_key` or needs none by nature (`mock`, the
-    `ollama`/`vllm`/`lmstudio` presets, an `openai-compatible` server on loopback without a
-    key), else `passthrough`; an explicit `credential_mode` wins."""
+    """`org_key` when the provider has an `api_key` or needs none by nature (`mock`, `vertex`
+    with its cloud credentials, the `ollama`/`vllm`/`lmstudio` presets, an `openai-compatible`
+    server on loopback without a key), else `passthrough`; an explicit `credential_mode`
+    wins."""
     if provider.credential_mode is not None:
         return provider.credential_mode
-    if provider.api_key or provider.kind == "mock":
+    if provider.api_key or provider.kind in ("mock", "vertex", "bedrock"):
         return "org_key"
     if provider.kind == "openai-compatible":
         if provider.preset in KEYLESS_PRESETS:

@@ -12,6 +12,7 @@ its static attempt total, a provider that gets no implicit route, a target exclu
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.bindings import RouteModels, check_bindings, route_models
@@ -159,6 +160,17 @@ _KIND_OPTIONS: Mapping[str, frozenset[str]] = {
     "wire": frozenset({"azure-openai", "mock"}),
     "api_version": frozenset({"azure-openai"}),
     "script": frozenset({"mock"}),
+    "project": frozenset({"vertex"}),
+    "location": frozenset({"vertex"}),
+    "credentials_file": frozenset({"vertex"}),
+    "credentials_json": frozenset({"vertex"}),
+    "publisher": frozenset({"vertex"}),
+    "region": frozenset({"bedrock"}),
+    "access_key_id": frozenset({"bedrock"}),
+    "secret_access_key": frozenset({"bedrock"}),
+    "session_token": frozenset({"bedrock"}),
+    "profile": frozenset({"bedrock"}),
+    "api": frozenset({"bedrock"}),
 }
 
 
@@ -186,6 +198,10 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
             errors.append(
                 (f"{base}.base_url", "an azure-openai provider needs base_url (its endpoint)")
             )
+    if kind == "vertex":
+        errors.extend(vertex_problems(base, provider))
+    if kind == "bedrock":
+        errors.extend(_bedrock_problems(base, provider))
     if kind == "openai-compatible" and not provider.base_url and provider.preset is None:
         errors.append(
             (f"{base}.base_url", "an openai-compatible provider needs base_url or preset")
@@ -201,6 +217,43 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
             )
     if provider.script:
         errors.extend(_script_problems(base, provider.script))
+    return errors
+
+
+def vertex_problems(base: str, provider: ProviderConfig) -> Problems:
+    """A `vertex` provider: a project, one credentials source at most, no `api_key`, and the
+    `gcp` extra installed (looked up, not imported)."""
+    # Imported here: the check is only for configurations that have a vertex provider.
+    from turnout.providers._google_auth import GCP_EXTRA, google_auth_installed  # noqa: PLC0415
+
+    errors: Problems = []
+    if not provider.project:
+        errors.append((f"{base}.project", "a vertex provider needs project (a Google Cloud id)"))
+    if provider.credentials_file and provider.credentials_json:
+        rule = "give credentials_file or credentials_json, not both"
+        errors.append((f"{base}.credentials_json", rule))
+    if provider.api_key:
+        rule = "a vertex provider authenticates with Google Cloud credentials, not api_key"
+        errors.append((f"{base}.api_key", rule))
+    if not google_auth_installed():
+        rule = f"a vertex provider needs the google-auth library: {GCP_EXTRA}"
+        errors.append((f"{base}.kind", rule))
+    return errors
+
+
+def _bedrock_problems(base: str, provider: ProviderConfig) -> Problems:
+    """A bedrock provider needs the aws extra installed, its two keys together, and signs
+    with its own credentials (never a caller's)."""
+    errors: Problems = []
+    if importlib.util.find_spec("botocore") is None:
+        rule = "a bedrock provider needs the aws extra (botocore): pip install 'turnout[aws]'"
+        errors.append((f"{base}.kind", rule))
+    if bool(provider.access_key_id) != bool(provider.secret_access_key):
+        rule = "access_key_id and secret_access_key are given together or not at all"
+        errors.append((f"{base}.access_key_id", rule))
+    if provider.credential_mode == "passthrough":
+        rule = "a bedrock provider signs with AWS credentials: org_key only"
+        errors.append((f"{base}.credential_mode", rule))
     return errors
 
 

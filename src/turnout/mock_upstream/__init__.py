@@ -17,6 +17,10 @@ endpoint                                                   answer
 ``POST /v1beta/models/{model}:generateContent``            Gemini answer (``mock_upstream.gemini``)
 ``POST /v1beta/models/{model}:streamGenerateContent``      Gemini SSE events
 ``POST /v1beta/models/{model}:batchEmbedContents``         one deterministic vector per request
+``POST /model/{modelId}/converse``                         Bedrock answer (``.bedrock``)
+``POST /model/{modelId}/converse-stream``                  Bedrock event-stream frames
+``POST /model/{modelId}/invoke``                           Anthropic message for Claude on Bedrock
+``POST /model/{modelId}/invoke-with-response-stream``      Anthropic events in ``chunk`` frames
 =========================================================  ======================================
 
 Any path ending in those suffixes is served (so base URLs with a prefix work). Answers read

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from turnout.mock_upstream import answers, gemini, responses
+from turnout.mock_upstream import answers, bedrock, gemini, responses, vertex
 from turnout.mock_upstream.faults import NO_FAULT, Fault, FaultBook, split_model
 from turnout.mock_upstream.log import LoggedRequest, RequestLog
 from turnout.mock_upstream.tools import pick_tool_call
@@ -38,9 +38,12 @@ def _endpoint(method: str, path: str) -> str | None:
     if method in ("GET", "DELETE") and "/responses/" in path:
         return "stored_response"
     if method == "POST":
-        for suffix, name in gemini.ENDPOINTS.items():
-            if path.endswith(suffix) and "/models/" in path:
-                return name
+        found = bedrock.endpoint(path)
+        if found is not None:
+            return found
+        named = _model_endpoint(path)
+        if named is not None:
+            return named
         if path.endswith("/responses"):
             return "responses"
         if path.endswith("/chat/completions"):
@@ -56,14 +59,41 @@ def _endpoint(method: str, path: str) -> str | None:
     return None
 
 
-_ANSWERS = frozenset({"chat", "messages", "responses", "gemini", "gemini_stream"})
+def _model_endpoint(path: str) -> str | None:
+    """The endpoint of a path naming its model (Gemini's, and Vertex's Claude ones)."""
+    if vertex.is_vertex(path):
+        for suffix, name in vertex.ENDPOINTS.items():
+            if path.endswith(suffix):
+                return name
+    for suffix, name in gemini.ENDPOINTS.items():
+        if path.endswith(suffix) and "/models/" in path:
+            return name
+    return None
+
+
+_ANSWERS = frozenset(
+    {
+        "chat",
+        "messages",
+        "responses",
+        "gemini",
+        "gemini_stream",
+        "bedrock_converse",
+        "bedrock_converse_stream",
+        "bedrock_invoke",
+        "bedrock_invoke_stream",
+    }
+)
 """The endpoints whose answers can be streamed or carry a tool call."""
 
 
 def _api(endpoint: str) -> str:
-    """Which vendor's shapes an endpoint answers in: `openai`, `anthropic` or `gemini`."""
+    """Which vendor's shapes an endpoint answers in: `openai`, `anthropic`, `gemini` or
+    `bedrock`."""
     if endpoint in {"messages", "count_tokens"}:
         return "anthropic"
+    if endpoint.startswith("bedrock"):
+        return "bedrock"
     return "gemini" if endpoint.startswith("gemini") else "openai"
 
 
@@ -114,7 +144,7 @@ class _Call:
     ) -> None:
         self.endpoint = endpoint
         self.api = _api(endpoint)
-        self.stream = body.get("stream") is True or endpoint == "gemini_stream"
+        self.stream = body.get("stream") is True or endpoint in {"gemini_stream", *bedrock.STREAMS}
         self.body = body
         self.model = model
         self.base = base
@@ -124,7 +154,11 @@ class _Call:
         # A refusal answers no tool call; only chat, messages, responses and Gemini answers
         # can carry one.
         calls_tools = endpoint in _ANSWERS and not fault.refuse
-        offered = gemini.as_openai_tools(body) if self.api == "gemini" else body
+        offered = body
+        if self.api == "gemini":
+            offered = gemini.as_openai_tools(body)
+        elif endpoint.startswith("bedrock_converse"):
+            offered = bedrock.as_openai_tools(body)
         self.tool_call: ToolCall | None = (
             pick_tool_call(offered, fault.tool_call) if calls_tools else None
         )
@@ -136,7 +170,11 @@ class MockUpstreamApp:
     `log` is the request log; `faults` holds scripts and sequence positions; `hold_limit`
     (seconds, default 300) bounds hangs and stalls; `clock` (default the loop's) times every
     delay a fault asks for; `gemini_key` (default none: any key) is the key Gemini requests
-    must carry in `x-goog-api-key` (`turnout.mock_upstream.gemini`, Rule 2).
+    must carry in `x-goog-api-key` (`turnout.mock_upstream.gemini`, Rule 2); `vertex_token`
+    (default none) a bearer token Vertex requests may carry besides those the mock's own token
+    endpoint issued (`turnout.mock_upstream.vertex`).
+    `aws_credentials` (access key id, secret key; default none: any signature) are what
+    Bedrock requests must be signed with (`turnout.mock_upstream.bedrock`, Rule 2).
     """
 
     def __init__(
@@ -146,8 +184,12 @@ class MockUpstreamApp:
         hold_limit: float = 300.0,
         clock: Clock | None = None,
         gemini_key: str | None = None,
+        vertex_token: str | None = None,
+        aws_credentials: tuple[str, str] | None = None,
     ) -> None:
         self.gemini_key = gemini_key
+        self.tokens = vertex.TokenIssuer(vertex_token)
+        self.aws_credentials = aws_credentials
         self.log = RequestLog(log_limit)
         self.faults = FaultBook()
         self.hold_limit = hold_limit
@@ -159,6 +201,10 @@ class MockUpstreamApp:
         request = exchange.request
         if request.path.startswith("/_mock/"):
             self._control(exchange)
+            return
+        if (request.method, request.path) == ("POST", "/token"):
+            status, body = self.tokens.grant(request.body)
+            exchange.respond(status, body)
             return
         endpoint = _endpoint(request.method, request.path)
         if endpoint is None:
@@ -181,14 +227,19 @@ class MockUpstreamApp:
         headers = [("x-request-id", request_id)]
         if endpoint in {"messages", "count_tokens"}:
             headers.append(("request-id", request_id))
+        elif _api(endpoint) == "bedrock":
+            headers.append(("x-amzn-requestid", request_id))
         try:
             parsed = orjson.loads(request.body)
         except orjson.JSONDecodeError:
             parsed = None
         body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         model = body.get("model")
-        if _api(endpoint) == "gemini":
+        on_vertex = vertex.is_vertex(request.path)
+        if _api(endpoint) == "gemini" or on_vertex:
             model = gemini.model_of(request.path)
+        elif _api(endpoint) == "bedrock":
+            model = bedrock.model_of(request.path)
         elif not isinstance(model, str):
             match = _DEPLOYMENT.search(request.path)
             model = match.group(1) if match else ""
@@ -196,13 +247,12 @@ class MockUpstreamApp:
         header_spec = request.headers.get("x-mock-fault")
         if header_spec is not None:
             spec = header_spec
-        entry = self._log(request, model, body, request_id, stream=endpoint == "gemini_stream")
-        refusal = None
-        if _api(endpoint) == "gemini":
-            refusal = gemini.key_refusal(request.headers, request.query, self.gemini_key)
+        streamed = endpoint in {"gemini_stream", *bedrock.STREAMS}
+        entry = self._log(request, model, body, request_id, stream=streamed)
+        refusal = self._refusal(request, endpoint, body)
         if refusal is not None:
             entry.status = refusal.status
-            exchange.respond(refusal.status, refusal.body, headers=headers)
+            exchange.respond(refusal.status, refusal.body, headers=[*headers, *refusal.headers])
             return None
         if not isinstance(parsed, dict):
             message = "could not parse the JSON body" if parsed is None else "expected an object"
@@ -214,9 +264,27 @@ class MockUpstreamApp:
             self._invalid(exchange, endpoint, entry, headers, f"mock fault: {exc}")
             return None
         entry.fault = fault
-        return _Call(
+        call = _Call(
             endpoint, body=body, model=model, base=base, fault=fault, entry=entry, headers=headers
         )
+        if on_vertex and call.api == "anthropic":
+            call.api = "vertex-anthropic"
+        return call
+
+    def _refusal(self, request: Request, endpoint: str, body: dict[str, Any]) -> ErrorReply | None:
+        """What refuses a request before any fault plays: a Gemini key or a Bedrock signature
+        that is not the test one, a Vertex bearer token it did not issue, a Bedrock InvokeModel
+        body Bedrock would refuse."""
+        if vertex.is_vertex(request.path):
+            return vertex.bearer_refusal(request.headers, self.tokens)
+        if _api(endpoint) == "gemini":
+            return gemini.key_refusal(request.headers, request.query, self.gemini_key)
+        if _api(endpoint) != "bedrock":
+            return None
+        refusal = bedrock.signature_refusal(request, self.aws_credentials)
+        if refusal is None and endpoint.startswith("bedrock_invoke"):
+            refusal = bedrock.check_invoke_body(body)
+        return refusal
 
     def _log(
         self,
@@ -253,7 +321,7 @@ class MockUpstreamApp:
         fault = Fault(status=400, message=message)
         reply = self._error(fault, _api(endpoint), entry.model or "", headers[0][1])
         entry.status = reply.status
-        exchange.respond(reply.status, reply.body, headers=headers)
+        exchange.respond(reply.status, reply.body, headers=[*headers, *reply.headers])
 
     # --- playback ---------------------------------------------------------------------------
     async def _play(self, exchange: Exchange, call: _Call) -> None:
@@ -274,7 +342,7 @@ class MockUpstreamApp:
         if fault.is_error:
             reply = self._error(fault, call.api, call.model, call.entry.request_id or "")
             call.entry.status = reply.status
-            headers = [*call.headers, *retry_headers(fault)]
+            headers = [*call.headers, *retry_headers(fault), *reply.headers]
             exchange.respond(reply.status, reply.body, headers=headers)
             return
         good = orjson.dumps(self._whole(call))
@@ -298,6 +366,10 @@ class MockUpstreamApp:
         """The error answer of `fault` in the shapes of `api`."""
         if api == "gemini":
             return gemini.error_reply(fault, model=split_model(model)[0])
+        if api == "vertex-anthropic":
+            return vertex.claude_error(fault, model=split_model(model)[0], request_id=request_id)
+        if api == "bedrock":
+            return bedrock.error_reply(fault)
         return error_reply(fault, api=api, model=model, request_id=request_id)
 
     def _whole(self, call: _Call, *, keep: bool = False) -> dict[str, Any]:
@@ -311,6 +383,12 @@ class MockUpstreamApp:
             prompt = gemini.prompt_tokens(call.body)
             return gemini.whole(
                 call.model, text, prompt=prompt, refuse=fault.refuse, call=call.tool_call
+            )
+        if call.endpoint.startswith("bedrock_converse"):
+            text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
+            prompt = bedrock.prompt_tokens(call.body)
+            return bedrock.converse_whole(
+                text, prompt=prompt, refuse=fault.refuse, call=call.tool_call
             )
         if call.endpoint == "responses":
             text = responses.json_answer(call.body) or answers.answer_text(call.base, fault.chunks)
@@ -327,12 +405,13 @@ class MockUpstreamApp:
         prompt = answers.prompt_tokens(call.body)
         if call.endpoint == "count_tokens":
             return {"input_tokens": prompt}
+        messages = call.endpoint in {"messages", "bedrock_invoke", "bedrock_invoke_stream"}
         if call.tool_call is not None:
-            if call.endpoint == "messages":
+            if messages:
                 return answers.anthropic_tool_message(call.model, call.tool_call, prompt=prompt)
             return answers.openai_tool_completion(call.model, call.tool_call, prompt=prompt)
         text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
-        if call.endpoint == "messages":
+        if messages:
             stop = "refusal" if fault.refuse else "end_turn"
             return answers.anthropic_message(call.model, text, prompt=prompt, stop_reason=stop)
         finish = "content_filter" if fault.refuse else "stop"
@@ -376,11 +455,17 @@ class MockUpstreamApp:
                 call.model, pieces, prompt=prompt, refuse=fault.refuse, call=tool
             )
             return plan, None
-        if call.endpoint == "messages":
+        if call.endpoint == "bedrock_converse_stream":
+            prompt = bedrock.prompt_tokens(call.body)
+            plan = bedrock.converse_plan(pieces, prompt=prompt, refuse=fault.refuse, call=tool)
+            return plan, None
+        if call.endpoint in {"messages", "bedrock_invoke_stream"}:
             stop = "tool_use" if tool else "refusal" if fault.refuse else "end_turn"
             plan = answers.anthropic_stream(
                 call.model, pieces, prompt=prompt, stop_reason=stop, tool_name=name
             )
+            if call.endpoint == "bedrock_invoke_stream":
+                plan = bedrock.invoke_plan(plan)
             return plan, None
         options = call.body.get("stream_options")
         include = isinstance(options, dict) and options.get("include_usage") is True
@@ -394,7 +479,8 @@ class MockUpstreamApp:
         fault = call.fault
         plan, final = self._plan(call)
         call.entry.status = 200
-        exchange.start_stream(200, headers=call.headers)
+        kind = bedrock.CONTENT_TYPE if call.api == "bedrock" else "text/event-stream"
+        exchange.start_stream(200, content_type=kind, headers=call.headers)
         for event in plan.head:
             await exchange.send(event)
         if fault.error_event:

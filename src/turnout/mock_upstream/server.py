@@ -49,7 +49,11 @@ class MockUpstream:
 
     `host` defaults to 127.0.0.1, `port` to 0 (a free port); `hold_limit` (seconds, default 300)
     bounds hangs and stalls; `log_limit` (default 10,000) bounds the request log;
-    `gemini_key` (default none) is the key Gemini requests must carry in `x-goog-api-key`.
+    `gemini_key` (default none) is the key Gemini requests must carry in `x-goog-api-key`;
+    `vertex_token` (default none) a bearer token Vertex requests may carry besides the ones
+    its `POST /token` endpoint issues.
+    `aws_credentials` (access key id, secret key; default none) are what Bedrock requests
+    must be signed with.
     """
 
     def __init__(
@@ -60,11 +64,17 @@ class MockUpstream:
         hold_limit: float = 300.0,
         log_limit: int = 10_000,
         gemini_key: str | None = None,
+        vertex_token: str | None = None,
+        aws_credentials: tuple[str, str] | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.app = MockUpstreamApp(
-            log_limit=log_limit, hold_limit=hold_limit, gemini_key=gemini_key
+            log_limit=log_limit,
+            hold_limit=hold_limit,
+            gemini_key=gemini_key,
+            vertex_token=vertex_token,
+            aws_credentials=aws_credentials,
         )
         self._server: asyncio.Server | None = None
         self._live: set[_Connection] = set()
@@ -226,6 +236,13 @@ class ThreadedMockUpstream:
         self.stop()
 
 
+def _aws_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
+    key_id, secret = args.aws_access_key_id, args.aws_secret_access_key
+    if bool(key_id) != bool(secret):
+        raise SystemExit("--aws-access-key-id and --aws-secret-access-key go together")
+    return (key_id, secret) if key_id and secret else None
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM with the parsed `args`; returns the exit status."""
     upstream = MockUpstream(
@@ -234,6 +251,8 @@ def run(args: argparse.Namespace) -> int:
         hold_limit=args.hold_limit,
         log_limit=args.log_limit,
         gemini_key=args.gemini_key,
+        vertex_token=getattr(args, "vertex_token", None),
+        aws_credentials=_aws_credentials(args),
     )
 
     async def serve() -> None:

@@ -89,6 +89,7 @@ class ErrorReply:
     status: int
     body: bytes
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def _openai_type(status: int) -> str:

@@ -13,6 +13,11 @@ kind                   class                    wire format and family
 ``azure-openai``       `AzureOpenAI`            the required ``wire``; its family
 ``gemini``             `Gemini`                 Gemini generateContent + batchEmbedContents;
                                                 gemini
+``vertex``             `Vertex`                 Gemini generateContent or Anthropic Messages
+                                                (rawPredict), by the model's publisher; gemini or
+                                                anthropic
+``bedrock``            `Bedrock`                Bedrock Converse, or Anthropic Messages through
+                                                InvokeModel for Claude models; none
 ``mock``               `MockProvider`           in-process, scripted, no network; none
 =====================  =======================  ==================================================
 
@@ -26,9 +31,12 @@ connection cap) a provider is built with.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from turnout.providers.anthropic import Anthropic
 from turnout.providers.azure_openai import AzureOpenAI
 from turnout.providers.base import HttpProvider
+from turnout.providers.bedrock import Bedrock
 from turnout.providers.gemini import Gemini
 from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
@@ -36,10 +44,14 @@ from turnout.providers.openai import OpenAI
 from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
 from turnout.providers.transport import HttpOptions, HttpTimeouts, Timeouts
 
+if TYPE_CHECKING:
+    from turnout.providers.vertex import Vertex
+
 __all__ = [
     "PRESETS",
     "Anthropic",
     "AzureOpenAI",
+    "Bedrock",
     "Gemini",
     "Http1Transport",
     "HttpOptions",
@@ -49,4 +61,14 @@ __all__ = [
     "OpenAI",
     "OpenAICompatible",
     "Timeouts",
+    "Vertex",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`Vertex` is loaded when first asked for: only a vertex provider needs its modules."""
+    if name == "Vertex":
+        from turnout.providers.vertex import Vertex  # noqa: PLC0415
+
+        return Vertex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -79,7 +79,13 @@ __all__ = [
 
 logger = logging.getLogger("turnout.providers")
 
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id", "x-ms-request-id")
+_REQUEST_ID_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "apim-request-id",
+    "x-ms-request-id",
+    "x-amzn-requestid",
+)
 
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """The largest answer (decompressed) or stream event a provider takes by default: 32 MiB."""

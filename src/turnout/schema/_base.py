@@ -11,7 +11,16 @@ from pydantic.alias_generators import to_camel
 __all__ = ["ErrorClassName", "Model", "Preset", "ProviderKind", "Seconds"]
 
 ErrorClassName = Literal["provider_error", "timeout", "rate_limited", "quota_exhausted", "auth"]
-ProviderKind = Literal["openai", "anthropic", "openai-compatible", "azure-openai", "gemini", "mock"]
+ProviderKind = Literal[
+    "openai",
+    "anthropic",
+    "openai-compatible",
+    "azure-openai",
+    "gemini",
+    "vertex",
+    "bedrock",
+    "mock",
+]
 Preset = Literal[
     "deepseek",
     "groq",

@@ -46,7 +46,10 @@ class ProviderConfig(Model):
     kind: ProviderKind = Field(
         description="The adapter: `openai`, `anthropic`, `openai-compatible` (any server "
         "speaking OpenAI Chat Completions), `azure-openai`, `gemini` (Google's native Gemini "
-        "API; the key goes in `x-goog-api-key`), or `mock` (built in, scripted, no network).",
+        "API; the key goes in `x-goog-api-key`), `vertex` (Google Cloud Vertex AI: Gemini "
+        "and Claude models with Google Cloud credentials; needs `pip install 'turnout[gcp]'`), "
+        "`bedrock` (AWS Bedrock, SigV4-signed; needs "
+        "`pip install 'turnout[aws]'`), or `mock` (built in, scripted, no network).",
     )
     api_key: str | None = Field(
         None,
@@ -76,12 +79,71 @@ class ProviderConfig(Model):
         description="`azure-openai` only: the `api-version` query parameter (default "
         "`2024-10-21`).",
     )
+    project: str | None = Field(
+        None,
+        description="`vertex` only, required: the Google Cloud project id the calls bill to.",
+    )
+    location: str | None = Field(
+        None,
+        description="`vertex` only: the Vertex AI region, e.g. `us-central1` (the default) or "
+        "`global`. The endpoint is `https://{location}-aiplatform.googleapis.com` "
+        "(`https://aiplatform.googleapis.com` for `global`) unless `base_url` says otherwise.",
+    )
+    credentials_file: str | None = Field(
+        None,
+        description="`vertex` only: the path of a service-account JSON key file. Without it "
+        "or `credentials_json`, application-default credentials are used "
+        "(`GOOGLE_APPLICATION_CREDENTIALS`, `gcloud auth application-default login`, or the "
+        "metadata server on Google Cloud).",
+    )
+    credentials_json: str | None = Field(
+        None,
+        description='`vertex` only: the service-account JSON itself, usually `"${VAR}"`.',
+    )
+    publisher: Literal["google", "anthropic"] | None = Field(
+        None,
+        description="`vertex` only: the publisher of every model this provider serves: "
+        "`google` (Gemini, family gemini) or `anthropic` (Claude over Anthropic Messages, "
+        "family anthropic). Default: by the model name (`claude-*` is anthropic, anything else "
+        "google); the provider's family is anthropic when every one of its `model_patterns` "
+        "starts with `claude`, else gemini.",
+    )
+    # `bedrock` providers only: the AWS region, credentials and API (see providers.bedrock).
+    region: str | None = Field(
+        None,
+        description="`bedrock` only: the AWS region (default `us-east-1`); it names the "
+        "endpoint `https://bedrock-runtime.{region}.amazonaws.com` and the signing region.",
+    )
+    access_key_id: str | None = Field(
+        None,
+        description="`bedrock` only: the AWS access key id, with `secret_access_key` (and "
+        "`session_token` for temporary keys). Default: the standard AWS credential chain "
+        "(environment, `profile`, container or instance role).",
+    )
+    secret_access_key: str | None = Field(
+        None, description="`bedrock` only: the AWS secret access key, with `access_key_id`."
+    )
+    session_token: str | None = Field(
+        None, description="`bedrock` only: the session token of temporary AWS credentials."
+    )
+    profile: str | None = Field(
+        None,
+        description="`bedrock` only: the AWS shared-config profile the credential chain reads.",
+    )
+    api: Literal["converse", "invoke"] | None = Field(
+        None,
+        description="`bedrock` only: `converse` (Bedrock's Converse API) or `invoke` "
+        "(Anthropic Messages through InvokeModel, which keeps `cache_control`, thinking and "
+        "betas). Default: `invoke` for Claude models (`anthropic.…`, `us.anthropic.…` …), "
+        "`converse` for the rest.",
+    )
     credential_mode: Literal["org_key", "passthrough"] | None = Field(
         None,
         description="`org_key`: calls use this provider's own credential. `passthrough`: "
         "calls use the caller's own provider credential, and only callers that send one are "
-        "served. Default: `org_key` when there is an `api_key` or none is needed (`mock`, the "
-        "`ollama`, `vllm` and `lmstudio` presets, a server on loopback), else `passthrough`.",
+        "served. Default: `org_key` when there is an `api_key` or none is needed (`mock`, "
+        "`vertex`, the `ollama`, `vllm` and `lmstudio` presets, a server on loopback), else "
+        "`passthrough`.",
     )
     model_patterns: tuple[str, ...] = Field(
         (),

@@ -264,6 +264,16 @@ _ENTRIES = (
         content_messages=_GEMINI_CONTENT,
     ),
     _entry(
+        # Vertex AI: Google's error envelope, with Claude's own errors on its Claude endpoints
+        # (`turnout.vendors.vertex_errors`); the family follows the model's publisher.
+        "vertex",
+        family="gemini",
+        error_reader=read_google_error,
+        quota_messages=("purchase credits",),
+        context_messages=_GEMINI_CONTEXT,
+        content_messages=(*_GEMINI_CONTENT, "output blocked by content filtering"),
+    ),
+    _entry(
         "deepseek",
         key_env="DEEPSEEK_API_KEY",
         base_url="https://api.deepseek.com/v1",
@@ -348,6 +358,13 @@ _ENTRIES = (
     _entry("cerebras", base_url="https://api.cerebras.ai/v1", key_env="CEREBRAS_API_KEY"),
     _entry("perplexity", base_url="https://api.perplexity.ai", key_env="PERPLEXITY_API_KEY"),
     _entry("lmstudio", base_url="http://127.0.0.1:1234/v1", embeddings=True),
+    _entry(
+        # AWS Bedrock: errors read by `turnout.vendors.aws_errors` first.
+        "bedrock",
+        quota_types=("servicequotaexceededexception",),
+        context_messages=("too long", "context window", "context length", "too many tokens"),
+        content_messages=("blocked by guardrail",),
+    ),
     _entry("mock", embeddings=True),
 )
 

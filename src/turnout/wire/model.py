@@ -42,7 +42,12 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 WireFormat = Literal[
-    "openai-chat", "anthropic-messages", "openai-embeddings", "openai-responses", "gemini-generate"
+    "openai-chat",
+    "anthropic-messages",
+    "openai-embeddings",
+    "openai-responses",
+    "gemini-generate",
+    "bedrock-converse",
 ]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
 

@@ -26,6 +26,9 @@ attempt's reason:
 - vendor blocks no codec models (`NativeBlock`: audio input, file ids, server tool results).
 - into Gemini (`turnout.wire.gemini`): `cache_control`, `user`, `metadata`, images and
   documents by URL, thinking blocks from another format, and the fields above.
+- into Bedrock Converse (`turnout.wire.bedrock_converse`): `seed`, `response_format`,
+  `reasoning_effort`, `user`, `metadata`, unsigned thinking, images and documents by URL, and
+  the fields above.
 
 A request that needs a tool which is not a plain function (Anthropic server tools such as
 `web_search_*` or `code_execution_*`, OpenAI custom tools or `web_search_options`) cannot be
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from turnout.wire import bedrock_converse
 from turnout.wire.model import DocumentPart, ImagePart, NativeBlock, TextPart, ThinkingPart
 
 if TYPE_CHECKING:
@@ -106,6 +110,8 @@ def untranslatable(request: ChatRequest, target_format: WireFormat) -> list[str]
         _into_anthropic(request, found)
     elif target_format == "gemini-generate":
         _into_gemini(request, found)
+    elif target_format == "bedrock-converse":
+        bedrock_converse.untranslatable_into(request, found)
     return list(found)
 
 

@@ -4,8 +4,12 @@ A deployment's provider comes from the prefix of `litellm_params.model` (`azure/
 or `custom_llm_provider`, or, for a bare model name, the vendor LiteLLM would infer (`gpt-*`,
 `o1…`, `claude-*`). `gemini/…` becomes the `gemini` kind; `mistral/`, `together_ai/`,
 `fireworks_ai/`, `openrouter/`, `cerebras/`, `perplexity/` and `lm_studio/` become
-`openai-compatible` providers with that vendor's preset. Unsupported providers (`vertex_ai/`
-and `bedrock/` among them) and malformed entries are skipped with a note. A
+`openai-compatible` providers with that vendor's preset; `vertex_ai/…` becomes the `vertex`
+kind (`turnout.config.litellm._vertex`). `bedrock/…` becomes the `bedrock` kind
+(`bedrock/converse/…` and `bedrock/invoke/…` set its `api`; `aws_region_name`, the AWS keys
+and `aws_profile_name` become its region and credentials, keys as `${VAR}` references; without
+keys it reads the standard AWS chain, as LiteLLM does). Unsupported providers and
+malformed entries are skipped with a note. A
 missing `api_key` becomes the environment variable LiteLLM itself would read
 (`${OPENAI_API_KEY}` …), so the imported provider keeps using an organisation key.
 
@@ -28,6 +32,7 @@ from turnout.config.litellm._values import (
     reference_of,
     text_of,
 )
+from turnout.config.litellm._vertex import VERTEX_PARAMS, vertex_fields
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -43,6 +48,7 @@ _KINDS: Mapping[str, tuple[str, str | None]] = {
     "anthropic": ("anthropic", None),
     "azure": ("azure-openai", None),
     "gemini": ("gemini", None),
+    "vertex_ai": ("vertex", None),
     "deepseek": ("openai-compatible", "deepseek"),
     "groq": ("openai-compatible", "groq"),
     "xai": ("openai-compatible", "xai"),
@@ -58,6 +64,7 @@ _KINDS: Mapping[str, tuple[str, str | None]] = {
     "cerebras": ("openai-compatible", "cerebras"),
     "perplexity": ("openai-compatible", "perplexity"),
     "lm_studio": ("openai-compatible", "lmstudio"),
+    "bedrock": ("bedrock", None),
     "litellm_proxy": ("openai-compatible", None),
 }
 # The variables LiteLLM reads when a deployment names no key or base URL.
@@ -95,8 +102,17 @@ _PARAMS_READ = frozenset(
         "model", "api_key", "api_base", "custom_llm_provider", "timeout", "stream_timeout",
         "max_retries", "num_retries", "weight", "rpm", "tpm", "order",
         "input_cost_per_token", "output_cost_per_token",
+        "aws_region_name", "aws_access_key_id", "aws_secret_access_key", "aws_session_token",
+        "aws_profile_name",
     }
 )  # fmt: skip
+# LiteLLM's AWS settings -> the bedrock provider's fields (secrets as `${VAR}` references).
+_AWS_FIELDS = {
+    "aws_access_key_id": "access_key_id",
+    "aws_secret_access_key": "secret_access_key",
+    "aws_session_token": "session_token",
+}
+_BEDROCK_APIS = ("converse", "invoke")
 _INFO_READ = frozenset(
     {"id", "mode", "input_cost_per_token", "output_cost_per_token", "max_input_tokens"}
 )
@@ -129,6 +145,12 @@ class ProviderSpec:
     api_version: str | None = None
     api_key: str | None = None  # always a ${VAR} reference, never a literal
     headers: tuple[tuple[str, str], ...] = ()
+    cloud: tuple[tuple[str, str], ...] = ()
+    """A cloud kind's own fields (`vertex`: project, location, credentials, publisher)."""
+    # bedrock only: region, api, profile and the AWS keys (always ${VAR} references).
+    region: str | None = None
+    api: str | None = None
+    aws: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +296,9 @@ def _split_model(params: Mapping[str, Any]) -> tuple[str, str]:
         prefix = custom.strip()
         return prefix, raw.removeprefix(prefix + "/")
     head, slash, tail = raw.partition("/")
+    if slash and head == "bedrock":
+        api, slash_api, model = tail.partition("/")
+        return head, model if slash_api and api in _BEDROCK_APIS else tail
     if slash:
         return head, tail
     if _BARE_OPENAI.match(raw):
@@ -285,6 +310,8 @@ def _provider(
     prefix: str, params: Mapping[str, Any], path: str, secrets: Secrets, notes: Notes
 ) -> ProviderSpec:
     kind, preset = _KINDS[prefix]
+    if kind == "bedrock":
+        return _bedrock(params, path, secrets, notes)
     base = text_of(params.get("api_base"))
     key = reference_of(params.get("api_key"), f"{path}.litellm_params.api_key", secrets, notes)
     if prefix == "openai" and base is not None and base.rstrip("/") == _OPENAI_BASE:
@@ -303,6 +330,10 @@ def _provider(
         headers = (("OpenAI-Organization", organization),)
     elif "organization" in params:
         notes.drop(f"{path}.litellm_params.organization", "only OpenAI-style providers take it")
+    cloud: tuple[tuple[str, str], ...] = ()
+    if kind == "vertex":
+        model = str(params["model"]).removeprefix(prefix + "/")
+        cloud = vertex_fields(model, params, path, secrets, notes)
     return ProviderSpec(
         kind=kind,
         preset=preset,
@@ -311,6 +342,28 @@ def _provider(
         api_version=text_of(params.get("api_version")) if kind == "azure-openai" else None,
         api_key=key,
         headers=headers,
+        cloud=cloud,
+    )
+
+
+def _bedrock(params: Mapping[str, Any], path: str, secrets: Secrets, notes: Notes) -> ProviderSpec:
+    """A bedrock provider: its region, API (from `bedrock/converse/…`), profile and keys."""
+    head, _, _ = str(params["model"]).strip().removeprefix("bedrock/").partition("/")
+    aws: list[tuple[str, str]] = []
+    for source, field in _AWS_FIELDS.items():
+        where = f"{path}.litellm_params.{source}"
+        reference = reference_of(params.get(source), where, secrets, notes)
+        if reference is not None:
+            aws.append((field, reference))
+    profile = text_of(params.get("aws_profile_name"))
+    if profile is not None:
+        aws.append(("profile", profile))
+    return ProviderSpec(
+        kind="bedrock",
+        base_url=text_of(params.get("api_base")),
+        region=text_of(params.get("aws_region_name")),
+        api=head if head in _BEDROCK_APIS else None,
+        aws=tuple(aws),
     )
 
 
@@ -330,6 +383,8 @@ def _note_unread(
         if key in _PARAMS_READ or key == "organization":
             continue
         if key == "api_version" and prefix == "azure":
+            continue
+        if key in VERTEX_PARAMS and prefix == "vertex_ai":
             continue
         reason = _PARAM_REASONS.get(key, "no turnout equivalent")
         if key in _REQUEST_DEFAULTS:

@@ -47,8 +47,10 @@ def name_providers(specs: Iterable[ProviderSpec], taken: Iterable[str]) -> dict[
 def _hint(spec: ProviderSpec) -> str:
     if spec.preset is not None:
         return spec.preset
-    if spec.kind in {"openai", "anthropic", "gemini"}:
+    if spec.kind in {"openai", "anthropic", "gemini", "bedrock"}:
         return spec.kind
+    if spec.kind == "vertex":
+        return "vertex-claude" if ("publisher", "anthropic") in spec.cloud else "vertex-gemini"
     label = _host_label(spec.base_url)
     if spec.kind == "azure-openai":
         return f"azure-{label}" if label else "azure"
@@ -113,8 +115,12 @@ def _config(
         "base_url": spec.base_url,
         "api_version": spec.api_version,
         "api_key": spec.api_key,
+        "region": spec.region,
+        "api": spec.api,
+        **dict(spec.aws),
     }
     config.update({key: value for key, value in optional.items() if value is not None})
+    config.update(dict(spec.cloud))
     config["model_patterns"] = models
     if spec.headers:
         config["headers"] = dict(spec.headers)

@@ -18,8 +18,9 @@ import dataclasses
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from turnout.access.policies import vertex_family
 from turnout.access.served_routes import (
     MESSAGES_WIRE,
     alias_wire_model,
@@ -34,6 +35,7 @@ from turnout.gateway.runtime.engine_config import build_route_options, build_tar
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
+    Bedrock,
     Gemini,
     HttpOptions,
     HttpTimeouts,
@@ -102,6 +104,7 @@ def configured_secrets(config: FileConfig) -> tuple[str, ...]:
     for provider in config.providers:
         if provider.api_key:
             values.append(provider.api_key)
+        values.extend(s for s in (provider.secret_access_key, provider.session_token) if s)
         values.extend(provider.headers.values())
     return secrets_of(values)
 
@@ -162,7 +165,48 @@ def build_provider(
         )
     if config.kind == "gemini":
         return Gemini(key, base_url=url or GEMINI_URL, name=name, options=options, **keywords)
+    if config.kind == "vertex":
+        return _vertex(config, options=options, keywords=keywords)
+    if config.kind == "bedrock":
+        return Bedrock(
+            config.region or "us-east-1",
+            base_url=url,
+            name=name,
+            api=config.api,
+            access_key_id=config.access_key_id,
+            secret_access_key=config.secret_access_key,
+            session_token=config.session_token,
+            profile=config.profile,
+            options=options,
+            **keywords,
+        )
     return OpenAICompatible(url, key, preset=config.preset, name=name, options=options, **keywords)
+
+
+def _vertex(
+    config: ProviderConfig,
+    *,
+    options: HttpOptions,
+    keywords: ProviderKeywords,
+) -> Any:
+    """A `vertex` adapter (imported here: it is the only kind that may need google-auth). Its
+    token refresh runs on the real clock whatever the gateway's: the expiry is Google's."""
+    from turnout.providers.vertex import Vertex  # noqa: PLC0415
+
+    anthropic = vertex_family(config) == "anthropic"
+    default: Literal["google", "anthropic"] = "anthropic" if anthropic else "google"
+    return Vertex(
+        config.project or "",
+        config.location or "us-central1",
+        credentials_file=config.credentials_file,
+        credentials_json=config.credentials_json,
+        publisher=config.publisher,
+        default_publisher=default,
+        base_url=config.base_url,
+        name=config.name,
+        options=options,
+        **keywords,
+    )
 
 
 def supports_embeddings(provider: Any) -> bool:
