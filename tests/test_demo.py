@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -15,6 +16,9 @@ from turnout.demo import gateway as demo_gateway
 from turnout.demo import run_demo
 from turnout.demo.gateway import Row, format_rows, rows_from_body, rows_from_header
 from turnout.demo.in_process import SCENARIOS
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def demo_output(*, library: bool = False, anthropic: bool = False) -> str:
@@ -91,10 +95,16 @@ def test_turnout_demo_anthropic_is_deterministic(
 
 
 def test_turnout_demo_leaves_the_anthropic_sdk_out_unless_asked(
-    gateway_text: str, capsys: pytest.CaptureFixture[str]
+    gateway_text: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Plain `turnout demo` runs the OpenAI SDK scenarios and says how to add the fourth."""
+    """Plain `turnout demo` runs the OpenAI SDK scenarios and says how to add the fourth; it
+    keeps no store, so it leaves no file in the working directory."""
+    monkeypatch.chdir(tmp_path)
     assert main(["demo"]) == 0
+    assert list(tmp_path.iterdir()) == []
     text = capsys.readouterr().out
     assert text.startswith(gateway_text[: gateway_text.index("\n4. ")])
     assert "/v1/messages" not in text

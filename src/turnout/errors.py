@@ -20,6 +20,7 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
     │   ├── UpstreamAmbiguous          503 UPSTREAM_AMBIGUOUS        implicit routes tie
     │   ├── ModelDenied                400 MODEL_DENIED              no grant, or outside the key
     │   ├── ModelNotAllowed            403 model_not_allowed         no model and not one key route
+    │   ├── ConsumerNotAllowed         403 consumer_not_allowed      another project's consumer
     │   ├── InvalidApiKey              401 invalid_api_key           missing or unknown turnout key
     │   ├── MalformedBody              400 invalid_request           body not JSON or not the format
     │   ├── RequestTooLarge            413 request_too_large         body over max_body_bytes
@@ -85,6 +86,7 @@ __all__ = [
     "AuthenticationFailed",
     "BadHttpRequest",
     "ConfigError",
+    "ConsumerNotAllowed",
     "ContentFiltered",
     "ContextLengthExceeded",
     "EmbeddingsNotSupported",
@@ -364,6 +366,15 @@ class ModelNotAllowed(RoutingError):
 
     status = 403
     code = "model_not_allowed"
+    should_retry = False
+
+
+class ConsumerNotAllowed(RoutingError):
+    """`x-turnout-consumer` names a consumer of another project than the caller's (403
+    `consumer_not_allowed`)."""
+
+    status = 403
+    code = "consumer_not_allowed"
     should_retry = False
 
 

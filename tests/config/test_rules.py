@@ -126,26 +126,18 @@ def test_target_names_are_unique_within_a_route() -> None:
     assert errors == [("routes[0].targets[1].name", "two targets of the route are named 'p'")]
 
 
-def test_keys_that_nothing_reads_are_refused_as_not_supported_yet() -> None:
-    """`store` is refused, even empty, instead of ignored; `admin_keys` is read (by the admin
-    API)."""
-    errors = errors_of(
+def test_store_and_admin_keys_are_read_now() -> None:
+    """`store` and `admin_keys` are accepted: the control plane and the admin API read them."""
+    config = parse_config(
         {
             "store": "sqlite:///turnout.db",
             "adminKeys": ["admin-key-1"],
             "providers": MOCK,
             "routes": [route("a")],
-        }
+        },
+        env={},
     )
-    assert errors == [
-        (
-            "store",
-            (
-                "is not supported yet: nothing reads it until the control plane (admin API and"
-                " store) is built; remove it"
-            ),
-        ),
-    ]
+    assert config.admin_keys == ("admin-key-1",)
 
 
 # ---- providers -------------------------------------------------------------------------------

@@ -146,6 +146,21 @@ async def test_worker_app_loads_the_configured_file(tmp_path: Path) -> None:
     assert list(after.routes) == ["only"]
 
 
+def test_a_store_that_cannot_be_opened_stops_the_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing answers at the store's address: exit 1 naming `store`, without its password."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(
+        "store: postgresql://turnout:pw-hunter2@127.0.0.1:1/turnout\n"
+        "providers: [{name: m, kind: mock}]\n"
+    )
+    assert main_serve(_parse("--config", str(path))) == 1
+    err = capsys.readouterr().err
+    assert "store: cannot open the store at postgresql://turnout:***@127.0.0.1:1/turnout" in err
+    assert "hunter2" not in err
+
+
 def test_serving_needs_no_third_party_server() -> None:
     """`turnout serve` and the demo stage load no uvicorn: it is no longer a dependency."""
     code = (

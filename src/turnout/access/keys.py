@@ -211,6 +211,23 @@ class KeyRing:
             raise ConfigError("\n".join(f"{where}: {rule}" for where, rule in problems), problems)
         return cls(entries)
 
+    @classmethod
+    def merged(cls, rings: Iterable[KeyRing]) -> tuple[KeyRing, tuple[Caller, ...]]:
+        """One ring holding every key of `rings` (each caller keeps its project), and the
+        callers left out because an earlier ring holds the same hash."""
+        ring = cls()
+        dropped: list[Caller] = []
+        for other in rings:
+            for prefix, bucket in other._buckets.items():
+                held = ring._buckets.setdefault(prefix, [])
+                for digest, caller in bucket:
+                    if any(mine == digest for mine, _ in held):
+                        dropped.append(caller)
+                    else:
+                        held.append((digest, caller))
+                        ring._size += 1
+        return ring, tuple(dropped)
+
     def lookup(self, presented: str) -> Caller | None:
         """The caller whose key is `presented`, or None for an unknown key."""
         digest = hash_key(presented)

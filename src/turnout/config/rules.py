@@ -25,6 +25,7 @@ from turnout.access.consumers import (
 from turnout.access.keys import KeyRing
 from turnout.access.policies import Policies
 from turnout.access.served_routes import chat_split, find_served_routes, messages_split
+from turnout.config._control_rules import check_store
 from turnout.config._route_rules import (
     check_aliases,
     check_fallbacks,
@@ -53,6 +54,7 @@ def check_config(config: FileConfig, *, default_route: str | None = None) -> Pro
     errors: Problems = []
     errors.extend(_check_not_supported(config))
     errors.extend(_check_state(config))
+    errors.extend(check_store(config))
     errors.extend(_check_names(config))
     errors.extend(check_reserved_names(config))
     errors.extend(_check_providers(config))
@@ -76,9 +78,7 @@ def check_config_warnings(config: FileConfig) -> Problems:
     return found
 
 
-_NOT_SUPPORTED: Mapping[str, str] = {
-    "store": "nothing reads it until the control plane (admin API and store) is built",
-}
+_NOT_SUPPORTED: Mapping[str, str] = {}
 """Keys the schema knows but nothing reads yet, and why each is refused."""
 
 

@@ -116,6 +116,7 @@ class ProviderKeywords(TypedDict, total=False):
     prices: Mapping[str, Any] | None
     model_aliases: Mapping[str, str] | None
     credential_mode: CredentialMode
+    provider_id: str | None
 
 
 class HttpProviderKeywords(ProviderKeywords, total=False):
@@ -194,8 +195,9 @@ class HttpProvider:
     tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`: `org_key`
     (default: the provider's own `api_key`, or none) or `passthrough` (no key of its own: each
     call carries the caller's credential through `with_credential`; `api_key` is ignored; see
-    Rule 4); and `headers`, `timeouts`, `max_connections`, each setting that field of `options`
-    (when `options` is not given).
+    Rule 4); `provider_id` (the stored provider's id, the routing record's `served_provider_id`;
+    default None); and `headers`, `timeouts`, `max_connections`, each setting that field of
+    `options` (when `options` is not given).
     """
 
     kind: ClassVar[str] = "http"
@@ -237,6 +239,7 @@ class HttpProvider:
         own_key = self.credential_headers(api_key) if api_key and not self._needs_credential else {}
         self.base_url = base_url.rstrip("/")
         self.model = keywords.get("model")
+        self.provider_id = keywords.get("provider_id")
         self.options = options
         self.timeouts = options.timeouts
         self.malformed_events = 0

@@ -56,8 +56,11 @@ class FileConfig(Model):
     server: ServerConfig = Field(ServerConfig(), description="The gateway's listener and auth.")
     store: str = Field(
         "sqlite:///turnout.db",
-        description="Not supported yet: the database for configuration, audit and usage, "
-        "which nothing reads until the control plane is built. A file that sets it is refused.",
+        description="The database of the control plane (projects and what the admin API "
+        "stores, audit and usage): `sqlite:///PATH` (default `turnout.db`; a relative path is "
+        "beside this file, or in the working directory when `turnout serve` runs without a "
+        "file) or a `postgresql://` URL for several replicas. `turnout serve` migrates it on "
+        "start.",
     )
     state: str = Field(
         "memory",

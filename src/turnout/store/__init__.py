@@ -1,9 +1,9 @@
 """The store: projects, providers, routes, consumers, keys, bindings, policies and the audit of
 every change, in SQLite (a file, the default) or PostgreSQL (for several replicas).
 
-Reached only through small service functions (`turnout.store.service`). Not wired into
-`turnout serve` yet: the admin API over these functions, and serving from snapshots of the store,
-come next.
+Reached only through small service functions (`turnout.store.service`); `turnout serve` serves
+from snapshots of it (`turnout.store.snapshot`), after recording the config file's objects in it
+(`turnout.store.file_sync`).
 """
 
 from __future__ import annotations

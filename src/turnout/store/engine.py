@@ -2,12 +2,15 @@
 
 `open_store(url)` takes `sqlite:///path` (the file and its folder are created; WAL journal,
 foreign keys enforced) or `postgresql://…` (driven by psycopg 3). `migrate(store)` brings the
-schema to the newest revision; on PostgreSQL it holds an advisory lock meanwhile, so replicas
-that start together migrate once and the others wait, then find nothing to do.
+schema to the newest revision; on PostgreSQL it holds an advisory lock meanwhile (on SQLite, a
+lock on a file beside the database), so replicas that start together migrate once and the
+others wait, then find nothing to do.
 """
 
 from __future__ import annotations
 
+import fcntl
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -22,9 +25,11 @@ from turnout.errors import ConfigError
 from turnout.store.secret_box import SecretBox
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["MIGRATIONS", "Store", "downgrade", "migrate", "open_store"]
+__all__ = ["MIGRATIONS", "Store", "downgrade", "migrate", "open_store", "start_lock"]
 
 MIGRATIONS: Final = Path(__file__).parent / "migrations"
 """The folder of the store's migrations, shipped in the package."""
@@ -97,7 +102,7 @@ def downgrade(store: Store, revision: str) -> None:
 
 
 def _run(store: Store, step: Any) -> None:
-    with store.engine.connect() as connection:
+    with start_lock(store), store.engine.connect() as connection:
         if store.is_postgres:
             connection.execute(select(text(f"pg_advisory_lock({_MIGRATION_LOCK})")))
             connection.commit()
@@ -109,6 +114,24 @@ def _run(store: Store, step: Any) -> None:
                 connection.rollback()
                 connection.execute(select(text(f"pg_advisory_unlock({_MIGRATION_LOCK})")))
                 connection.commit()
+
+
+@contextmanager
+def start_lock(store: Store) -> Iterator[None]:
+    """On SQLite, an exclusive lock on a file beside the database (`<file>.migrate-lock`),
+    held while migrating (the counterpart of PostgreSQL's advisory lock), so processes that
+    start together on one file migrate, and record their config file, one at a time; on
+    PostgreSQL, nothing. Not reentrant: hold it around one step at a time."""
+    database = store.engine.url.database
+    if store.is_postgres or not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _alembic_config(connection: Connection) -> Config:

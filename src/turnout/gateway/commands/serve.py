@@ -67,7 +67,7 @@ def _main_serve(args: argparse.Namespace) -> int:
 
         prepare_workers()
     from turnout.gateway.observe.logs import configure_logging  # noqa: PLC0415
-    from turnout.gateway.server.serving import ServeOptions, load_runtime, serve  # noqa: PLC0415
+    from turnout.gateway.server.serving import ServeOptions, open_control, serve  # noqa: PLC0415
 
     if args.workers < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
@@ -75,13 +75,15 @@ def _main_serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
     options = ServeOptions(args.config, args.host, args.port, args.workers)
     try:
-        runtime = load_runtime(options.config_path, os.environ)
+        control = open_control(options.config_path, os.environ)
+        control.load()
     except ConfigError as exc:
-        print(f"error: {options.config_path}: the configuration is invalid", file=sys.stderr)
+        source = options.config_path or "the embedded defaults"
+        print(f"error: {source}: the configuration is invalid", file=sys.stderr)
         for path, message in exc.errors or (("", str(exc)),):
             print(f"  {path}: {message}" if path else f"  {message}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"error: cannot read {options.config_path}: {exc.strerror}", file=sys.stderr)
         return 1
-    return serve(options, runtime)
+    return serve(options, control)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from turnout.errors import InvalidRequest, MalformedBody
+from turnout.gateway.resolution.consumers import CONSUMER_HEADER
 from turnout.gateway.responses.respond import (
     JSON,
     Reply,
@@ -108,7 +109,12 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
     caller = exchange.caller()
     request, obj = decode_body(exchange)
     runtime = exchange.runtime
-    resolution = runtime.resolve(request.model, endpoint=exchange.fmt.endpoint, caller=caller)
+    resolution = runtime.resolve(
+        request.model,
+        endpoint=exchange.fmt.endpoint,
+        caller=caller,
+        consumer=exchange.headers.get(CONSUMER_HEADER),
+    )
     session_id = session_of(exchange.headers, request)
     route = resolution.route
     visit: CacheVisit | None = None

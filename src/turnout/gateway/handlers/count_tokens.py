@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.errors import NotFound
 from turnout.gateway.handlers.chat import decode_body, session_of
+from turnout.gateway.resolution.consumers import CONSUMER_HEADER
 from turnout.gateway.responses.respond import header_value, json_reply
 from turnout.gateway.server.exchange import request_id_header
 from turnout.routing.plan import caller_client
@@ -50,7 +51,12 @@ async def handle_count_tokens(exchange: Exchange) -> None:
     request, _ = decode_body(exchange)
     # Resolved as chat (every target), so that a route without an Anthropic target is a 404
     # here rather than the messages endpoint's NO_ROUTE.
-    resolution = exchange.runtime.resolve(request.model, endpoint="chat", caller=caller)
+    resolution = exchange.runtime.resolve(
+        request.model,
+        endpoint="chat",
+        caller=caller,
+        consumer=exchange.headers.get(CONSUMER_HEADER),
+    )
     route = resolution.route
     plan = exchange.runtime.plan_for(
         resolution, caller, exchange.credentials, endpoint="count_tokens"

@@ -9,6 +9,7 @@ import orjson
 
 from turnout.errors import InvalidRequest, MalformedBody
 from turnout.gateway.handlers.chat import parse_json, session_of
+from turnout.gateway.resolution.consumers import CONSUMER_HEADER
 from turnout.gateway.responses.respond import (
     JSON,
     Reply,
@@ -36,7 +37,12 @@ async def handle_embeddings(exchange: Exchange) -> None:
         raise MalformedBody(exc.message) from exc
     request.source = RawBody(openai_embeddings.FORMAT, exchange.body)
     runtime = exchange.runtime
-    resolution = runtime.resolve(request.model, endpoint="embeddings", caller=caller)
+    resolution = runtime.resolve(
+        request.model,
+        endpoint="embeddings",
+        caller=caller,
+        consumer=exchange.headers.get(CONSUMER_HEADER),
+    )
     session_id = session_of(exchange.headers, None)
     plan = runtime.plan_for(resolution, caller, exchange.credentials, endpoint="embeddings")
     response = await resolution.route.embed(request, session_id=session_id, plan=plan)

@@ -41,7 +41,10 @@ async def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, ob
     body.update(
         {
             "config": "loaded",
+            # The store's version the runtimes were built from (null: served without a store).
+            "config_version": settings.served.version,
             "project": runtime.project,
+            "projects": len(settings.served.runtimes),
             "routes": len(runtime.routes),
             "state": detail,
             "health": _health_detail(runtime),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from turnout.gateway.observe.activity import Activity
@@ -114,13 +115,15 @@ class Observer:
         self.activity = activity if activity is not None else Activity()
         self.spans = spans if spans is not None else RequestSpans() if is_tracing() else None
         self.sink = sink
-        self._watched: set[int] = set()
+        # The registries themselves, weakly: an id could be reused by a later registry once
+        # a reload dropped the first one.
+        self._watched: weakref.WeakSet[Health] = weakref.WeakSet()
         self._dropped = 0
 
     def watch(self, health: Health) -> None:
         """Observe `health`'s transitions (once per registry)."""
-        if id(health) not in self._watched:
-            self._watched.add(id(health))
+        if health not in self._watched:
+            self._watched.add(health)
             health.observe(self.health_changed)
 
     def watch_state(self, runtime: Runtime) -> None:

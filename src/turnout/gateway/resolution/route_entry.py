@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 Endpoint = Literal["chat", "messages", "embeddings", "count_tokens"]
-MatchedBy = Literal["alias", "name", "pattern", "implicit", "family", "key_route"]
+MatchedBy = Literal["alias", "name", "pattern", "implicit", "family", "key_route", "consumer"]
 
 ENDPOINT_PATHS: Final[Mapping[str, str]] = MappingProxyType(
     {

@@ -223,6 +223,8 @@ def routing_object(record: RoutingRecord) -> dict[str, Any]:
         routing["fallback_kind"] = record.fallback_kind
     if record.cache is not None:
         routing["cache"] = record.cache
+    if record.served_provider_id is not None:  # a provider from the store
+        routing["served_provider_id"] = record.served_provider_id
     return routing
 
 

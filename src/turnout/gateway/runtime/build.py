@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from turnout.access.policies import vertex_family
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "NO_IDS",
     "build_entries",
     "build_health",
     "build_http_options",
@@ -76,6 +79,9 @@ __all__ = [
 ]
 
 _DERIVED: tuple[Endpoint, ...] = ("messages", "embeddings")
+NO_IDS: Mapping[tuple[str, str], str] = MappingProxyType({})
+"""No stored ids: every route's id is its name, and providers carry none (the library, a file
+served without a store)."""
 
 
 def build_http_options(config: ProviderConfig, *, secrets: Sequence[str] = ()) -> HttpOptions:
@@ -103,15 +109,27 @@ def configured_secrets(config: FileConfig) -> tuple[str, ...]:
     return secrets_of(values)
 
 
-def build_providers(config: FileConfig, *, clock: Clock | None = None) -> dict[str, Any]:
+def build_providers(
+    config: FileConfig, *, clock: Clock | None = None, ids: Mapping[tuple[str, str], str] = NO_IDS
+) -> dict[str, Any]:
     """The adapter of every configured provider by name (`build_provider`), each scrubbing
-    every configured secret from its errors."""
+    every configured secret from its errors; `ids` maps `("provider", name)` to the stored id
+    the adapter carries (`provider_id`)."""
     secrets = configured_secrets(config)
-    return {p.name: build_provider(p, clock=clock, secrets=secrets) for p in config.providers}
+    return {
+        p.name: build_provider(
+            p, clock=clock, secrets=secrets, provider_id=ids.get(("provider", p.name))
+        )
+        for p in config.providers
+    }
 
 
 def build_provider(
-    config: ProviderConfig, *, clock: Clock | None = None, secrets: Sequence[str] = ()
+    config: ProviderConfig,
+    *,
+    clock: Clock | None = None,
+    secrets: Sequence[str] = (),
+    provider_id: str | None = None,
 ) -> Any:
     """The adapter for one configured provider (`kind` -> class), with its options from
     `build_http_options`. A missing `api_key` means no credential: the adapters' own
@@ -122,6 +140,7 @@ def build_provider(
         "prices": {model: (p.input, p.output) for model, p in config.prices.items()},
         "model_aliases": dict(config.model_aliases),
         "credential_mode": credential_mode(config),
+        "provider_id": provider_id,
     }
     name, url = config.name, config.base_url
     if config.kind == "mock":
@@ -204,10 +223,17 @@ def build_health(defaults: DefaultsConfig, *, clock: Clock | None = None) -> Hea
 
 
 def build_entries(
-    config: FileConfig, served_routes: ServedRoutes, providers: Mapping[str, Any], health: Health
+    config: FileConfig,
+    served_routes: ServedRoutes,
+    providers: Mapping[str, Any],
+    health: Health,
+    *,
+    ids: Mapping[tuple[str, str], str] = NO_IDS,
 ) -> dict[str, RouteEntry]:
-    """Every served route's entry, by name (configured, then implicit, then family)."""
-    builder = _Builder(config, providers, health)
+    """Every served route's entry, by name (configured, then implicit, then family); a
+    configured route's engine routes carry the stored id `ids[("route", name)]` as their
+    `route_id` (default: the name)."""
+    builder = _Builder(config, providers, health, ids)
     for served_route in served_routes.routes.values():
         builder.entry(served_route, served_routes)
     return {name: builder.built[name] for name in served_routes.routes}
@@ -216,7 +242,14 @@ def build_entries(
 class _Builder:
     """Builds entries; a route's fallbacks are built when first named (Rule 3)."""
 
-    def __init__(self, config: FileConfig, providers: Mapping[str, Any], health: Health) -> None:
+    def __init__(
+        self,
+        config: FileConfig,
+        providers: Mapping[str, Any],
+        health: Health,
+        ids: Mapping[tuple[str, str], str],
+    ) -> None:
+        self.ids = ids
         self.providers = providers
         self.provider_configs = {p.name: p for p in config.providers}
         self.health = health
@@ -332,7 +365,12 @@ class _Builder:
             # The static-budget warning is a load warning of the validator, said once.
             warnings.simplefilter("ignore", UserWarning)
             return Route.from_options(
-                config.name, targets, options, health=self.health, fallbacks=fallbacks
+                config.name,
+                targets,
+                options,
+                health=self.health,
+                fallbacks=fallbacks,
+                route_id=self.ids.get(("route", config.name)),
             )
 
     # -- implicit and family routes

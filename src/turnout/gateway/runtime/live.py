@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.bindings import AccessPolicy
-from turnout.access.keys import KeyRing
+from turnout.access.keys import Caller, KeyRing
 from turnout.access.model_index import PatternIndex
 from turnout.access.served_routes import credential_mode, find_served_routes
 from turnout.config.rules import check_config, check_config_warnings
 from turnout.errors import ConfigError, RoutingError
 from turnout.gateway.resolution.cache import ChatCache
+from turnout.gateway.resolution.consumers import ConsumerRoutes
 from turnout.gateway.resolution.pins import PinStep
 from turnout.gateway.resolution.request_plans import RequestPlanner
 from turnout.gateway.resolution.resolve import Resolver
@@ -34,7 +35,7 @@ from turnout.gateway.resolution.route_entry import (
     Resolution,
     RouteEntry,
 )
-from turnout.gateway.runtime.build import build_entries, build_health, build_providers
+from turnout.gateway.runtime.build import NO_IDS, build_entries, build_health, build_providers
 from turnout.gateway.runtime.embedded import MOCK_PROVIDER, embedded_config
 from turnout.state.cache import ResponseCache
 from turnout.state.memory import MemoryState
@@ -43,11 +44,11 @@ from turnout.state.sessions import SessionPins
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from turnout.access.keys import Caller, Credentials
+    from turnout.access.keys import Credentials
     from turnout.routing.clock import Clock
     from turnout.routing.health import Health
     from turnout.routing.plan import RequestPlan
-    from turnout.schema import FileConfig
+    from turnout.schema import ConsumerConfig, FileConfig
     from turnout.state.base import StateStore
     from turnout.state.shared_health import SharedHealth
 
@@ -58,7 +59,28 @@ __all__ = [
     "Resolution",
     "RouteEntry",
     "Runtime",
+    "StoredFacts",
+    "open_state_store",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFacts:
+    """What the store knows of a project beyond its configuration: the stored ids by
+    `(kind, name)` (kinds `provider`, `route`, `key`, `consumer`), the project's id and default
+    route name, every stored consumer id of every project with its project's name (so a
+    consumer of another project is told apart from an unknown one), and the project's consumers
+    whose route or provider left the config file (served, to meet NO_ROUTE; not validated)."""
+
+    ids: Mapping[tuple[str, str], str] = field(default_factory=lambda: NO_IDS)
+    project_id: str | None = None
+    default_route: str | None = None
+    consumer_projects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    dangling_consumers: tuple[ConsumerConfig, ...] = ()
+
+
+NO_STORE = StoredFacts()
+"""A configuration served without a store: no ids, no default route."""
 
 
 class Runtime:
@@ -76,11 +98,14 @@ class Runtime:
     - `state`, `cache`: the shared state store of `config.state` and the response cache over
       it, made on first use and closed by `aclose`;
     - `pins`: the session family pins of cross-provider routes over `state`;
+    - `stored`: the store's ids and default route for the project (`NO_STORE` without one).
     - `shared_health`: the health sharing started by `start()` (None without shared state).
     """
 
     __slots__ = (
         "_cache",
+        "_consumers",
+        "_owns_state",
         "_pins",
         "_planner",
         "_resolver",
@@ -96,6 +121,7 @@ class Runtime:
         "providers",
         "routes",
         "shared_health",
+        "stored",
         "warnings",
     )
 
@@ -111,11 +137,17 @@ class Runtime:
         access: AccessPolicy | None = None,
         warnings: tuple[str, ...] = (),
         clock: Clock | None = None,
+        stored: StoredFacts = NO_STORE,
+        state: StateStore | None = None,
     ) -> None:
         """Use `from_config` or `embedded`. `access` defaults to no bindings (the implicit
-        Everyone grant)."""
+        Everyone grant); `state` is a state store shared with other runtimes (None: this
+        runtime opens its own on first use and closes it)."""
         self.clock = clock
-        self._state: StateStore | None = None
+        self.stored = stored
+        self._state: StateStore | None = state
+        self._owns_state = state is None
+        self._consumers: ConsumerRoutes | None = None
         self._cache: ChatCache | None = None
         self._pins: PinStep | None = None
         self.shared_health: SharedHealth | None = None
@@ -144,20 +176,38 @@ class Runtime:
         )
 
     @classmethod
-    def from_config(cls, config: FileConfig, *, clock: Clock | None = None) -> Runtime:
+    def from_config(
+        cls,
+        config: FileConfig,
+        *,
+        clock: Clock | None = None,
+        stored: StoredFacts = NO_STORE,
+        health: Health | None = None,
+        state: StateStore | None = None,
+    ) -> Runtime:
         """Build the runtime of `config`; `clock` (default: the event loop's) times health,
-        routes and mock providers.
+        routes and mock providers. `stored` gives routes and providers their stored ids;
+        `health` is a registry to keep (a reload's: its breakers, cooldowns and parks carry
+        over) when its policy is still `config.defaults`' and health is not shared through the
+        state store (else a new one is built, which shared state catches up); `state` a
+        shared state store (see `Runtime`).
 
         Raises `ConfigError` listing every violation when the one validator refuses `config`.
         """
-        errors = check_config(config)
+        errors = check_config(config, default_route=stored.default_route)
         if errors:
             lines = "\n".join(f"  {path}: {message}" for path, message in errors)
             raise ConfigError(f"invalid configuration ({len(errors)}):\n{lines}", errors)
         served_routes = find_served_routes(config)
-        providers = build_providers(config, clock=clock)
-        health = build_health(config.defaults, clock=clock)
-        routes = build_entries(config, served_routes, providers, health)
+        providers = build_providers(config, clock=clock, ids=stored.ids)
+        fresh = build_health(config.defaults, clock=clock)
+        policy = (fresh.breaker, fresh.key_by)
+        # With shared state a fresh registry catches up from the store when it starts; a kept
+        # one would carry the old sharing's listeners.
+        shared = config.state.startswith(("redis://", "rediss://"))
+        if health is None or shared or (health.breaker, health.key_by) != policy:
+            health = fresh
+        routes = build_entries(config, served_routes, providers, health, ids=stored.ids)
         index = PatternIndex.build(
             served_routes.index_entries(), family_routes=served_routes.families
         )
@@ -176,6 +226,8 @@ class Runtime:
             access=access,
             warnings=warnings,
             clock=clock,
+            stored=stored,
+            state=state,
         )
 
     @classmethod
@@ -186,8 +238,14 @@ class Runtime:
         vendors from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` in `env` (default: the process
         environment), else the built-in mock provider serving any model on every endpoint."""
         runtime = cls.from_config(embedded_config(os.environ if env is None else env), clock=clock)
+        return runtime.with_mock_messages()
+
+    def with_mock_messages(self) -> Runtime:
+        """This runtime with the built-in mock provider's route answering `/v1/messages` too
+        (the quick start's mock speaks both formats); itself when it has no such route."""
+        runtime, clock = self, self.clock
         mock = runtime.routes.get(MOCK_PROVIDER)
-        if mock is None:
+        if mock is None or mock.kind != "implicit":
             return runtime
         # The mock speaks both formats for the quick start: let it answer /v1/messages too.
         routes = {**runtime.routes, MOCK_PROVIDER: replace(mock, messages_route=mock.route)}
@@ -195,7 +253,7 @@ class Runtime:
             "no OPENAI_API_KEY or ANTHROPIC_API_KEY is set: the built-in mock provider answers"
             " every model"
         )
-        return cls(
+        return type(self)(
             config=runtime.config,
             health=runtime.health,
             providers=runtime.providers,
@@ -205,10 +263,17 @@ class Runtime:
             access=runtime.access,
             warnings=(*runtime.warnings, note),
             clock=clock,
+            stored=runtime.stored,
+            state=None if runtime._owns_state else runtime._state,
         )
 
     def resolve(
-        self, model: str | None, *, endpoint: Endpoint, caller: Caller | None = None
+        self,
+        model: str | None,
+        *,
+        endpoint: Endpoint,
+        caller: Caller | None = None,
+        consumer: str | None = None,
     ) -> Resolution:
         """Where a request for `model` on `endpoint` goes (the empty-model rule, then the
         caller's grant, alias, route name, model pattern and family route, then the key's
@@ -216,11 +281,35 @@ class Runtime:
         `turnout.gateway.resolution.resolve`.
         `caller` None is the anonymous caller, without ceilings.
 
+        A `consumer` (the `x-turnout-consumer` header: a consumer's id or name) comes first:
+        its assignment decides (`turnout.gateway.resolution.consumers`).
+
         Raises `RoutingError` subclasses, each with its `.status` and `.code`: `NoRoute`,
         `UpstreamAmbiguous`, `EmbeddingsNotSupported`, `ModelNotAllowed`, `ModelDenied`,
-        `PolicyDenied`.
+        `PolicyDenied`; with a consumer, `NotFound` and `ConsumerNotAllowed` too.
         """
+        if consumer is not None:
+            who = caller if caller is not None else Caller.anonymous(self.project)
+            return self.consumers.resolve(consumer, model, endpoint=endpoint, caller=who)
         return self._resolver.resolve(model, endpoint=endpoint, caller=caller)
+
+    @property
+    def consumers(self) -> ConsumerRoutes:
+        """The resolution of requests naming a consumer, made on first use."""
+        if self._consumers is None:
+            stored = self.stored
+            self._consumers = ConsumerRoutes(
+                project=self.project,
+                consumers=(*self.config.consumers, *stored.dangling_consumers),
+                routes=self.routes,
+                providers=self.providers,
+                health=self.health,
+                access=self.access,
+                ids=stored.ids,
+                consumer_projects=stored.consumer_projects,
+                default_route=stored.default_route,
+            )
+        return self._consumers
 
     def resolve_ungranted(self, model: str, *, endpoint: Endpoint = "chat") -> Resolution:
         """Where `model` would go without a grant naming a route (alias, name, pattern,
@@ -272,7 +361,7 @@ class Runtime:
     def state(self) -> StateStore:
         """The shared state store of `config.state`: in memory, or Redis for `redis://…`."""
         if self._state is None:
-            self._state = _state_store(self.config.state, self.clock)
+            self._state = open_state_store(self.config.state, self.clock)
         return self._state
 
     @property
@@ -319,13 +408,13 @@ class Runtime:
             await self.shared_health.stop()
         for provider in self.providers.values():
             await provider.aclose()
-        if self._state is not None:
+        if self._state is not None and self._owns_state:
             await self._state.close()
 
 
-def _state_store(url: str, clock: Clock | None) -> StateStore:
-    """`state: memory` (default) or `redis://…` / `rediss://…`; anything else runs on memory,
-    with a warning."""
+def open_state_store(url: str, clock: Clock | None) -> StateStore:
+    """The state store of `state:`: `memory` (default) or `redis://…` / `rediss://…`; anything
+    else runs on memory, with a warning."""
     if url.startswith(("redis://", "rediss://")):
         from turnout.state.redis import RedisState  # noqa: PLC0415 - redis is optional
 

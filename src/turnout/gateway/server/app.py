@@ -15,18 +15,20 @@ Rule 3: whatever a handler raises becomes an error response in the endpoint's cl
 Rule 4: HEAD is GET without the body (the server drops it).
 Rule 5: `end_requests()` (the server's shutdown, once its grace is over) cancels every request
 in flight, which then ends as Rule 3 says with `ShuttingDown`; `swap_runtime()` (a reload)
-serves new requests on the new runtime while those in flight finish on theirs, whose pools
-are closed after the last of them.
+serves new requests on the new runtimes while those in flight finish on theirs, whose pools
+are closed after the last of them (a runtime carried into the new set is not closed).
 Rule 6: with an admin context (`admin=`), a path under `/admin/` that no entry matches goes
 to the admin API (`turnout.gateway.admin`), imported on the first such request; without one
 it is 404 like any unknown path.
+Rule 7: with a `control` source (the store), lifespan startup loads from it and lets it swap
+runtimes in as the store changes; shutdown stops it first.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from turnout.errors import MethodNotAllowed, NotFound, NotReady, ShuttingDown
 from turnout.gateway.handlers import (
@@ -57,8 +59,19 @@ if TYPE_CHECKING:
     from turnout.gateway.responses.client_formats import ClientFormat
     from turnout.gateway.responses.respond import Reply
     from turnout.gateway.runtime.live import Runtime
+    from turnout.gateway.runtime.served import ServedProjects
 
-__all__ = ["ENDPOINTS", "WATCH_AFTER", "GatewayApp", "PathHandler"]
+
+class RuntimeSource(Protocol):
+    """What keeps an app's runtimes current (the control plane over the store): `start`
+    returns what to serve and calls `swap` with each newer set; `aclose` stops it."""
+
+    async def start(self, swap: Callable[[ServedProjects], object]) -> ServedProjects: ...
+
+    async def aclose(self) -> None: ...
+
+
+__all__ = ["ENDPOINTS", "WATCH_AFTER", "GatewayApp", "PathHandler", "RuntimeSource"]
 
 WATCH_AFTER = 0.02
 """Seconds a handler runs before a task starts watching for the caller's disconnect."""
@@ -131,9 +144,10 @@ class GatewayApp:
 
     def __init__(
         self,
-        runtime: Runtime | None = None,
+        runtime: Runtime | ServedProjects | None = None,
         *,
         load: Callable[[], Runtime] | None = None,
+        control: RuntimeSource | None = None,
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
         admin_hashes: Callable[[], frozenset[str]] | None = None,
@@ -141,6 +155,7 @@ class GatewayApp:
         admin: AdminContext | None = None,
     ) -> None:
         self._load = load
+        self._control = control
         self._admin_context = admin
         self._admin: Callable[..., Awaitable[None]] | None = None
         self._max_body_bytes = max_body_bytes
@@ -161,7 +176,7 @@ class GatewayApp:
         if runtime is not None:
             self._install(runtime)
 
-    def _install(self, runtime: Runtime) -> None:
+    def _install(self, runtime: Runtime | ServedProjects) -> None:
         self.settings = GatewaySettings(
             runtime,
             max_body_bytes=self._max_body_bytes,
@@ -170,8 +185,13 @@ class GatewayApp:
         )
 
     def _runtimes(self) -> dict[str, Runtime]:
-        runtime = self.runtime
-        return {} if runtime is None else {runtime.project: runtime}
+        settings = self.settings
+        return {} if settings is None else dict(settings.served.runtimes)
+
+    @property
+    def control(self) -> RuntimeSource | None:
+        """What keeps the runtimes current (None: a runtime served as it was loaded)."""
+        return self._control
 
     @property
     def runtime(self) -> Runtime | None:
@@ -274,24 +294,32 @@ class GatewayApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 try:
-                    if self.settings is None and self._load is not None:
+                    if self._control is not None:
+                        served = await self._control.start(self.swap_runtime)
+                        if self.settings is None:
+                            self._install(served)
+                    elif self.settings is None and self._load is not None:
                         self._install(self._load())
                     if self.settings is not None:  # health shared with other replicas
-                        await self.settings.runtime.start()
-                        self.settings.observer.watch_state(self.settings.runtime)
+                        await self.settings.served.start()
+                        for each in self.settings.served.runtimes.values():
+                            self.settings.observer.watch_state(each)
                 except Exception as exc:  # noqa: BLE001 - reported to the server, which stops
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self._control is not None:
+                    await self._control.aclose()
                 await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
     async def aclose(self) -> None:
-        """Close the runtime's provider connection pools."""
+        """Close every runtime's provider connection pools."""
         if self.settings is not None:
-            await self.settings.runtime.aclose()
+            for runtime in self.settings.served.runtimes.values():
+                await runtime.aclose()
 
     def end_requests(self) -> None:
         """Rule 5: end every request in flight (a stream with an in-stream error event)."""
@@ -300,29 +328,37 @@ class GatewayApp:
                 self._ending.add(exchange)
                 task.cancel()
 
-    def swap_runtime(self, runtime: Runtime) -> asyncio.Task[None]:
-        """Rule 5: serve `runtime` from now on; the task closes the old runtime's pools once
-        the requests it serves have ended."""
+    def swap_runtime(self, runtime: Runtime | ServedProjects) -> asyncio.Task[None]:
+        """Rule 5: serve `runtime` (or every runtime of a served set) from now on; the task
+        closes the old runtimes' pools once the requests they serve have ended."""
         old = self.settings
         self._install(runtime)
         assert self.settings is not None
-        self.settings.observer.watch_state(runtime)  # started by the reload (`Runtime.start`)
+        kept = {id(each) for each in self.settings.served.runtimes.values()}
+        before = set() if old is None else {id(each) for each in old.served.runtimes.values()}
+        for each in self.settings.served.runtimes.values():
+            if id(each) not in before:  # started by the reload (`Runtime.start`)
+                self.settings.observer.watch_state(each)
         pending = [
             task
             for exchange, task in self._open.items()
             if task is not None and exchange.settings is old
         ]
-        task = asyncio.get_running_loop().create_task(_retire(old, pending))
+        task = asyncio.get_running_loop().create_task(_retire(old, pending, kept))
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
         return task
 
 
-async def _retire(old: GatewaySettings | None, pending: list[asyncio.Task[Any]]) -> None:
+async def _retire(
+    old: GatewaySettings | None, pending: list[asyncio.Task[Any]], kept: set[int]
+) -> None:
     if pending:
         await asyncio.wait(pending)
     if old is not None:
-        await old.runtime.aclose()
+        for runtime in old.served.runtimes.values():
+            if id(runtime) not in kept:
+                await runtime.aclose()
 
 
 def _is_ui(path: str) -> bool:

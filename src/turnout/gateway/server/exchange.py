@@ -19,6 +19,7 @@ from turnout.access.keys import Caller, Credentials, authenticate, split_credent
 from turnout.errors import RequestTooLarge
 from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.respond import request_id_header
+from turnout.gateway.runtime.served import ServedProjects
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
@@ -42,7 +43,11 @@ def caller_request_id(value: str | None) -> str | None:
 
 
 class GatewaySettings:
-    """What every request of one gateway shares: the runtime and the HTTP options.
+    """What every request of one gateway shares: the served projects and the HTTP options.
+
+    `served` is a `ServedProjects` (or one `Runtime`, served alone); `runtime` is its primary
+    runtime (the config file's project), whose server settings are the gateway's; `keys` the
+    key ring across every project (None under `auth: open`).
 
     `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) bounds a request
     body; `keepalive_seconds` (15) spaces the `: keep-alive` comments of a stream whose route
@@ -50,19 +55,31 @@ class GatewaySettings:
     request and the runtime's health transitions.
     """
 
-    __slots__ = ("anonymous", "keepalive_seconds", "max_body_bytes", "observer", "runtime")
+    __slots__ = (
+        "anonymous",
+        "keepalive_seconds",
+        "keys",
+        "max_body_bytes",
+        "observer",
+        "runtime",
+        "served",
+    )
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: Runtime | ServedProjects,
         *,
         max_body_bytes: int | None = None,
         keepalive_seconds: float = 15.0,
         observer: Observer | None = None,
     ) -> None:
-        self.runtime = runtime
+        served = runtime if isinstance(runtime, ServedProjects) else ServedProjects.of(runtime)
+        self.served = served
+        runtime = self.runtime = served.primary
+        self.keys = served.keys
         self.observer = observer if observer is not None else Observer()
-        self.observer.watch(runtime.health)
+        for each in served.runtimes.values():
+            self.observer.watch(each.health)
         self.max_body_bytes = (
             max_body_bytes if max_body_bytes is not None else runtime.config.server.max_body_bytes
         )
@@ -126,19 +143,25 @@ class Exchange:
 
     @property
     def runtime(self) -> Runtime:
-        """The gateway's runtime."""
-        return self.settings.runtime
+        """The runtime of the caller's project (with several projects, the caller is
+        authenticated first)."""
+        settings = self.settings
+        served = settings.served
+        if served.is_single:
+            return settings.runtime
+        return served.runtime_for(self.caller())
 
     def caller(self) -> Caller:
         """Who is calling: the anonymous caller under `auth: open`, else the key's
-        caller; a missing or unknown key raises `InvalidApiKey`. Checked once."""
+        caller (of any served project); a missing or unknown key raises `InvalidApiKey`.
+        Checked once."""
         found = self._caller
         if found is None:
-            runtime = self.settings.runtime
-            if runtime.keys is None:
-                found = self.settings.anonymous
+            settings = self.settings
+            if settings.keys is None:
+                found = settings.anonymous
             else:
-                found = authenticate(self.credentials(), runtime.project)
+                found = authenticate(self.credentials(), settings.runtime.project)
             self._caller = found
         return found
 
@@ -147,7 +170,7 @@ class Exchange:
         caller's own provider credential), read once."""
         found = self._credentials
         if found is None:
-            found = split_credentials(self.headers, self.settings.runtime.keys)
+            found = split_credentials(self.headers, self.settings.keys)
             self._credentials = found
         return found
 

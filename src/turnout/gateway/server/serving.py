@@ -1,13 +1,16 @@
 """Serving the gateway: its own HTTP/1.1 server (`listener`, on uvloop and httptools) in one
 process, or in several pre-forked worker processes (`prefork`).
 
-With one worker the runtime built (and checked) at start serves directly. With several, each
-worker builds its own runtime from the same configuration file at its start (`worker_app`),
-so no live object (a connection pool, a Redis client) is shared across a fork. Shutdown
-closes the providers' connection pools (lifespan). SIGHUP reloads the configuration file
-(`worker.reload_runtime`). With tracing on (`server.tracing`, `OTEL_TRACES_EXPORTER`), each
-serving process installs its tracer provider before it serves and flushes it when it stops
-(`turnout.gateway.observe.tracing`).
+Serving starts from the store (`open_control`): it is opened and migrated, the config file's
+objects are brought into it, and one runtime per project is built from a snapshot of it; the
+control plane then keeps the runtimes current as the store changes. With one worker the runtimes
+built (and checked) at start serve directly. With several, the parent migrates, syncs and
+checks once, and each worker opens the store and builds its own runtimes at its start, so no
+live object (a connection pool, a Redis client, a database connection) is shared across a fork.
+Shutdown closes the providers' connection pools (lifespan). SIGHUP reloads the configuration
+file (`worker.reload_runtime`). With tracing on (`server.tracing`,
+`OTEL_TRACES_EXPORTER`), each serving process installs its tracer provider before it serves and
+flushes it when it stops (`turnout.gateway.observe.tracing`).
 """
 
 from __future__ import annotations
@@ -20,26 +23,35 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
+from turnout.config._control_rules import store_url
 from turnout.config.load import load_config
-from turnout.errors import ConfigError
+from turnout.errors import ConfigError, NameTaken
 from turnout.gateway.observe.logs import configure_logging_from_env
 from turnout.gateway.observe.tracing import TracingSettings, install_tracing
+from turnout.gateway.runtime.control import ControlPlane
+from turnout.gateway.runtime.embedded import embedded_config
 from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.runtime.served import ServedProjects
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket
 from turnout.gateway.server.prefork import Supervisor
-from turnout.gateway.server.worker import run_worker
+from turnout.gateway.server.worker import Reload, run_worker
 
 if TYPE_CHECKING:
+    import socket
     from collections.abc import Callable, Mapping
+
+    from turnout.schema import FileConfig
 
 __all__ = [
     "ServeOptions",
     "banner",
     "load_runtime",
+    "open_control",
     "serve",
     "worker_app",
     "worker_warning",
@@ -70,11 +82,54 @@ def load_runtime(config_path: str | None, env: Mapping[str, str]) -> Runtime:
     return Runtime.embedded(env)
 
 
-def worker_app(config_path: str | None) -> GatewayApp:
-    """The app of one worker process: it builds its runtime from `config_path` (None: the
-    embedded defaults) at lifespan startup."""
+def open_control(
+    config_path: str | None, env: Mapping[str, str], *, prepare: bool = True
+) -> ControlPlane:
+    """The control plane of `config_path` (None or empty: the embedded defaults, with the
+    store in the working directory); `prepare` migrates the store and brings the file's
+    objects into it (once per start, by the parent of several workers). Raises `ConfigError`
+    for a bad file or a store that cannot be opened, and `OSError` for an unreadable file."""
+    file: FileConfig
+    if config_path:
+        file = load_config(config_path, env=env)
+        base = Path(config_path).resolve().parent
+        reload_file = functools.partial(load_config, config_path, env=env)
+    else:
+        file = embedded_config(env)
+        base = Path.cwd()
+        reload_file = functools.partial(embedded_config, env)
+    url = store_url(file, base)
+    # Imported here: `turnout check` and the library never load the database layer.
+    from sqlalchemy.engine import make_url  # noqa: PLC0415
+    from sqlalchemy.exc import SQLAlchemyError  # noqa: PLC0415
+
+    from turnout.store import migrate, open_store  # noqa: PLC0415
+    from turnout.store.engine import start_lock  # noqa: PLC0415
+    from turnout.store.file_sync import sync_file  # noqa: PLC0415
+
+    try:
+        store = open_store(url)
+        if prepare:
+            migrate(store)
+            with start_lock(store):
+                try:
+                    sync_file(store, file)
+                except NameTaken:  # another replica synced the same file at the same moment
+                    sync_file(store, file)
+    except SQLAlchemyError as exc:
+        shown = make_url(url).render_as_string(hide_password=True)
+        rule = f"cannot open the store at {shown}: {type(exc).__name__}"
+        raise ConfigError(f"store: {rule}", [("store", rule)]) from None
+    return ControlPlane(store, file, embedded=not config_path, reload_file=reload_file)
+
+
+def worker_app(config_path: str | None, *, prepare: bool = True) -> GatewayApp:
+    """The app of one worker process: it builds its runtimes from the store and
+    `config_path` (None: the embedded defaults) at lifespan startup; `prepare` as for
+    `open_control` (the parent of several workers prepared the store already)."""
     configure_logging_from_env()
-    return GatewayApp(load=functools.partial(load_runtime, config_path, os.environ))
+    control = open_control(config_path, os.environ, prepare=prepare)
+    return GatewayApp(control=control, admin_hashes=control.admin_key_hashes, admin=control)
 
 
 def banner(runtime: Runtime, host: str, port: int) -> str:
@@ -97,11 +152,19 @@ def worker_warning(runtime: Runtime, workers: int) -> str | None:
     return None
 
 
-def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None) -> int:
+def serve(
+    options: ServeOptions,
+    runtime: Runtime | ControlPlane,
+    *,
+    out: TextIO | None = None,
+) -> int:
     """Bind, print the load warnings and the banner to `out` (stdout), and serve until
-    SIGTERM or SIGINT. Returns the exit status (0 after a clean stop, 1 when the address
-    cannot be bound)."""
+    SIGTERM or SIGINT, from `runtime` alone or from a loaded control plane's runtimes. Returns
+    the exit status (0 after a clean stop, 1 when the address cannot be bound)."""
     out = out if out is not None else sys.stdout
+    control = runtime if isinstance(runtime, ControlPlane) else None
+    served = control.served if control is not None else ServedProjects.of(runtime)  # type: ignore[arg-type]
+    runtime = served.primary
     server_config = runtime.config.server
     host = options.host if options.host is not None else server_config.host
     port = options.port if options.port is not None else server_config.port
@@ -122,7 +185,7 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
     except OSError as exc:
         print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    for warning in runtime.warnings:
+    for warning in (*runtime.warnings, *served.warnings):
         print(f"warning: {warning}", file=out)
     extra = worker_warning(runtime, options.workers)
     if extra is not None:
@@ -133,7 +196,10 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
         )
     limits = ServerLimits.from_config(server_config)
     path = options.config_path or None
-    reload = (path or "the embedded defaults", functools.partial(load_runtime, path, os.environ))
+    source = path or "the embedded defaults"
+    reload: Reload = (source, functools.partial(load_runtime, path, os.environ))
+    if control is not None:
+        reload = (source, control.reload_file)
     if tracing is not None:
         print(f"tracing: {tracing.exporter}, service {tracing.service_name}", file=out)
     _log_to_stderr()
@@ -143,21 +209,48 @@ def serve(options: ServeOptions, runtime: Runtime, *, out: TextIO | None = None)
     # A Ctrl-C that lands after the shutdown, while the process ends, is not an error.
     with sock, contextlib.suppress(KeyboardInterrupt):
         if not several:
-            return _traced(
-                tracing, lambda: run_worker(sock, GatewayApp(runtime), limits, reload=reload)
-            )
+            hashes = None if control is None else control.admin_key_hashes
+
+            def run_one() -> int:
+                # Made once tracing is installed: the app's observer decides then on spans.
+                app = GatewayApp(served, control=control, admin_hashes=hashes, admin=control)
+                return run_worker(sock, app, limits, reload=reload)
+
+            return _traced(tracing, run_one)
         with contextlib.suppress(Exception):
-            asyncio.run(runtime.aclose())
+            asyncio.run(_close_before_fork(served, control))
         supervisor = Supervisor(
             options.workers,
             lambda parent: _traced(
                 tracing,
-                lambda: run_worker(sock, worker_app(path), limits, reload=reload, parent=parent),
+                lambda: _run_one_worker(sock, path, limits, parent, stored=control is not None),
             ),
             grace=limits.shutdown_grace,
         )
         return supervisor.run()
     return 0
+
+
+async def _close_before_fork(served: ServedProjects, control: ControlPlane | None) -> None:
+    """The parent's pools, state store and database connections are not the workers'."""
+    for runtime in served.runtimes.values():
+        await runtime.aclose()
+    if control is not None:
+        await control.state.close()
+        control.store.close()
+
+
+def _run_one_worker(
+    sock: socket.socket, path: str | None, limits: ServerLimits, parent: int, *, stored: bool
+) -> int:
+    configure_logging_from_env()
+    source = path or "the embedded defaults"
+    if not stored:
+        load = functools.partial(load_runtime, path, os.environ)
+        return run_worker(sock, GatewayApp(load=load), limits, reload=(source, load), parent=parent)
+    control = open_control(path, os.environ, prepare=False)
+    app = GatewayApp(control=control, admin_hashes=control.admin_key_hashes, admin=control)
+    return run_worker(sock, app, limits, reload=(source, control.reload_file), parent=parent)
 
 
 def _traced(tracing: TracingSettings | None, run: Callable[[], int]) -> int:

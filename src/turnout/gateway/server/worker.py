@@ -18,6 +18,7 @@ import signal
 from typing import TYPE_CHECKING, Final
 
 from turnout.errors import ConfigError
+from turnout.gateway.runtime.served import ServedProjects
 from turnout.gateway.server.lifespan import LifespanFailed
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import serving
@@ -37,7 +38,7 @@ logger = logging.getLogger("turnout.gateway")
 _PARENT_CHECK: Final = 1.0
 """Seconds between a pre-forked worker's checks that its parent is alive."""
 
-Reload = tuple[str, "Callable[[], Runtime]"]
+Reload = tuple[str, "Callable[[], Runtime | ServedProjects]"]
 """What SIGHUP reloads: a description of the source (the file's name) and the loader."""
 
 
@@ -126,11 +127,14 @@ def _watch_parent(
 
 
 async def reload_runtime(
-    app: GatewayApp, listener: Listener, load: Callable[[], Runtime], source: str
+    app: GatewayApp,
+    listener: Listener,
+    load: Callable[[], Runtime | ServedProjects],
+    source: str,
 ) -> bool:
     """Rule 2: load and check the configuration again, and serve it if it is valid (True)."""
     try:
-        runtime = load()
+        loaded = load()
     except ConfigError as exc:
         problems = "; ".join(f"{path}: {msg}" if path else msg for path, msg in exc.errors)
         logger.error(  # noqa: TRY400 - the problems are the message, a traceback adds nothing
@@ -146,11 +150,21 @@ async def reload_runtime(
             exc.strerror or exc,
         )
         return False
-    for warning in runtime.warnings:
+    except Exception as exc:  # noqa: BLE001 - the store: still serving what was loaded
+        logger.error(  # noqa: TRY400 - as above
+            "reload of %s failed: the store cannot be read (%s); still serving the previous"
+            " configuration",
+            source,
+            type(exc).__name__,
+        )
+        return False
+    served = loaded if isinstance(loaded, ServedProjects) else ServedProjects.of(loaded)
+    runtime = served.primary
+    for warning in (*runtime.warnings, *served.warnings):
         logger.warning("%s: %s", source, warning)
-    await runtime.start()  # health shared with other replicas, caught up before serving
+    await served.start()  # health shared with other replicas, caught up before serving
     listener.limits = ServerLimits.from_config(runtime.config.server)
-    app.swap_runtime(runtime)
+    app.swap_runtime(served)
     count = len(runtime.routes)
     logger.info(
         "reloaded %s: %d route%s, auth=%s",

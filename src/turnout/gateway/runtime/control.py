@@ -1,0 +1,385 @@
+"""The control plane of one serving process: the store, the config file, and the runtimes built
+from both, kept current as the store changes.
+
+Rule 1: requests never touch the database: they are served from `served`, built from one
+snapshot of the store (`load_snapshot`) and the config file (`project_config`, one `Runtime`
+per project, every one on the file's state store settings and one shared state store).
+Rule 2: a change reaches serving through `refresh`: the store's version is read, and only when
+it moved is a new snapshot loaded, built and swapped in (`swap`, as a SIGHUP reload swaps:
+requests in flight finish on the old runtimes). `committed()` refreshes at once (a write by this
+process); a `ChangeFeed` wakes `refresh` otherwise: `PollFeed` every second (the only way with
+SQLite); a Redis or PostgreSQL notification feed can take its place for several replicas.
+Rule 3: a project whose configuration did not change keeps its runtime object (pools, caches,
+health); a changed one is rebuilt on the previous one's health registry (its breakers,
+cooldowns and parks carry over) unless the health policy changed.
+Rule 4: a consumer whose route or provider left the config file is served apart from the
+validator (it meets 503 NO_ROUTE) instead of refusing its whole project.
+Rule 5: a store that fails during a refresh never fails serving: the last snapshot keeps
+serving, one WARNING line says so per outage and one INFO line when the store answers again.
+A project the validator refuses keeps its previous runtime (or is not served), with an ERROR
+line; at start, a refused file project is a start-up error.
+Rule 6: refreshes run one at a time; one that started before a SIGHUP reload of the file is
+dropped rather than swapped in over the reload's newer result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Protocol
+
+from turnout.config.stored import project_config, project_problems
+from turnout.errors import ConfigError, NameTaken
+from turnout.gateway.admin.auth import admin_key_hashes
+from turnout.gateway.runtime.live import Runtime, StoredFacts, open_state_store
+from turnout.gateway.runtime.served import ServedProjects
+from turnout.routing.clock import LoopClock
+from turnout.store.file_sync import sync_file
+from turnout.store.service import current_version
+from turnout.store.snapshot import load_snapshot
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from turnout.routing.clock import Clock
+    from turnout.schema import ConsumerConfig, FileConfig
+    from turnout.state.base import StateStore
+    from turnout.store.engine import Store
+    from turnout.store.snapshot import ProjectSnapshot, StoreSnapshot
+
+__all__ = ["POLL_SECONDS", "ChangeFeed", "ControlPlane", "PollFeed", "build_served"]
+
+logger = logging.getLogger("turnout.gateway")
+
+POLL_SECONDS = 1.0
+"""Seconds between two reads of the store's version by `PollFeed`."""
+
+
+class ChangeFeed(Protocol):
+    """How a serving process learns that the store may have changed."""
+
+    async def wait(self) -> None:
+        """Return when the store may have changed (a poll feed: after its interval)."""
+        ...
+
+    async def announce(self, version: int) -> None:
+        """Tell the other replicas that this one committed `version` (a poll feed: nothing)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop listening."""
+        ...
+
+
+class PollFeed:
+    """A `ChangeFeed` that says "maybe" every `interval` seconds (default 1) on `clock`."""
+
+    def __init__(self, interval: float = POLL_SECONDS, *, clock: Clock | None = None) -> None:
+        self.interval = interval
+        self._clock: Clock = clock if clock is not None else LoopClock()
+
+    async def wait(self) -> None:
+        """Sleep one interval."""
+        await self._clock.sleep(self.interval)
+
+    async def announce(self, version: int) -> None:
+        """Nothing to tell: every replica polls."""
+        del version
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
+
+def build_served(
+    file: FileConfig,
+    snapshot: StoreSnapshot,
+    *,
+    embedded: bool = False,
+    clock: Clock | None = None,
+    previous: ServedProjects | None = None,
+    state: StateStore | None = None,
+) -> ServedProjects:
+    """Rules 1, 3, 4 and 5: the runtimes of every project of `snapshot` served with `file` (the
+    embedded defaults when `embedded`). Raises `ConfigError` when the file's project is
+    refused and there is no previous runtime of it."""
+    consumer_projects = MappingProxyType(
+        {
+            object_id: name
+            for name, project in snapshot.projects.items()
+            for (kind, _), object_id in project.ids.items()
+            if kind == "consumer"
+        }
+    )
+    runtimes: dict[str, Runtime] = {}
+    warnings: list[str] = []
+    for name, project in snapshot.projects.items():
+        primary = name == file.project
+        config, dangling = _split_dangling(project_config(file, project))
+        stored = StoredFacts(
+            project.ids, project.id, project.default_route, consumer_projects, dangling
+        )
+        before = previous.runtimes.get(name) if previous is not None else None
+        if before is not None and before.config == config and before.stored == stored:
+            runtimes[name] = before
+            continue
+        try:
+            runtime = Runtime.from_config(
+                config,
+                clock=clock,
+                stored=stored,
+                health=before.health if before is not None else None,
+                state=state,
+            )
+        except ConfigError as exc:
+            if primary and before is None:
+                raise
+            problems = "; ".join(f"{path}: {message}" for path, message in exc.errors)
+            logger.error(  # noqa: TRY400 - the problems are the message
+                'project "%s" at store version %d is refused, %s: %s',
+                name,
+                snapshot.version,
+                "still serving its previous configuration" if before else "not served",
+                problems or str(exc),
+            )
+            if before is not None:
+                runtimes[name] = before
+            continue
+        if primary and embedded:
+            runtime = runtime.with_mock_messages()
+        runtimes[name] = runtime
+        if name != file.project:
+            warnings.extend(f'project "{name}": {text}' for text in runtime.warnings)
+    if file.project not in runtimes:
+        raise ConfigError(f"project {file.project!r} is not in the store")
+    return ServedProjects(
+        runtimes, file.project, version=snapshot.version, warnings=tuple(warnings)
+    )
+
+
+class ControlPlane:
+    """The store and the runtimes of one serving process (see the module rules); the admin API
+    reaches serving through it.
+
+    `store` is open and migrated; `file` the configuration file's contents (the embedded
+    defaults when `embedded`); `reload_file` (optional) reads the file again for SIGHUP; `clock`
+    times runtimes and the poll; `feed` (default `PollFeed` on `clock`) wakes refreshes.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        file: FileConfig,
+        *,
+        embedded: bool = False,
+        reload_file: Callable[[], FileConfig] | None = None,
+        clock: Clock | None = None,
+        feed: ChangeFeed | None = None,
+    ) -> None:
+        self.store = store
+        self.file = file
+        self.embedded = embedded
+        self._reload_file = reload_file
+        self._clock = clock
+        self.feed: ChangeFeed = feed if feed is not None else PollFeed(clock=clock)
+        self.state: StateStore = open_state_store(file.state, clock)
+        self._served: ServedProjects | None = None
+        self._swap: Callable[[ServedProjects], object] | None = None
+        self._lock = asyncio.Lock()
+        self._poller: asyncio.Task[None] | None = None
+        self._generation = 0
+        self._outage = False
+
+    # -- the admin API's view
+
+    def admin_key_hashes(self) -> frozenset[str]:
+        """The hashes of the file's `admin_keys`."""
+        return admin_key_hashes(self.file.admin_keys)
+
+    def file_config(self) -> FileConfig | None:
+        """The config file's contents (None when serving the embedded defaults)."""
+        return None if self.embedded else self.file
+
+    def runtime_for(self, project_name: str) -> Runtime | None:
+        """The runtime serving `project_name` now, if it is served."""
+        served = self._served
+        return None if served is None else served.runtimes.get(project_name)
+
+    def validate(self, project: ProjectSnapshot) -> None:
+        """A write's validation hook (the store's `validate=`): `ConfigError` listing every
+        problem of `project` as it would be served with the config file."""
+        problems = project_problems(self.file, project)
+        if problems:
+            summary = "; ".join(f"{path}: {message}" for path, message in problems)
+            raise ConfigError(f"invalid project {project.name!r}: {summary}", problems)
+
+    async def committed(self) -> None:
+        """A write committed: refresh now; returns once its runtimes serve (Rule 2)."""
+        await self.refresh()
+        served = self._served
+        if served is not None and served.version is not None:
+            await self.feed.announce(served.version)
+
+    # -- serving
+
+    @property
+    def served(self) -> ServedProjects:
+        """What is served now (`load` or `start` first)."""
+        if self._served is None:
+            raise RuntimeError("the control plane has not loaded the store yet")
+        return self._served
+
+    def load(self) -> ServedProjects:
+        """Load the store and build every runtime (start-up; blocking I/O)."""
+        self._served = build_served(
+            self.file,
+            load_snapshot(self.store),
+            embedded=self.embedded,
+            clock=self._clock,
+            previous=self._served,
+            state=self.state,
+        )
+        return self._served
+
+    async def start(self, swap: Callable[[ServedProjects], object]) -> ServedProjects:
+        """Load (unless loaded), then keep `served` current, swapping through `swap`."""
+        if self._served is None:
+            snapshot = await asyncio.to_thread(load_snapshot, self.store)
+            self._served = build_served(
+                self.file, snapshot, embedded=self.embedded, clock=self._clock, state=self.state
+            )
+        self._swap = swap
+        self._poller = asyncio.get_running_loop().create_task(self._poll())
+        return self._served
+
+    async def refresh(self) -> bool:
+        """Rule 2: swap in the store's newest state if its version moved (True when swapped)."""
+        async with self._lock:
+            generation = self._generation
+            try:
+                version = await asyncio.to_thread(current_version, self.store)
+                served = self._served
+                if served is not None and served.version == version:
+                    self._recovered()
+                    return False
+                snapshot = await asyncio.to_thread(load_snapshot, self.store)
+            except Exception as exc:  # noqa: BLE001 - Rule 4: any failure of the store
+                self._failed(exc)
+                return False
+            self._recovered()
+            try:
+                fresh = build_served(
+                    self.file,
+                    snapshot,
+                    embedded=self.embedded,
+                    clock=self._clock,
+                    previous=self._served,
+                    state=self.state,
+                )
+            except ConfigError as exc:
+                logger.error("store version %d is refused: %s", snapshot.version, exc)  # noqa: TRY400
+                return False
+            await fresh.start()  # new runtimes share health before they serve
+            if generation != self._generation:  # Rule 6
+                await _close_unserved(fresh, self._served)
+                return False
+            self._install(fresh)
+            return True
+
+    def reload_file(self) -> ServedProjects:
+        """SIGHUP: read the file again, bring it into the store and rebuild (blocking I/O).
+        Raises `ConfigError` or `OSError` for a bad file, and the store's errors."""
+        file = self._reload_file() if self._reload_file is not None else self.file
+        try:
+            sync_file(self.store, file)
+        except NameTaken:  # another worker synced the same file at the same moment
+            sync_file(self.store, file)
+        snapshot = load_snapshot(self.store)
+        fresh = build_served(
+            file,
+            snapshot,
+            embedded=self.embedded,
+            clock=self._clock,
+            previous=self._served,
+            state=self.state,
+        )
+        self.file = file
+        self._generation += 1
+        self._served = fresh
+        return fresh
+
+    def _install(self, fresh: ServedProjects) -> None:
+        self._served = fresh
+        if self._swap is not None:
+            self._swap(fresh)
+        logger.info(
+            "store version %s: serving %d project%s",
+            fresh.version,
+            len(fresh.runtimes),
+            "" if len(fresh.runtimes) == 1 else "s",
+        )
+
+    def _failed(self, exc: Exception) -> None:
+        if not self._outage:
+            self._outage = True
+            logger.warning(
+                "the store cannot be read (%s); still serving store version %s",
+                type(exc).__name__,
+                None if self._served is None else self._served.version,
+            )
+
+    def _recovered(self) -> None:
+        if self._outage:
+            self._outage = False
+            logger.info("the store answers again")
+
+    async def _poll(self) -> None:
+        while True:
+            await self.feed.wait()
+            await self.refresh()
+
+    async def aclose(self) -> None:
+        """Stop refreshing; close the feed, the shared state store and the store's pool."""
+        poller, self._poller = self._poller, None
+        if poller is not None:
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+        await self.feed.aclose()
+        await self.state.close()
+        await asyncio.to_thread(self.store.close)
+
+
+async def _close_unserved(dropped: ServedProjects, served: ServedProjects | None) -> None:
+    """Close the runtimes of a dropped set that the served set does not hold."""
+    kept = set() if served is None else {id(each) for each in served.runtimes.values()}
+    for runtime in dropped.runtimes.values():
+        if id(runtime) not in kept:
+            await runtime.aclose()
+
+
+def _split_dangling(config: FileConfig) -> tuple[FileConfig, tuple[ConsumerConfig, ...]]:
+    """The configuration without the consumers whose route or provider left the config file
+    (their rows are kept for them), and those consumers: they are served, and meet NO_ROUTE,
+    rather than failing their whole project. A consumer whose agent is one of them is too."""
+    routes = {route.name for route in config.routes}
+    providers = {provider.name for provider in config.providers}
+    dangling: dict[str, ConsumerConfig] = {}
+    changed = True
+    while changed:
+        changed = False
+        for consumer in config.consumers:
+            if consumer.name in dangling:
+                continue
+            if (
+                (consumer.model_route is not None and consumer.model_route not in routes)
+                or (consumer.provider is not None and consumer.provider not in providers)
+                or (consumer.agent is not None and consumer.agent in dangling)
+            ):
+                dangling[consumer.name] = consumer
+                changed = True
+    if not dangling:
+        return config, ()
+    kept = tuple(consumer for consumer in config.consumers if consumer.name not in dangling)
+    return config.model_copy(update={"consumers": kept}), tuple(dangling.values())
