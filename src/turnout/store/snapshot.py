@@ -27,9 +27,8 @@ from turnout.schema import (
     ProviderConfig,
     RouteConfig,
 )
-from turnout.store._writes import MASK
 from turnout.store.models import Binding, Consumer, Key, Meta, Policy, Project, Provider, Route
-from turnout.store.provider_secrets import unseal
+from turnout.store.provider_secrets import MASK, unseal
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
