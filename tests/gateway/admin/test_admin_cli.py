@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import httpx
 import openai
 import pytest
+import yaml
 from sqlalchemy import text
 
 from tests.gateway.admin._support import (
@@ -24,6 +25,7 @@ from tests.gateway.admin._support import (
 from tests.store.conftest import SECRET_KEY
 from turnout.access.keys import hash_key
 from turnout.cli import main
+from turnout.schema import KeyConfig
 from turnout.store import SecretBox, migrate, open_store, service
 
 if TYPE_CHECKING:
@@ -142,8 +144,8 @@ def test_keys_errors_name_what_was_wrong(
 def test_keys_create_without_a_target_prints_a_config_entry(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Without --url or --store, `keys create` prints a key and its hash, storing nothing;
-    `keys list` needs a target."""
+    """Without --url or --store, `keys create` prints a key and its hash (with the identity
+    given, as YAML a config file reads), storing nothing; `keys list` needs a target."""
     status, out, _ = run(capsys, "keys", "create", "--json")
     assert status == 0
     record = json.loads(out)
@@ -152,6 +154,12 @@ def test_keys_create_without_a_target_prints_a_config_entry(
     status, _, err = run(capsys, "keys", "list")
     assert status == 1
     assert "--url" in err
+    status, out, _ = run(capsys, "keys", "create", "--name", "bot", "--team", "ops",
+                         "--allowed-model", "*-mini")  # fmt: skip
+    assert status == 0
+    entry = yaml.safe_load(out.split("config entry:\n", 1)[1])["keys"][0]
+    assert KeyConfig(**entry).allowed_models == ("*-mini",)
+    assert entry["teams"] == ["ops"]
 
 
 # ---- keys with --url ------------------------------------------------------------------------
@@ -275,3 +283,31 @@ def test_import_through_the_admin_api(
     assert "(created)" in out
     project = next(p for p in service.list_projects(store) if p["name"] == "migrated")
     assert service.list_objects(store, "route", project["id"])
+
+
+def test_import_reports_the_validators_problems_and_a_missing_secret_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], secret_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A route the project's validator refuses (its model already served by a stored route)
+    stops the import naming the problem's path; without TURNOUT_SECRET_KEY nothing is written."""
+    url = f"sqlite:///{tmp_path}/v.db"
+    store = opened(url)
+    migrate(store)
+    pid = service.create_project(store, {"name": "default"})["id"]
+    service.create_object(store, "provider", pid, {"name": "local", "kind": "mock"})
+    route = {"name": "other", "models": ["chat"], "targets": [{"provider": "local"}]}
+    service.create_object(store, "route", pid, route)
+    fixture = f"{FIXTURES}/openai_anthropic_failover.yaml"
+    status, _, err = run(capsys, "import", "litellm", fixture, "--into-store", "--store", url)
+    assert status == 1
+    assert "routes[" in err
+    assert '"chat"' in err
+    assert "2 objects were written" in err
+    monkeypatch.delenv("TURNOUT_SECRET_KEY")
+    status, _, err = run(capsys, "import", "litellm", fixture, "--into-store", "--store", url,
+                         "--project", "fresh")  # fmt: skip
+    assert status == 1
+    assert "TURNOUT_SECRET_KEY is not set" in err
+    assert [p["name"] for p in service.list_projects(store)] == ["default"]
+    store.close()

@@ -112,7 +112,8 @@ def require_project(control: ControlPlane, wanted: str) -> dict[str, Any]:
     project = find_project(control, wanted)
     if project is None:
         raise ControlError(
-            f"--project: no project with the id or name {wanted!r} in {control.where}"
+            f"--project: no project with the id or name {wanted!r} in {control.where} (make "
+            "one with POST /admin/v1/projects, or by importing a config into it)"
         )
     return project
 

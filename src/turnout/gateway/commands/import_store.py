@@ -31,10 +31,17 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 import yaml
 
 from turnout.errors import ConfigError
-from turnout.gateway.commands.control import ControlError, find_project, open_control
+from turnout.gateway.commands.control import (
+    ControlError,
+    StoreControl,
+    find_project,
+    open_control,
+)
+from turnout.store import SECRET_KEY_VARIABLE
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
     from turnout.gateway.commands.control import ControlPlane
 
@@ -108,6 +115,15 @@ def _load(
     control: ControlPlane, args: argparse.Namespace, sections: dict[str, list[dict[str, Any]]]
 ) -> tuple[dict[str, Any], _Counts]:
     """Rules 1, 4 and 5."""
+    if (
+        isinstance(control, StoreControl)
+        and not control.store.secrets.has_key
+        and any(body.get("api_key") for body in sections["providers"])
+    ):
+        raise ControlError(
+            f"{SECRET_KEY_VARIABLE} is not set: it is needed to store the providers' api_key "
+            "(set it as the gateway has it); nothing was written"
+        )
     project = find_project(control, args.project)
     if project is None:
         if args.project.startswith("proj_"):
@@ -129,20 +145,39 @@ def _load(
         control.update(plural, pid, found["id"], body | dict.fromkeys(stale))
         counts.updated[plural] += 1
 
+    try:
+        _write_all(control, pid, sections, matches, put)
+    except ControlError as exc:
+        done = sum(counts.created.values()) + sum(counts.updated.values())
+        raise ControlError(
+            f"{exc}\n(the import stopped there: {done} objects were written before it)"
+        ) from None
+    return project, counts
+
+
+def _write_all(
+    control: ControlPlane,
+    pid: str,
+    sections: dict[str, list[dict[str, Any]]],
+    matches: dict[tuple[str, str], dict[str, Any]],
+    put: Callable[[str, dict[str, Any]], None],
+) -> None:
+    """Rule 5: providers, routes without fallbacks, the fallbacks, bindings, policies."""
     for body in sections["providers"]:
         put("providers", body)
     for body in sections["routes"]:
         put("routes", {k: v for k, v in body.items() if k != "fallbacks"})
+    routes: list[dict[str, Any]] | None = None
     for body in sections["routes"]:
         if body.get("fallbacks"):
             route = matches.get(("routes", body["name"].lower()))
             if route is None:
-                route = next(r for r in control.list("routes", pid) if r["name"] == body["name"])
+                routes = routes if routes is not None else control.list("routes", pid)
+                route = next(r for r in routes if r["name"] == body["name"])
             control.update("routes", pid, route["id"], {"fallbacks": body["fallbacks"]})
     for plural in ("bindings", "policies"):
         for body in sections[plural]:
             put(plural, body)
-    return project, counts
 
 
 def _clashes(

@@ -135,12 +135,7 @@ def _run(control: ControlPlane, args: argparse.Namespace, out: TextIO) -> int:
 def _create(control: ControlPlane, pid: str, args: argparse.Namespace, out: TextIO) -> int:
     if not args.name:
         raise ControlError("keys create: --name is required with --url or --store")
-    body: dict[str, Any] = {"name": args.name}
-    if args.user:
-        body["user"] = args.user
-    for field in ("teams", "routes", "allowed_models"):
-        if getattr(args, field):
-            body[field] = list(getattr(args, field))
+    body: dict[str, Any] = {"name": args.name, **_identity_fields(args)}
     created = control.create("keys", pid, body)
     if args.json:
         out.write(json.dumps(created) + "\n")
@@ -214,19 +209,30 @@ def format_keys(keys: list[dict[str, Any]]) -> str:
 
 
 def _config_entry(args: argparse.Namespace, out: TextIO) -> int:
-    """Rule 1: a new key and its config file entry."""
+    """Rule 1: a new key and its config file entry, with the identity given."""
     from turnout.access.keys import generate_key, hash_key  # noqa: PLC0415
 
-    name = args.name or "app"
     key = generate_key()
-    digest = hash_key(key)
+    entry = {"name": args.name or "app", "hash": hash_key(key), **_identity_fields(args)}
     if args.json:
-        out.write(json.dumps({"name": name, "key": key, "hash": digest}) + "\n")
+        out.write(json.dumps({**entry, "key": key}) + "\n")
         return 0
+    # JSON values are YAML too, and quote what YAML would read otherwise (`*-mini`, say).
+    fields = ", ".join(f"{name}: {json.dumps(value)}" for name, value in entry.items())
     out.write(
         f"key:  {key}\n"
         "      (shown once: give it to the caller; turnout keeps only the hash)\n"
         "config entry:\n"
-        f'  keys:\n    - {{name: {name}, hash: "{digest}"}}\n'
+        f"  keys:\n    - {{{fields}}}\n"
     )
     return 0
+
+
+def _identity_fields(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if args.user:
+        body["user"] = args.user
+    for field in ("teams", "routes", "allowed_models"):
+        if getattr(args, field):
+            body[field] = list(getattr(args, field))
+    return body
