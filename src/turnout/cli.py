@@ -91,7 +91,8 @@ def _add_import(commands: Subparsers[argparse.ArgumentParser]) -> None:
         "--into-store",
         action="store_true",
         help="write the providers, routes, bindings and policies into a project of the store "
-        "(with --url or --store) instead of printing YAML; every ${VAR} is read from the "
+        "(with --url or --store; --project is created when missing) instead of printing YAML; "
+        "every ${VAR} is read from the "
         "environment now and its value stored (provider keys encrypted): a variable not set "
         "refuses the import. Caller keys and server/state/defaults are not stored",
     )
