@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from turnout.gateway.commands.health import add_health_parser  # noqa: PLC0415
     from turnout.gateway.commands.inspect import add_check_parser, add_routes_parser  # noqa: PLC0415
+    from turnout.gateway.commands.keys import add_keys_parser  # noqa: PLC0415
     from turnout.gateway.commands.serve import add_serve_parser  # noqa: PLC0415
 
     add_serve_parser(commands)
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_health_parser(commands)
     _add_mock_upstream(commands)
     _add_import(commands)
-    _add_keys(commands)
+    add_keys_parser(commands)
     return parser
 
 
@@ -84,39 +85,40 @@ def _add_import(commands: Subparsers[argparse.ArgumentParser]) -> None:
     )
     importer.add_argument("source", choices=["litellm"], help="what the file is (litellm)")
     importer.add_argument("file", help="the configuration file to convert")
+    from turnout.gateway.commands.control import add_target_arguments  # noqa: PLC0415
 
-
-def _add_keys(commands: Subparsers[argparse.ArgumentParser]) -> None:
-    """`turnout keys create`: a new caller key and the hash to put in a config file."""
-    keys = commands.add_parser(
-        "keys",
-        help="create caller keys",
-        description="Create a caller key: the key is printed once, with the hash to store "
-        "in the config file's keys (a stored hash never reveals the key).",
+    importer.add_argument(
+        "--into-store",
+        action="store_true",
+        help="write the providers, routes, bindings and policies into a project of the store "
+        "(with --url or --store; --project is created when missing) instead of printing YAML; "
+        "every ${VAR} is read from the "
+        "environment now and its value stored (provider keys encrypted): a variable not set "
+        "refuses the import. Caller keys and server/state/defaults are not stored",
     )
-    keys.add_argument("action", choices=["create"], help="what to do")
-    keys.add_argument("--name", default="app", help="the key's name in the config (app)")
-    keys.add_argument("--json", action="store_true", help="print JSON for scripts")
-
-
-def _run_keys(args: argparse.Namespace) -> int:
-    import orjson  # noqa: PLC0415
-
-    from turnout.access.keys import generate_key, hash_key  # noqa: PLC0415
-
-    key = generate_key()
-    digest = hash_key(key)
-    if args.json:
-        record = {"name": args.name, "key": key, "hash": digest}
-        sys.stdout.write(orjson.dumps(record).decode() + "\n")
-        return 0
-    sys.stdout.write(
-        f"key:  {key}\n"
-        "      (shown once: give it to the caller; turnout keeps only the hash)\n"
-        "config entry:\n"
-        f'  keys:\n    - {{name: {args.name}, hash: "{digest}"}}\n'
+    importer.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --into-store: update objects whose names the project already uses "
+        "(without it, such a clash refuses the import)",
     )
-    return 0
+    add_target_arguments(importer)
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    if args.into_store:
+        if not (args.url or args.store):
+            sys.stderr.write("error: --into-store needs --url (a running gateway) or --store\n")
+            return 1
+        from turnout.gateway.commands.import_store import main_import_into_store  # noqa: PLC0415
+
+        return main_import_into_store(args)
+    if args.url or args.store or args.replace:
+        sys.stderr.write("error: --url, --store and --replace go with --into-store\n")
+        return 1
+    from turnout.config.litellm import main_import_litellm  # noqa: PLC0415
+
+    return main_import_litellm(args.file, sys.stdout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -132,11 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run(args)
     if args.command == "import":
-        from turnout.config.litellm import main_import_litellm  # noqa: PLC0415
-
-        return main_import_litellm(args.file, sys.stdout)
+        return _run_import(args)
     if args.command == "keys":
-        return _run_keys(args)
+        from turnout.gateway.commands.keys import main_keys  # noqa: PLC0415
+
+        return main_keys(args)
     if args.command == "health":
         from turnout.gateway.commands.health import main_health  # noqa: PLC0415
 

@@ -565,7 +565,7 @@ def test_an_empty_config_gives_an_empty_but_valid_configuration() -> None:
 def test_the_master_key_becomes_the_caller_key() -> None:
     """A literal master key becomes the one caller key under auth: keys, read from a
     variable: the literal is nowhere in the output or the notes, and no admin key is written
-    while turnout has no admin API."""
+    (the operator chooses their own)."""
     result, config = convert_text(
         """
 model_list:

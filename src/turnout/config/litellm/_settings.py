@@ -142,8 +142,8 @@ def _master_key(general: Mapping[str, Any], secrets: Secrets, notes: Notes) -> s
         notes.change(
             path,
             f"callers keep it: it is the caller key '{MASTER_KEY_NAME}' under server.auth: "
-            "keys; turnout has no admin API yet, so LiteLLM's key-management endpoints have no "
-            "equivalent",
+            "keys; LiteLLM's key-management endpoints map to turnout's admin API "
+            "(`turnout keys create|list|revoke`), which needs admin_keys",
         )
     notes.change(
         "--host",

@@ -1,1 +1,2 @@
-"""Command-line entry points of the gateway: `turnout check`, `turnout routes`, `turnout serve`."""
+"""Command-line entry points of the gateway: `turnout check`, `routes`, `serve`, `health`,
+`keys`, and `import … --into-store`."""

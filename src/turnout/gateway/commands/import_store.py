@@ -1,0 +1,247 @@
+"""`turnout import litellm FILE --into-store (--url URL | --store URL) [--project P]
+[--replace]`: a LiteLLM proxy config converted and written into the store, object by object.
+
+Rule 1: the converted providers, routes, bindings and policies are written into the project
+(`--project`, by name or id, default `default`; created, by name, when missing) through the
+same writes as the admin API (`turnout.gateway.commands.control`), each validated by the same
+rules. The file-only sections (`server`, `state`, `defaults`) and caller keys are not stored: a
+key can only be stored as one the store generated, so the LiteLLM master key stays a `keys`
+entry of the config file (the summary says so).
+Rule 2: every `${VAR}` of what is stored is read from the environment now, so a provider's
+`api_key` is stored as its value (encrypted by the store); a variable that is not set refuses
+the whole import before anything is written, naming each variable and where it is used.
+Rule 3: before anything is written, the imported objects are checked by the configuration's
+validator; every problem is reported with its path.
+Rule 4: an object whose name the project already uses refuses the import, listing every
+clash, unless `--replace`: then each is updated to the imported object (fields it lacks are
+cleared). A name taken by an object of another kind (a route named like an imported provider)
+refuses even with `--replace`.
+Rule 5: routes are written without their fallbacks first, then their fallbacks, so routes
+that fall back on each other can be written one by one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+import yaml
+
+from turnout.errors import ConfigError
+from turnout.gateway.commands.control import (
+    ControlError,
+    StoreControl,
+    find_project,
+    open_control,
+)
+from turnout.store import SECRET_KEY_VARIABLE
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    from turnout.gateway.commands.control import ControlPlane
+
+__all__ = ["main_import_into_store"]
+
+_STORED: Final = ("providers", "routes", "bindings", "policies")
+_SHARED_NAMES: Final = frozenset({"providers", "routes"})
+_READ_ONLY: Final = frozenset(
+    {"id", "project_id", "kind", "name", "source", "created_at", "updated_at"}
+)
+_PREFIX: Final = "turnout import litellm"
+
+
+@dataclass(slots=True)
+class _Counts:
+    created: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_STORED, 0))
+    updated: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_STORED, 0))
+
+
+def main_import_into_store(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run `turnout import litellm FILE --into-store …`; returns the exit status."""
+    out = out if out is not None else sys.stdout
+    try:
+        sections, notes, left_out = _converted(args.file)
+        control = open_control(args)
+        try:
+            project, counts = _load(control, args, sections)
+        finally:
+            control.close()
+    except ControlError as exc:
+        sys.stderr.write(f"{_PREFIX}: {exc}\n")
+        return 1
+    out.write(_summary(project, control.where, counts, notes, left_out))
+    return 0
+
+
+def _converted(path: str) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[str]]:
+    """Rules 2 and 3: the stored sections with their variables read, the importer's notes, and
+    the sections left out."""
+    from turnout.config.litellm import convert_litellm  # noqa: PLC0415
+    from turnout.config.load import expand_env, parse_config  # noqa: PLC0415
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ControlError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        result = convert_litellm(text)
+    except ConfigError as exc:
+        raise ControlError(f"{path}: {exc}") from None
+    document = yaml.safe_load(result.yaml) or {}
+    left_out = [name for name in document if name not in _STORED]
+    raw = {name: list(document.get(name) or ()) for name in _STORED}
+    errors: list[tuple[str, str]] = []
+    sections = expand_env(raw, os.environ, errors)
+    if errors:
+        listed = "\n".join(f"  {where}: {message}" for where, message in errors)
+        raise ControlError(
+            "the converted configuration reads environment variables that are not set; set "
+            "them and import again (their values are stored, provider keys encrypted):\n" + listed
+        )
+    try:
+        parse_config({"project": "import", **sections}, env={})
+    except ConfigError as exc:
+        listed = "\n".join(f"  {where}: {message}" for where, message in exc.errors)
+        raise ControlError(f"the imported objects are not valid:\n{listed}") from None
+    return sections, result.notes, left_out
+
+
+def _load(
+    control: ControlPlane, args: argparse.Namespace, sections: dict[str, list[dict[str, Any]]]
+) -> tuple[dict[str, Any], _Counts]:
+    """Rules 1, 4 and 5."""
+    if (
+        isinstance(control, StoreControl)
+        and not control.store.secrets.has_key
+        and any(body.get("api_key") for body in sections["providers"])
+    ):
+        raise ControlError(
+            f"{SECRET_KEY_VARIABLE} is not set: it is needed to store the providers' api_key "
+            "(set it as the gateway has it); nothing was written"
+        )
+    project = find_project(control, args.project)
+    if project is None:
+        if args.project.startswith("proj_"):
+            raise ControlError(f"--project: no project with the id {args.project!r}")
+        project = control.create_project(args.project)
+        project["created"] = True
+    pid = project["id"]
+    existing = {plural: control.list(plural, pid) for plural in _STORED}
+    matches = _clashes(existing, sections, replace=args.replace)
+    counts = _Counts()
+
+    def put(plural: str, body: dict[str, Any]) -> None:
+        found = matches.get((plural, body["name"].lower()))
+        if found is None:
+            control.create(plural, pid, body)
+            counts.created[plural] += 1
+            return
+        stale = set(found) - _READ_ONLY - set(body)
+        control.update(plural, pid, found["id"], body | dict.fromkeys(stale))
+        counts.updated[plural] += 1
+
+    try:
+        _write_all(control, pid, sections, matches, put)
+    except ControlError as exc:
+        done = sum(counts.created.values()) + sum(counts.updated.values())
+        raise ControlError(
+            f"{exc}\n(the import stopped there: {done} objects were written before it)"
+        ) from None
+    return project, counts
+
+
+def _write_all(
+    control: ControlPlane,
+    pid: str,
+    sections: dict[str, list[dict[str, Any]]],
+    matches: dict[tuple[str, str], dict[str, Any]],
+    put: Callable[[str, dict[str, Any]], None],
+) -> None:
+    """Rule 5: providers, routes without fallbacks, the fallbacks, bindings, policies."""
+    for body in sections["providers"]:
+        put("providers", body)
+    for body in sections["routes"]:
+        put("routes", {k: v for k, v in body.items() if k != "fallbacks"})
+    routes: list[dict[str, Any]] | None = None
+    for body in sections["routes"]:
+        if body.get("fallbacks"):
+            route = matches.get(("routes", body["name"].lower()))
+            if route is None:
+                routes = routes if routes is not None else control.list("routes", pid)
+                route = next(r for r in routes if r["name"] == body["name"])
+            control.update("routes", pid, route["id"], {"fallbacks": body["fallbacks"]})
+    for plural in ("bindings", "policies"):
+        for body in sections[plural]:
+            put(plural, body)
+
+
+def _clashes(
+    existing: dict[str, list[dict[str, Any]]],
+    sections: dict[str, list[dict[str, Any]]],
+    *,
+    replace: bool,
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Rule 4: the existing object each imported one replaces, by `(plural, lower name)`."""
+    same: dict[tuple[str, str], dict[str, Any]] = {}
+    other: list[str] = []
+    for plural in _STORED:
+        for body in sections[plural]:
+            name = body["name"].lower()
+            kinds = _SHARED_NAMES if plural in _SHARED_NAMES else {plural}
+            for kind in kinds:
+                for found in existing[kind]:
+                    if found["name"].lower() != name:
+                        continue
+                    if kind == plural:
+                        same[plural, name] = found
+                    else:
+                        other.append(
+                            f"  {plural[:-1]} {body['name']!r}: the project has a {kind[:-1]} "
+                            f"of that name ({found['id']})"
+                        )
+    if other:
+        raise ControlError(
+            "names already used by objects of another kind (rename or delete them; --replace "
+            "only replaces objects of the same kind):\n" + "\n".join(other)
+        )
+    if same and not replace:
+        listed = "\n".join(
+            f"  {plural[:-1]} {found['name']!r} ({found['id']})"
+            for (plural, _), found in same.items()
+        )
+        raise ControlError(
+            "the project already has objects with these names; nothing was written (import "
+            "again with --replace to update them):\n" + listed
+        )
+    return same
+
+
+def _summary(
+    project: dict[str, Any],
+    where: str,
+    counts: _Counts,
+    notes: list[str],
+    left_out: list[str],
+) -> str:
+    made = " (created)" if project.get("created") else ""
+    lines = [f"imported into project {project['name']} ({project['id']}){made} in {where}:"]
+    for plural in _STORED:
+        created, updated = counts.created[plural], counts.updated[plural]
+        if created or updated:
+            lines.append(f"  {plural}: {created} created, {updated} updated")
+    if "keys" in left_out:
+        lines.append(
+            "not stored: keys (the store keeps only keys it generated: keep the imported "
+            "keys entries, with their ${VAR}, in the config file, or create new keys with "
+            "`turnout keys create --url/--store`)"
+        )
+    rest = [name for name in left_out if name != "keys"]
+    if rest:
+        lines.append(f"not stored: {', '.join(rest)} (config file settings: put them there)")
+    lines.extend(f"note: {note}" for note in notes)
+    return "\n".join(lines) + "\n"
