@@ -1,8 +1,9 @@
 """End to end: `turnout serve` as a process audits every request into its store. A chat through
-the OpenAI SDK is found by its `x-request-id` through the admin API with its attempts and its
-tokens counted in the usage report, on SQLite and on PostgreSQL; SIGTERM writes what is still
-queued; with two workers every request is audited; a store that goes away mid-run keeps
-requests answered and their usage spilled beside the config file, written at the next start."""
+the OpenAI SDK is found by its `x-request-id` through the admin API with its attempts, its tokens
+are in the usage report, and a request refused for its key is found as refused, on SQLite and on
+PostgreSQL; SIGTERM writes what is still queued; with two workers every request is audited; a
+store that goes away mid-run keeps requests answered and their usage spilled beside the config
+file, written at the next start."""
 
 from __future__ import annotations
 
@@ -100,6 +101,16 @@ async def _chat(url: str) -> tuple[str, int, int]:
     return request_id, completion.usage.prompt_tokens, completion.usage.completion_tokens
 
 
+async def _refused(url: str) -> str:
+    """One chat with an unknown key (refused before routing): the `x-request-id` it got."""
+    async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="not-a-key", max_retries=0) as sdk:
+        with pytest.raises(openai.AuthenticationError) as refused:
+            await sdk.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "hello there"}]
+            )
+    return refused.value.response.headers["x-request-id"]
+
+
 async def _audited(client: httpx.AsyncClient, request_id: str) -> httpx.Response:
     """`GET /admin/v1/requests/{id}` until it is found (the batch was written) or the limit."""
     loop = asyncio.get_running_loop()
@@ -188,6 +199,13 @@ async def test_a_chat_is_audited_and_counted_and_sigterm_writes_the_queue(
                 assert audit["attempts"][0]["outcome"] == "answered"
                 assert audit["key_name"] == "caller"
                 usage = (await admin.get("/admin/v1/usage", params={"group_by": "key"})).json()
+                refused_id = await _refused(served.url)
+                refused = (await _audited(admin, refused_id)).json()
+            assert (refused["status"], refused["outcome"], refused["error_code"]) == (
+                401,
+                "refused",
+                "invalid_api_key",
+            )
             [group] = usage["data"]
             assert (group["requests"], group["input_tokens"], group["output_tokens"]) == (
                 1,
@@ -198,7 +216,7 @@ async def test_a_chat_is_audited_and_counted_and_sigterm_writes_the_queue(
                 await _chat(served.url)
             assert await served.stop() == 0
     url = store_url if not store_url.startswith("sqlite") else f"sqlite:///{tmp_path}/turnout.db"
-    assert _count(url, "request_audit") == 4
+    assert _count(url, "request_audit") == 5  # the refused one has no usage
     assert _count(url, "usage_ledger") == 4
 
 

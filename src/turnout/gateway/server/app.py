@@ -430,6 +430,7 @@ async def _failed(exchange: Exchange, exc: Exception) -> None:
     if exchange.gone or exchange.ended:
         return
     exchange.adopt(getattr(exc, "routing", None))
+    exchange.failure = exc
     request_id = exchange.reply_id()
     if not exchange.started:
         await exchange.reply(error_reply(exc, exchange.fmt, request_id=request_id))

@@ -27,9 +27,10 @@ from turnout.gateway.server.app import GatewayApp
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from sqlalchemy.engine import URL
+
     from turnout.gateway.runtime.control import ControlPlane
     from turnout.gateway.runtime.served import ServedProjects
-    from turnout.store.engine import Store
     from turnout.store.ledger import AuditWriter
 
 __all__ = ["AuditedControl", "spill_folder", "store_app"]
@@ -40,13 +41,12 @@ SPILL_FOLDER: Final = "turnout-spill"
 """The spill folder's name when the store is not an SQLite file (Rule 2)."""
 
 
-def spill_folder(store: Store, setting: str | None, base: Path) -> Path:
-    """Rule 2: where the audit writer of `store` spills usage; `setting` is the config's
-    `audit_spill_dir`, `base` the configuration file's folder (the working directory without
-    a file)."""
+def spill_folder(url: URL, setting: str | None, base: Path) -> Path:
+    """Rule 2: where the audit writer of the store at `url` spills usage; `setting` is the
+    config's `audit_spill_dir`, `base` the configuration file's folder (the working directory
+    without a file)."""
     if setting:
         return (base / Path(setting).expanduser()).resolve()
-    url = store.engine.url
     database = url.database
     if url.get_backend_name() == "sqlite" and database and database != ":memory:":
         path = Path(database)
@@ -89,7 +89,7 @@ def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
     file = control.file
     writer = audit_sink(
         control.store,
-        spill_dir=spill_folder(control.store, file.audit_spill_dir, base),
+        spill_dir=spill_folder(control.store.engine.url, file.audit_spill_dir, base),
         retention_days=file.audit_retention_days,
     )
     return GatewayApp(
