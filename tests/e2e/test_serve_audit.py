@@ -3,7 +3,7 @@ the OpenAI SDK is found by its `x-request-id` through the admin API with its att
 are in the usage report, and a request refused for its key is found as refused, on SQLite and on
 PostgreSQL; SIGTERM writes what is still queued; with two workers every request is audited; a
 store that goes away mid-run keeps requests answered and their usage spilled beside the config
-file, written at the next start."""
+file, written at the next start; the dashboard opens a request from the audit."""
 
 from __future__ import annotations
 
@@ -231,6 +231,28 @@ async def test_two_workers_audit_every_request(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/turnout.db"
     assert _count(url, "request_audit") == len(set(ids)) == 8
     assert _count(url, "usage_ledger") == 8
+
+
+async def test_the_dashboard_opens_a_request_from_the_audit(tmp_path: Path) -> None:
+    """A request served before a restart (so in no process's memory) opens on
+    `/ui/requests/{id}` from the store's audit; an unknown id is a 404."""
+    async with MockUpstream() as upstream:
+        config = _config(tmp_path, "sqlite:///turnout.db", upstream)
+        async with _serving(config) as served:
+            request_id = (await _chat(served.url))[0]
+            assert await served.stop() == 0
+        headers = {"authorization": f"Bearer {ADMIN_KEY}"}
+        async with (
+            _serving(config) as served,
+            httpx.AsyncClient(base_url=served.url, headers=headers) as client,
+        ):
+            page = await client.get(f"/ui/requests/{request_id}")
+            missing = await client.get("/ui/requests/req_never_seen")
+            assert await served.stop() == 0
+    assert page.status_code == 200, page.text
+    assert request_id in page.text
+    assert "answered" in page.text
+    assert missing.status_code == 404
 
 
 async def test_a_store_gone_mid_run_spills_usage_written_at_the_next_start(

@@ -189,6 +189,11 @@ class GatewayApp:
         return {} if settings is None else dict(settings.served.runtimes)
 
     @property
+    def dashboard(self) -> Dashboard | None:
+        """The `/ui` app (None without admin keys)."""
+        return self._dashboard
+
+    @property
     def control(self) -> RuntimeSource | None:
         """What keeps the runtimes current (None: a runtime served as it was loaded)."""
         return self._control

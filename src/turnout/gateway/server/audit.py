@@ -13,13 +13,17 @@ in-memory SQLite store) `turnout-spill` in that same folder. It is made only whe
 is spilled; the workers and replicas on one machine may share it (each writer holds a file of
 its own, and adopts the files of writers that ended).
 Rule 3: the writer failing to start or to close never stops serving: it is logged.
+Rule 4: the dashboard opens a request this process no longer holds (or another worker served)
+from the store's audit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from turnout.gateway.observe.observer import Observer
 from turnout.gateway.server.app import GatewayApp
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 
     from turnout.gateway.runtime.control import ControlPlane
     from turnout.gateway.runtime.served import ServedProjects
+    from turnout.store.engine import Store
     from turnout.store.ledger import AuditWriter
 
 __all__ = ["AuditedControl", "spill_folder", "store_app"]
@@ -92,9 +97,19 @@ def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
         spill_dir=spill_folder(control.store.engine.url, file.audit_spill_dir, base),
         retention_days=file.audit_retention_days,
     )
-    return GatewayApp(
+    app = GatewayApp(
         control=AuditedControl(control, writer),
         admin_hashes=control.admin_key_hashes,
         admin=control,
         observer=Observer(sink=writer),
     )
+    if app.dashboard is not None:
+        app.dashboard.audit = functools.partial(_audited, control.store)
+    return app
+
+
+async def _audited(store: Store, request_id: str) -> dict[str, Any] | None:
+    """One request from the store's audit, read on a thread."""
+    from turnout.store.usage import get_request  # noqa: PLC0415 - the database layer, lazily
+
+    return await asyncio.to_thread(get_request, store, request_id)
