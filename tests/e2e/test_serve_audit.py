@@ -220,37 +220,28 @@ async def test_a_chat_is_audited_and_counted_and_sigterm_writes_the_queue(
     assert _count(url, "usage_ledger") == 4
 
 
-async def test_two_workers_audit_every_request(tmp_path: Path) -> None:
-    """`--workers 2`: each worker writes its own requests; all of them are in the store once
-    the gateway stopped."""
+async def test_two_workers_audit_every_request_and_the_dashboard_reads_it(tmp_path: Path) -> None:
+    """`--workers 2`: each worker writes its own requests, all in the store once the gateway
+    stopped; after a restart (no process holds them in memory) a request opens on
+    `/ui/requests/{id}` from the audit, and an unknown id is a 404."""
+    headers = {"authorization": f"Bearer {ADMIN_KEY}"}
     async with MockUpstream() as upstream:
         config = _config(tmp_path, "sqlite:///turnout.db", upstream)
         async with _serving(config, "--workers", "2") as served:
             ids = [(await _chat(served.url))[0] for _ in range(8)]
             assert await served.stop() == 0
-    url = f"sqlite:///{tmp_path}/turnout.db"
-    assert _count(url, "request_audit") == len(set(ids)) == 8
-    assert _count(url, "usage_ledger") == 8
-
-
-async def test_the_dashboard_opens_a_request_from_the_audit(tmp_path: Path) -> None:
-    """A request served before a restart (so in no process's memory) opens on
-    `/ui/requests/{id}` from the store's audit; an unknown id is a 404."""
-    async with MockUpstream() as upstream:
-        config = _config(tmp_path, "sqlite:///turnout.db", upstream)
-        async with _serving(config) as served:
-            request_id = (await _chat(served.url))[0]
-            assert await served.stop() == 0
-        headers = {"authorization": f"Bearer {ADMIN_KEY}"}
+        url = f"sqlite:///{tmp_path}/turnout.db"
+        assert _count(url, "request_audit") == len(set(ids)) == 8
+        assert _count(url, "usage_ledger") == 8
         async with (
             _serving(config) as served,
             httpx.AsyncClient(base_url=served.url, headers=headers) as client,
         ):
-            page = await client.get(f"/ui/requests/{request_id}")
+            page = await client.get(f"/ui/requests/{ids[0]}")
             missing = await client.get("/ui/requests/req_never_seen")
             assert await served.stop() == 0
     assert page.status_code == 200, page.text
-    assert request_id in page.text
+    assert ids[0] in page.text
     assert "answered" in page.text
     assert missing.status_code == 404
 
