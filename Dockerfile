@@ -13,6 +13,7 @@ COPY pyproject.toml README.md ./
 COPY src ./src
 RUN pip install . \
     && useradd --system --create-home --uid 10001 turnout \
+    && install -d -o turnout /home/turnout/spill \
     && rm -rf /src
 
 WORKDIR /home/turnout

@@ -83,6 +83,15 @@ class FileConfig(Model):
         description="Days the store keeps the request audit (one row per routed request and "
         "per attempt entry); older rows are deleted about hourly. The usage ledger is kept.",
     )
+    audit_spill_dir: str | None = Field(
+        None,
+        description="The folder where each `turnout serve` process keeps the usage the store "
+        "could not take (while it is down), written to the store when it answers again or at "
+        "the next start. A relative path is beside this file (or in the working directory "
+        "without a file). Default: beside an SQLite store file, `<file>-spill` "
+        "(`turnout.db-spill`); otherwise `turnout-spill` beside this file. Several workers and "
+        "replicas on one machine may share it.",
+    )
     providers: tuple[ProviderConfig, ...] = Field((), description="The providers.")
     routes: tuple[RouteConfig, ...] = Field((), description="The routes.")
     keys: tuple[KeyConfig, ...] = Field(

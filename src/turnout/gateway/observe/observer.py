@@ -9,7 +9,9 @@ Rule 3: with shared state, the store's health (watched about once a second by th
 sharing) is the `turnout_shared_state_up` gauge.
 Rule 4: with a sink (the store's audit writer), each request with a routing record is handed to
 it once, the record turned into plain JSON once; the sink queues it without I/O. Its count of
-dropped audit rows feeds `turnout_audit_dropped_total`.
+dropped audit rows feeds `turnout_audit_dropped_total`. A request refused before it was routed
+(no routing record: a missing or unknown key, a bad body) is handed over too, as a record of its
+request id and error code alone, with the outcome `refused`.
 Rule 5: a request's span starts before its handler runs (`request_started`) and ends in
 `request_done`, after its access line; without tracing neither does anything.
 """
@@ -31,6 +33,7 @@ from turnout.gateway.observe.logs import (
 )
 from turnout.gateway.observe.metrics import Metrics
 from turnout.gateway.observe.spans import RequestSpans, is_tracing
+from turnout.gateway.responses.respond import problem_for
 from turnout.record import SKIP_OUTCOMES
 from turnout.routing.health import key_text
 
@@ -173,7 +176,9 @@ class Observer:
             if record.fallback_route is not None:
                 log_fallback_route(record)
             if self.sink is not None:
-                self._submit(self.sink, exchange, record, outcome, seconds)
+                self._submit(self.sink, exchange, record.as_dict(), outcome, seconds)
+        elif self.sink is not None and exchange.failure is not None:
+            self._submit(self.sink, exchange, _refused(exchange), "refused", seconds)
         if record is not None or exchange.scope["method"] == "POST":  # a call, or a refused one
             self.activity.add(
                 request_id=record.request_id if record is not None else exchange.reply_id(),
@@ -190,12 +195,12 @@ class Observer:
         self,
         sink: RequestSink,
         exchange: Exchange,
-        record: RoutingRecord,
+        record: dict[str, Any],
         outcome: str,
         seconds: float,
     ) -> None:
         sink.submit(
-            record.as_dict(),
+            record,
             at=time.time(),
             project=exchange.runtime.project,
             key_name=exchange.key_name(),
@@ -208,6 +213,14 @@ class Observer:
         if dropped > self._dropped:
             self.metrics.audit_dropped.inc(dropped - self._dropped)
             self._dropped = dropped
+
+
+def _refused(exchange: Exchange) -> dict[str, Any]:
+    """Rule 4: what is known of a request refused before routing: its id and error code."""
+    failure = exchange.failure
+    problem = None if failure is None else problem_for(failure)
+    code = "internal_error" if problem is None else problem.code
+    return {"request_id": exchange.reply_id(), "attempts": [], "error": {"code": code}}
 
 
 def _outcome(record: RoutingRecord) -> str:

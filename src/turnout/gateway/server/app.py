@@ -189,6 +189,11 @@ class GatewayApp:
         return {} if settings is None else dict(settings.served.runtimes)
 
     @property
+    def dashboard(self) -> Dashboard | None:
+        """The `/ui` app (None without admin keys)."""
+        return self._dashboard
+
+    @property
     def control(self) -> RuntimeSource | None:
         """What keeps the runtimes current (None: a runtime served as it was loaded)."""
         return self._control
@@ -430,6 +435,7 @@ async def _failed(exchange: Exchange, exc: Exception) -> None:
     if exchange.gone or exchange.ended:
         return
     exchange.adopt(getattr(exc, "routing", None))
+    exchange.failure = exc
     request_id = exchange.reply_id()
     if not exchange.started:
         await exchange.reply(error_reply(exc, exchange.fmt, request_id=request_id))

@@ -95,9 +95,11 @@ class Exchange:
     __slots__ = (
         "_caller",
         "_credentials",
+        "_fresh_id",
         "began",
         "body",
         "ended",
+        "failure",
         "fmt",
         "gone",
         "headers",
@@ -140,6 +142,9 @@ class Exchange:
         self.gone = False
         self.status = 0
         self.record: RoutingRecord | None = None
+        self.failure: BaseException | None = None
+        """What the request was answered with an error for (set as it is answered)."""
+        self._fresh_id: str | None = None
 
     @property
     def runtime(self) -> Runtime:
@@ -181,8 +186,13 @@ class Exchange:
         return None if found is None or found.caller is None else found.caller.key
 
     def reply_id(self) -> str:
-        """The id a response without a routing record carries: the caller's, else a new one."""
-        return self.request_id or new_request_id()
+        """The id a response without a routing record carries: the caller's, else a new one
+        (the same one each time it is asked for)."""
+        if self.request_id is not None:
+            return self.request_id
+        if self._fresh_id is None:
+            self._fresh_id = new_request_id()
+        return self._fresh_id
 
     def adopt(self, record: RoutingRecord | None) -> None:
         """Rule 3: give `record` (and its calls' ids) the caller's request id, if any."""

@@ -10,7 +10,8 @@ live object (a connection pool, a Redis client, a database connection) is shared
 Shutdown closes the providers' connection pools (lifespan). SIGHUP reloads the configuration
 file (`worker.reload_runtime`). With tracing on (`server.tracing`,
 `OTEL_TRACES_EXPORTER`), each serving process installs its tracer provider before it serves and
-flushes it when it stops (`turnout.gateway.observe.tracing`).
+flushes it when it stops (`turnout.gateway.observe.tracing`). Each serving process over a store
+audits its requests into it through an audit writer of its own (`turnout.gateway.server.audit`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from turnout.gateway.runtime.embedded import embedded_config
 from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.runtime.served import ServedProjects
 from turnout.gateway.server.app import GatewayApp
+from turnout.gateway.server.audit import store_app
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket
 from turnout.gateway.server.prefork import Supervisor
@@ -129,7 +131,7 @@ def worker_app(config_path: str | None, *, prepare: bool = True) -> GatewayApp:
     `open_control` (the parent of several workers prepared the store already)."""
     configure_logging_from_env()
     control = open_control(config_path, os.environ, prepare=prepare)
-    return GatewayApp(control=control, admin_hashes=control.admin_key_hashes, admin=control)
+    return store_app(control, config_path)
 
 
 def banner(runtime: Runtime, host: str, port: int) -> str:
@@ -209,12 +211,12 @@ def serve(
     # A Ctrl-C that lands after the shutdown, while the process ends, is not an error.
     with sock, contextlib.suppress(KeyboardInterrupt):
         if not several:
-            hashes = None if control is None else control.admin_key_hashes
 
             def run_one() -> int:
                 # Made once tracing is installed: the app's observer decides then on spans.
-                app = GatewayApp(served, control=control, admin_hashes=hashes, admin=control)
-                return run_worker(sock, app, limits, reload=reload)
+                if control is not None:
+                    return run_worker(sock, store_app(control, path), limits, reload=reload)
+                return run_worker(sock, GatewayApp(served), limits, reload=reload)
 
             return _traced(tracing, run_one)
         with contextlib.suppress(Exception):
@@ -249,7 +251,7 @@ def _run_one_worker(
         load = functools.partial(load_runtime, path, os.environ)
         return run_worker(sock, GatewayApp(load=load), limits, reload=(source, load), parent=parent)
     control = open_control(path, os.environ, prepare=False)
-    app = GatewayApp(control=control, admin_hashes=control.admin_key_hashes, admin=control)
+    app = store_app(control, path)
     return run_worker(sock, app, limits, reload=(source, control.reload_file), parent=parent)
 
 

@@ -8,6 +8,9 @@ is ever joined from a request).
 Rule 3: pages are never cached and never framed; a strict content security policy allows
 scripts from this server only.
 Rule 4: the dashboard only reads: the test-routing form resolves a model, it calls nothing.
+Rule 5: a request page (`/ui/requests/{id}`) shows the request from this process's memory, else,
+when the gateway has a store (`audit`), from the store's request audit (a request pushed out of
+memory, or served by another worker or replica); a store that fails is a 404 saying so.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ class Dashboard:
         self._runtimes = runtimes
         self._admin_hashes = admin_hashes
         self.activity = activity
+        self.audit: Callable[[str], Awaitable[Mapping[str, Any] | None]] | None = None
+        """Rule 5: reads one request from the store's audit (None: no store)."""
         self._assets: dict[str, tuple[bytes, bytes]] = {}
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
@@ -118,13 +123,29 @@ class Dashboard:
             data = json.dumps(views.chart_data(self.activity)).encode()
             await _send(send, 200, data, [(b"content-type", b"application/json")])
         elif path.startswith("/ui/requests/") and method == "GET":
-            item = self.activity.get(path.removeprefix("/ui/requests/"))
-            if item is None:
-                await _html(send, 404, _not_found("This request is not in this process's memory."))
-            else:
-                await _html(send, 200, pages.record_page(item))
+            await self._request(send, path.removeprefix("/ui/requests/"))
         else:
             await _html(send, 404, _not_found(f"No dashboard page at {path}."))
+
+    async def _request(self, send: Send, request_id: str) -> None:
+        """Rule 5: one request's page, from memory or from the audit."""
+        item = self.activity.get(request_id)
+        if item is not None:
+            await _html(send, 200, pages.record_page(item))
+            return
+        if self.audit is None:
+            await _html(send, 404, _not_found("This request is not in this process's memory."))
+            return
+        try:
+            found = await self.audit(request_id)
+        except Exception:  # noqa: BLE001 - the store: the page says so
+            await _html(send, 404, _not_found("The request audit cannot be read now."))
+            return
+        if found is None:
+            await _html(send, 404, _not_found("This request is not in memory nor in the audit."))
+            return
+        audited, record = views.audited_request(found)
+        await _html(send, 200, pages.record_page(audited, record))
 
     def _test(self, runtimes: Mapping[str, Runtime], form: Mapping[str, str] | None) -> str:
         """Rule 4: resolve the form's model for its key, in the first project that knows it."""

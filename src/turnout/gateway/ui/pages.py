@@ -220,9 +220,12 @@ def _cell(value: object) -> str:
     return "" if value is None else _e(value)
 
 
-def record_page(item: RecentRequest) -> str:
-    """One request's routing record: the summary, then each attempt entry."""
+def record_page(item: RecentRequest, audited: dict[str, Any] | None = None) -> str:
+    """One request's routing record: the summary, then each attempt entry; `audited` is the
+    record as read back from the store's audit (for a request this process no longer holds)."""
     record: dict[str, Any] = {} if item.record is None else item.record.as_dict()
+    if audited is not None:
+        record = audited
     attempts: Iterable[dict[str, Any]] = record.get("attempts", [])
     columns = ("index", "target", "provider", "model", "outcome", "error_class", "status")
     head = "".join(f"<th>{_e(name.replace('_', ' '))}</th>" for name in columns)

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from turnout.errors import RoutingError
+from turnout.gateway.observe.activity import RecentRequest
 from turnout.gateway.runtime.describe import route_row
+from turnout.record import CALL_OUTCOMES as CALLS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from turnout.access.keys import Caller
-    from turnout.gateway.observe.activity import Activity, RecentRequest
+    from turnout.gateway.observe.activity import Activity
     from turnout.gateway.runtime.live import Runtime
 
 __all__ = [
@@ -27,12 +29,39 @@ __all__ = [
     "RequestRow",
     "RouteView",
     "RoutingTestResult",
+    "audited_request",
     "chart_data",
     "health_rows",
     "request_rows",
     "route_views",
     "routing_test",
 ]
+
+
+def audited_request(found: Mapping[str, Any]) -> tuple[RecentRequest, dict[str, Any]]:
+    """A request read back from the store's audit (`turnout.store.usage.get_request`) as the
+    dashboard shows a remembered one, with its routing record as plain JSON."""
+    record: dict[str, Any] = dict(found.get("routing") or {})
+    usage = found.get("usage") or {}
+    at = dt.datetime.fromisoformat(str(found["at"]).replace("Z", "+00:00")).timestamp()
+    item = RecentRequest(
+        request_id=str(found["request_id"]),
+        at=at,
+        path=str(found.get("endpoint") or ""),
+        status=int(found.get("status") or 0),
+        route=found.get("route"),
+        requested_model=found.get("requested_model"),
+        provider=found.get("served_provider"),
+        model=found.get("served_model"),
+        attempts=sum(1 for entry in record.get("attempts") or () if entry.get("outcome") in CALLS),
+        failovers=int(record.get("fallbacks") or 0),
+        duration_ms=float(found.get("latency_ms") or 0),
+        input_tokens=int(usage.get("input_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens") or 0),
+        cost=found.get("cost"),
+        record=None,
+    )
+    return item, record
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,115 @@
+"""The request audit of a serving process: its store's audit writer, where the writer spills,
+and the writer's life beside the control plane.
+
+Rule 1: each serving process (each pre-forked worker, after the fork) has one audit writer, the
+sink of its app's observer. It starts at lifespan startup, once the control plane has loaded
+the store and before the listener accepts, and replays what earlier processes spilled; it is
+closed at lifespan shutdown, after the listener stopped and before the store closes, so what
+is queued is written (or its usage spilled).
+Rule 2: the spill folder is `audit_spill_dir` when set (a relative path is resolved against
+the configuration file's folder, or the working directory without a file); else, with an
+SQLite store file, `<file>-spill` beside it (`turnout.db-spill`); else (PostgreSQL, an
+in-memory SQLite store) `turnout-spill` in that same folder. It is made only when something
+is spilled; the workers and replicas on one machine may share it (each writer holds a file of
+its own, and adopts the files of writers that ended).
+Rule 3: the writer failing to start or to close never stops serving: it is logged.
+Rule 4: the dashboard opens a request this process no longer holds (or another worker served)
+from the store's audit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from turnout.gateway.observe.observer import Observer
+from turnout.gateway.server.app import GatewayApp
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sqlalchemy.engine import URL
+
+    from turnout.gateway.runtime.control import ControlPlane
+    from turnout.gateway.runtime.served import ServedProjects
+    from turnout.store.engine import Store
+    from turnout.store.ledger import AuditWriter
+
+__all__ = ["AuditedControl", "spill_folder", "store_app"]
+
+logger = logging.getLogger("turnout.gateway")
+
+SPILL_FOLDER: Final = "turnout-spill"
+"""The spill folder's name when the store is not an SQLite file (Rule 2)."""
+
+
+def spill_folder(url: URL, setting: str | None, base: Path) -> Path:
+    """Rule 2: where the audit writer of the store at `url` spills usage; `setting` is the
+    config's `audit_spill_dir`, `base` the configuration file's folder (the working directory
+    without a file)."""
+    if setting:
+        return (base / Path(setting).expanduser()).resolve()
+    database = url.database
+    if url.get_backend_name() == "sqlite" and database and database != ":memory:":
+        path = Path(database)
+        return (base / path).resolve().with_name(f"{path.name}-spill")
+    return (base / SPILL_FOLDER).resolve()
+
+
+class AuditedControl:
+    """A control plane whose serving process audits its requests (Rule 1): the app's runtime
+    source, starting and closing the `writer` around the control plane's own life."""
+
+    def __init__(self, control: ControlPlane, writer: AuditWriter) -> None:
+        self.control = control
+        self.writer = writer
+
+    async def start(self, swap: Callable[[ServedProjects], object]) -> ServedProjects:
+        """Load and follow the store, then start the writer (it replays the spill)."""
+        served = await self.control.start(swap)
+        try:
+            await self.writer.start()
+        except Exception:  # Rule 3: serving goes on; usage is spilled meanwhile
+            logger.exception("audit: the audit writer could not start")
+        return served
+
+    async def aclose(self) -> None:
+        """Write what is queued, then stop the control plane (which closes the store)."""
+        try:
+            await self.writer.aclose()
+        except Exception:  # Rule 3
+            logger.exception("audit: closing the audit writer failed")
+        await self.control.aclose()
+
+
+def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
+    """The app of one serving process over `control`, auditing its requests into the store
+    (Rule 1). `config_path` is the configuration file (None: the embedded defaults)."""
+    from turnout.store.ledger import audit_sink  # noqa: PLC0415 - the database layer, lazily
+
+    base = Path(config_path).resolve().parent if config_path else Path.cwd()
+    file = control.file
+    writer = audit_sink(
+        control.store,
+        spill_dir=spill_folder(control.store.engine.url, file.audit_spill_dir, base),
+        retention_days=file.audit_retention_days,
+    )
+    app = GatewayApp(
+        control=AuditedControl(control, writer),
+        admin_hashes=control.admin_key_hashes,
+        admin=control,
+        observer=Observer(sink=writer),
+    )
+    if app.dashboard is not None:
+        app.dashboard.audit = functools.partial(_audited, control.store)
+    return app
+
+
+async def _audited(store: Store, request_id: str) -> dict[str, Any] | None:
+    """One request from the store's audit, read on a thread."""
+    from turnout.store.usage import get_request  # noqa: PLC0415 - the database layer, lazily
+
+    return await asyncio.to_thread(get_request, store, request_id)
