@@ -3,9 +3,12 @@ read from, and whether it serves embeddings."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from turnout.providers import OpenAICompatible
+from turnout.schema._base import Preset
 from turnout.vendors.catalog import vendor_entry
 from turnout.vendors.presets import KEYLESS_PRESETS, PRESETS
 
@@ -33,8 +36,10 @@ EXPECTED = {
 
 
 def test_every_preset_is_pinned_here() -> None:
-    """The table below covers every preset, so a new one cannot go untested."""
+    """The table below covers every preset, so a new one cannot go untested; the config
+    file's `preset` values are the same list, in the same order."""
     assert set(EXPECTED) == set(PRESETS)
+    assert get_args(Preset) == PRESETS
 
 
 @pytest.mark.parametrize("preset", sorted(EXPECTED))
