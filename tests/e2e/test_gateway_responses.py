@@ -109,13 +109,6 @@ async def gateway(upstream: MockUpstream) -> AsyncIterator[RunningGateway]:
         yield running
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def oai(gateway: RunningGateway) -> AsyncIterator[openai.AsyncOpenAI]:
-    client = openai.AsyncOpenAI(base_url=gateway.openai_base_url, api_key="anything", max_retries=0)
-    yield client
-    await client.close()
-
-
 def _logged(upstream: MockUpstream, model: str) -> list[Any]:
     return [entry for entry in upstream.app.log.entries() if entry.model == model]
 

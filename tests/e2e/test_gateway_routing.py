@@ -123,20 +123,6 @@ async def gateway(upstream: MockUpstream) -> AsyncIterator[RunningGateway]:
         yield running
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def oai(gateway: RunningGateway) -> AsyncIterator[openai.AsyncOpenAI]:
-    client = openai.AsyncOpenAI(base_url=gateway.openai_base_url, api_key="anything", max_retries=0)
-    yield client
-    await client.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def ant(gateway: RunningGateway) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key="anything", max_retries=0)
-    yield client
-    await client.close()
-
-
 async def _chat(oai: openai.AsyncOpenAI, model: str) -> Any:
     return await oai.chat.completions.with_raw_response.create(model=model, messages=USER)
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import anthropic
-import openai
 import orjson
 import pytest
 import pytest_asyncio
@@ -20,6 +18,9 @@ from turnout.mock_upstream import MockUpstream
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    import anthropic
+    import openai
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -92,20 +93,6 @@ async def upstream() -> AsyncIterator[MockUpstream]:
 async def gateway(upstream: MockUpstream) -> AsyncIterator[RunningGateway]:
     async with running_gateway(_config(upstream)) as running:
         yield running
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def oai(gateway: RunningGateway) -> AsyncIterator[openai.AsyncOpenAI]:
-    client = openai.AsyncOpenAI(base_url=gateway.openai_base_url, api_key="anything", max_retries=0)
-    yield client
-    await client.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def ant(gateway: RunningGateway) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key="anything", max_retries=0)
-    yield client
-    await client.close()
 
 
 def _vertex_calls(upstream: MockUpstream, method: str) -> list[Any]:
