@@ -240,11 +240,15 @@ class ControlPlane:
             raise ConfigError(f"invalid project {project.name!r}: {summary}", problems)
 
     async def committed(self) -> None:
-        """A write committed: refresh now; returns once its runtimes serve (Rule 2)."""
+        """A write committed: announce it, so the other replicas rebuild while this one does,
+        and refresh now; returns once its runtimes serve (Rule 2)."""
+        try:
+            version = await asyncio.to_thread(current_version, self.store)
+        except Exception:  # noqa: BLE001 - the refresh below reports a failing store
+            version = None
+        if version is not None:
+            await self.feed.announce(version)
         await self.refresh()
-        served = self._served
-        if served is not None and served.version is not None:
-            await self.feed.announce(served.version)
 
     # -- serving
 
