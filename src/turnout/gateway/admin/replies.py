@@ -78,7 +78,7 @@ def error_reply(exc: BaseException) -> Reply:
         message = "a value is too long for its field, or holds a character the store refuses"
         return _envelope(400, "VALIDATION_FAILED", message, problems_meta([("body", message)]))
     if store_unreachable(exc):
-        message = "the store cannot be reached; nothing was changed, try again once it answers"
+        message = "the store cannot be reached; try again once it answers"
         return _envelope(503, "store_unavailable", message, {})
     return _envelope(500, "internal_error", "the admin API failed; the server log says why", {})
 

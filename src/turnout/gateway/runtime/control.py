@@ -364,8 +364,13 @@ class ControlPlane:
             logger.info("the store answers again")
 
     async def _poll(self) -> None:
+        feed = self.feed
         while True:
-            await self.feed.wait()
+            try:
+                await feed.wait()
+            except Exception:  # a feed that fails never stops refreshing: poll instead
+                logger.exception("the change feed failed; reading the store's version every 1 s")
+                feed = PollFeed(clock=self._clock)
             await self.refresh()
 
     async def aclose(self) -> None:
