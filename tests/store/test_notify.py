@@ -84,6 +84,9 @@ async def test_an_announced_version_and_a_rollback_are_not_news(pg_store: Store)
         assert not waiting.done()
         await asyncio.to_thread(svc.create_project, pg_store, {"name": "other"})
         await asyncio.wait_for(waiting, _LIMIT)
+        newest = svc.current_version(pg_store)
+        # Notifications arrive in commit order: once the last is heard, any earlier one was.
+        await asyncio.wait_for(_until(lambda: other.heard == newest), _LIMIT)
         assert other.notices == 2
         assert mine.received == 1
         assert clock.now() == 0.0

@@ -68,6 +68,11 @@ class PostgresFeed:
         self._degraded = False
         self._closed = False
 
+    @property
+    def heard(self) -> int:
+        """The newest version of this store notified to this feed (0: none yet)."""
+        return self._newest
+
     async def start(self) -> None:
         """Start listening and wait until the first attempt to is over (idempotent)."""
         if self._closed:
