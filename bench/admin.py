@@ -14,6 +14,14 @@ does) through a small `AdminContext` of this script's own: after each write it l
 snapshot, rebuilds the project's runtime and swaps it into the app.
 
 Run: python bench/admin.py [--routes 1000] [--lists 200] [--writes 30]
+
+`--replicas redis|postgres|poll` measures instead how fast a write reaches another replica: two
+`turnout serve` processes, A and B, on one store (PostgreSQL at `--postgres`, in a schema of
+their own, with Redis at `--redis` for `redis`; a SQLite file for `poll`); from sending a
+`PATCH` of a route's target model to A to the first chat answer from B served by the new model
+(B is asked every 2 ms), p50 and p99 over `--writes` writes.
+
+Run: python bench/admin.py --replicas postgres [--postgres URL] [--redis URL] [--writes 30]
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 from cryptography.fernet import Fernet
+from sqlalchemy import text
 
 from turnout.access.keys import hash_key
 from turnout.config.load import parse_config
@@ -177,12 +186,128 @@ def _import_cost() -> None:
     )
 
 
+_SERVE = "import sys\nfrom turnout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+_REPLICA_CONFIG = """\
+project: default
+store: "{store}"
+state: "{state}"
+server: {{auth: keys, shutdown_grace_seconds: 0}}
+admin_keys: ["{admin}"]
+providers:
+  - {{name: m, kind: mock}}
+routes:
+  - {{name: main, models: [gpt-4o-mini], targets: [{{provider: m}}]}}
+keys: [{{name: bench, key: {caller}}}]
+"""
+
+
+async def _start_replica(config: Path) -> tuple[asyncio.subprocess.Process, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _SERVE, "serve", "--config", str(config), "--port", "0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert process.stdout is not None
+    while True:
+        line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        if line.startswith("turnout serving on "):
+            return process, line.split()[3]
+        assert line, "turnout serve ended before its banner"
+
+
+async def _replicas(feed: str, postgres: str, redis: str, writes: int) -> None:
+    """`--replicas`: the time from a PATCH on A to B's first answer that sees it."""
+    schema = f"bench_{int(time.time() * 1000)}"
+    setup = None
+    with tempfile.TemporaryDirectory() as folder:
+        if feed == "poll":
+            store = f"sqlite:///{Path(folder) / 'turnout.db'}"
+        else:
+            setup = open_store(postgres)
+            with setup.engine.begin() as connection:
+                connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+            store = f"{postgres}?options=-csearch_path%3D{schema}"
+        config = Path(folder) / "turnout.yaml"
+        state = redis if feed == "redis" else "memory"
+        config.write_text(
+            _REPLICA_CONFIG.format(store=store, state=state, admin=ADMIN_KEY, caller=CALLER_KEY)
+        )
+        processes: list[tuple[asyncio.subprocess.Process, str]] = []
+        try:
+            processes.append(await _start_replica(config))
+            processes.append(await _start_replica(config))
+            (_, a), (_, b) = processes
+            await _measure_replicas(feed, a, b, writes)
+        finally:
+            for process, _url in processes:
+                process.terminate()
+                await process.wait()
+            if setup is not None:
+                with setup.engine.begin() as connection:
+                    connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+                setup.close()
+
+
+async def _measure_replicas(feed: str, a: str, b: str, writes: int) -> None:
+    caller = {"authorization": f"Bearer {CALLER_KEY}"}
+    async with (
+        httpx.AsyncClient(base_url=f"{a}/admin/v1", headers=ADMIN, timeout=60) as admin,
+        httpx.AsyncClient(base_url=b, headers=caller, timeout=60) as on_b,
+    ):
+        project = next(
+            p for p in (await admin.get("/projects")).json()["data"] if p["name"] == "default"
+        )
+        base = f"/projects/{project['id']}/routes"
+        created = await admin.post(
+            base,
+            json={
+                "name": "bench",
+                "models": ["bench-model"],
+                "targets": [{"provider": "m", "model": "served-start"}],
+            },
+        )
+        assert created.status_code == 201, created.text
+        route = created.json()["id"]
+        body = {"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]}
+        for _ in range(5000):  # B serves the new route
+            if (await on_b.post("/v1/chat/completions", json=body)).status_code == 200:
+                break
+            await asyncio.sleep(0.002)
+        patches, seen_on_b = [], []
+        for number in range(writes):
+            model = f"served-{number}"
+            started = time.perf_counter()
+            patched = await admin.patch(
+                f"{base}/{route}", json={"targets": [{"provider": "m", "model": model}]}
+            )
+            answered = time.perf_counter()
+            assert patched.status_code == 200, patched.text
+            for _ in range(5000):
+                reply = await on_b.post("/v1/chat/completions", json=body)
+                if reply.json().get("model") == model:
+                    break
+                await asyncio.sleep(0.002)
+            else:
+                raise AssertionError(f"B never served {model}")
+            seen_on_b.append(time.perf_counter() - started)
+            patches.append(answered - started)
+            await asyncio.sleep(0.2)  # apart from the last write's wake
+        print(f"a PATCH on replica A, seen by replica B ({feed} feed):")
+        print(f"  PATCH answered by A        {_ms(patches)}")
+        print(f"  first answer from B        {_ms(seen_on_b)}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--routes", type=int, default=1000)
     parser.add_argument("--lists", type=int, default=200)
     parser.add_argument("--writes", type=int, default=30)
+    parser.add_argument("--replicas", choices=["redis", "postgres", "poll"])
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/12")
     args = parser.parse_args()
+    if args.replicas is not None:
+        await _replicas(args.replicas, args.postgres, args.redis, args.writes)
+        return
     importlib.import_module("turnout.gateway.admin.app")  # measured apart, below
     with tempfile.TemporaryDirectory() as folder:
         store = open_store(

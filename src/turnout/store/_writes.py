@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from turnout.errors import ConfigError, FileManaged, NameTaken, ObjectNotFound
 from turnout.store.models import ConfigChange, Meta, Project
+from turnout.store.notify import notify_change
 from turnout.store.provider_secrets import MASK
 from turnout.store.snapshot import project_snapshot
 
@@ -107,7 +108,8 @@ def audit(
     before: dict[str, Any] | None,
     after: dict[str, Any] | None,
 ) -> None:
-    """Bump the version and record the change (`before`/`after` already masked)."""
+    """Bump the version and record the change (`before`/`after` already masked); on PostgreSQL
+    the change is notified to listening replicas when the transaction commits."""
     session.flush()
     meta = session.get_one(Meta, 1, with_for_update=True)
     meta.version += 1
@@ -123,6 +125,7 @@ def audit(
             after=after,
         )
     )
+    notify_change(session, meta.version)
 
 
 def current_version(store: Store) -> int:

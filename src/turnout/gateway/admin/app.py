@@ -21,7 +21,12 @@ from turnout.gateway.admin.dispatch import read_body as read_admin_body
 from turnout.gateway.admin.health import health_operations
 from turnout.gateway.admin.objects import COLLECTIONS, object_operations, project_operations
 from turnout.gateway.admin.openapi import openapi_document
-from turnout.gateway.admin.replies import AdminError, error_reply, json_body
+from turnout.gateway.admin.replies import (
+    AdminError,
+    error_reply,
+    json_body,
+    store_unreachable,
+)
 from turnout.gateway.admin.routing_test import routing_operations
 from turnout.gateway.admin.usage import usage_operations
 
@@ -75,7 +80,14 @@ class AdminApp:
         try:
             reply = await self._answer(scope, receive)
         except Exception as exc:  # Rule 2: every failure is answered
-            if not isinstance(exc, AdminError | ConfigError | StoreError):
+            if store_unreachable(exc):
+                logger.warning(
+                    "admin API: %s %s: the store cannot be reached (%s)",
+                    scope["method"],
+                    scope["path"],
+                    type(exc).__name__,
+                )
+            elif not isinstance(exc, AdminError | ConfigError | StoreError):
                 logger.exception("admin API: %s %s failed", scope["method"], scope["path"])
             reply = error_reply(exc)
         if reply is None:

@@ -5,7 +5,8 @@ Rule 1: every 4xx and 5xx answer is the envelope; `meta` is an object (empty whe
 nothing to add). A validation error lists each problem in `meta.errors` as `{path, message}`;
 a 405 lists the path's methods in `meta.allowed` and in an `allow` header.
 Rule 2: errors of turnout's own carry their status and code (`AdminError`, `ConfigError`,
-`StoreError`); a value the database refuses (too long for its column) is a 400; anything else
+`StoreError`); a value the database refuses (too long for its column) is a 400; a store that
+cannot be reached (a lost or refused connection) is a 503 `store_unavailable`; anything else
 is a 500 `internal_error` whose message says nothing of the cause (the log has it).
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 
 from turnout.errors import ConfigError, StoreError
 from turnout.gateway.responses.respond import Reply
@@ -22,7 +23,14 @@ from turnout.gateway.responses.respond import Reply
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["NO_CONTENT", "AdminError", "error_reply", "json_body", "problems_meta"]
+__all__ = [
+    "NO_CONTENT",
+    "AdminError",
+    "error_reply",
+    "json_body",
+    "problems_meta",
+    "store_unreachable",
+]
 
 _JSON: Final = (b"content-type", b"application/json")
 
@@ -69,7 +77,17 @@ def error_reply(exc: BaseException) -> Reply:
     if isinstance(exc, DataError):
         message = "a value is too long for its field, or holds a character the store refuses"
         return _envelope(400, "VALIDATION_FAILED", message, problems_meta([("body", message)]))
+    if store_unreachable(exc):
+        message = "the store cannot be reached; try again once it answers"
+        return _envelope(503, "store_unavailable", message, {})
     return _envelope(500, "internal_error", "the admin API failed; the server log says why", {})
+
+
+def store_unreachable(exc: BaseException) -> bool:
+    """Whether `exc` says the database could not be reached or the connection was lost."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
 
 
 def _envelope(status: int, code: str, message: str, meta: dict[str, Any]) -> Reply:

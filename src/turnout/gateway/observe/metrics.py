@@ -97,6 +97,13 @@ class Metrics:
             multiprocess_mode="livemin",  # several workers: 0 when any live worker is cut off
             registry=registry,
         )
+        self.config_version = Gauge(
+            "turnout_config_version",
+            "The store version this process serves (0 before one is loaded). With several"
+            " workers, the oldest any live worker serves.",
+            multiprocess_mode="livemin",  # a worker that lags behind shows
+            registry=registry,
+        )
         self.audit_dropped = Counter(
             "turnout_audit_dropped",
             "Audit rows dropped because the audit writer's queue was full (usage is kept).",
@@ -159,6 +166,10 @@ class Metrics:
     def set_shared_state(self, backend: str, up: bool) -> None:
         """Say whether the shared state store `backend` (`redis`) answers."""
         self.shared_state_up.labels(backend).set(1 if up else 0)
+
+    def set_config_version(self, version: int) -> None:
+        """Say which store version this process serves."""
+        self.config_version.set(version)
 
     def render(self) -> bytes:
         """The Prometheus text exposition: this process's metrics, or every worker's."""

@@ -7,8 +7,10 @@ per project, every one on the file's state store settings and one shared state s
 Rule 2: a change reaches serving through `refresh`: the store's version is read, and only when
 it moved is a new snapshot loaded, built and swapped in (`swap`, as a SIGHUP reload swaps:
 requests in flight finish on the old runtimes). `committed()` refreshes at once (a write by this
-process); a `ChangeFeed` wakes `refresh` otherwise: `PollFeed` every second (the only way with
-SQLite); a Redis or PostgreSQL notification feed can take its place for several replicas.
+process) and announces it; a `ChangeFeed` wakes `refresh` otherwise (`change_feed`): with
+`state: redis://…` announcements through Redis (`StateFeed`), else on PostgreSQL the store's
+own notifications (`PostgresFeed`), else `PollFeed` every second (the only way with SQLite);
+the first two wake at once and fall back to the same 1 s poll.
 Rule 3: a project whose configuration did not change keeps its runtime object (pools, caches,
 health); a changed one is rebuilt on the previous one's health registry (its breakers,
 cooldowns and parks carry over) unless the health policy changed.
@@ -36,7 +38,9 @@ from turnout.gateway.admin.auth import admin_key_hashes
 from turnout.gateway.runtime.live import Runtime, StoredFacts, open_state_store
 from turnout.gateway.runtime.served import ServedProjects
 from turnout.routing.clock import LoopClock
+from turnout.state.config_feed import StateFeed
 from turnout.store.file_sync import sync_file
+from turnout.store.notify import PostgresFeed
 from turnout.store.service import current_version
 from turnout.store.snapshot import load_snapshot
 
@@ -49,7 +53,14 @@ if TYPE_CHECKING:
     from turnout.store.engine import Store
     from turnout.store.snapshot import ProjectSnapshot, StoreSnapshot
 
-__all__ = ["POLL_SECONDS", "ChangeFeed", "ControlPlane", "PollFeed", "build_served"]
+__all__ = [
+    "POLL_SECONDS",
+    "ChangeFeed",
+    "ControlPlane",
+    "PollFeed",
+    "build_served",
+    "change_feed",
+]
 
 logger = logging.getLogger("turnout.gateway")
 
@@ -90,6 +101,18 @@ class PollFeed:
 
     async def aclose(self) -> None:
         """Nothing to close."""
+
+
+def change_feed(
+    store: Store, state: StateStore, state_url: str, clock: Clock | None = None
+) -> ChangeFeed:
+    """Rule 2: the change feed of a process on `store` sharing `state` (configured as
+    `state_url`): Redis announcements, else PostgreSQL notifications, else the poll."""
+    if state_url.startswith(("redis://", "rediss://")):
+        return StateFeed(state, interval=POLL_SECONDS, clock=clock)
+    if store.is_postgres:
+        return PostgresFeed(store, interval=POLL_SECONDS, clock=clock)
+    return PollFeed(clock=clock)
 
 
 def build_served(
@@ -164,7 +187,7 @@ class ControlPlane:
 
     `store` is open and migrated; `file` the configuration file's contents (the embedded
     defaults when `embedded`); `reload_file` (optional) reads the file again for SIGHUP; `clock`
-    times runtimes and the poll; `feed` (default `PollFeed` on `clock`) wakes refreshes.
+    times runtimes and the poll; `feed` (default: `change_feed`'s choice) wakes refreshes.
     """
 
     def __init__(
@@ -182,8 +205,10 @@ class ControlPlane:
         self.embedded = embedded
         self._reload_file = reload_file
         self._clock = clock
-        self.feed: ChangeFeed = feed if feed is not None else PollFeed(clock=clock)
         self.state: StateStore = open_state_store(file.state, clock)
+        self.feed: ChangeFeed = (
+            feed if feed is not None else change_feed(store, self.state, file.state, clock)
+        )
         self._served: ServedProjects | None = None
         self._swap: Callable[[ServedProjects], object] | None = None
         self._lock = asyncio.Lock()
@@ -215,11 +240,15 @@ class ControlPlane:
             raise ConfigError(f"invalid project {project.name!r}: {summary}", problems)
 
     async def committed(self) -> None:
-        """A write committed: refresh now; returns once its runtimes serve (Rule 2)."""
+        """A write committed: announce it, so the other replicas rebuild while this one does,
+        and refresh now; returns once its runtimes serve (Rule 2)."""
+        try:
+            version = await asyncio.to_thread(current_version, self.store)
+        except Exception:  # noqa: BLE001 - the refresh below reports a failing store
+            version = None
+        if version is not None:
+            await self.feed.announce(version)
         await self.refresh()
-        served = self._served
-        if served is not None and served.version is not None:
-            await self.feed.announce(served.version)
 
     # -- serving
 
@@ -335,8 +364,13 @@ class ControlPlane:
             logger.info("the store answers again")
 
     async def _poll(self) -> None:
+        feed = self.feed
         while True:
-            await self.feed.wait()
+            try:
+                await feed.wait()
+            except Exception:  # a feed that fails never stops refreshing: poll instead
+                logger.exception("the change feed failed; reading the store's version every 1 s")
+                feed = PollFeed(clock=self._clock)
             await self.refresh()
 
     async def aclose(self) -> None:

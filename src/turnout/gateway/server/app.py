@@ -183,6 +183,9 @@ class GatewayApp:
             keepalive_seconds=self._keepalive_seconds,
             observer=self.observer,
         )
+        version = self.settings.served.version
+        if version is not None:
+            self.observer.metrics.set_config_version(version)
 
     def _runtimes(self) -> dict[str, Runtime]:
         settings = self.settings
