@@ -47,6 +47,25 @@ async def test_keys_live_under_the_prefix_with_their_ttl(
         await raw.aclose()
 
 
+async def test_databases_do_not_hear_each_others_channels(redis_url: str, key_prefix: str) -> None:
+    """Two stores on one Redis server but different databases share no message: Redis
+    delivers a channel to every database's subscribers, so the channel names carry the
+    database."""
+    base = redis_url.rsplit("/", 1)[0]
+    first = RedisState(f"{base}/9", key_prefix, timeout=2.0)
+    second = RedisState(f"{base}/10", key_prefix, timeout=2.0)
+    try:
+        mine = await first.subscribe("news")
+        theirs = await second.subscribe("news")
+        await first.publish("news", b"for database 9")
+        assert await asyncio.wait_for(anext(mine), 2) == b"for database 9"
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(anext(theirs), 0.3)
+    finally:
+        await first.close()
+        await second.close()
+
+
 async def test_reads_come_from_redis_not_the_mirror(
     redis_state: RedisState, redis_url: str
 ) -> None:
@@ -212,12 +231,12 @@ async def test_store_survives_a_restart_and_says_so(
         assert len(warnings_from(caplog)) == 1
 
         for _ in range(300):
-            if await numsub(server.url, "t:news"):
+            if await numsub(server.url, "t:db0:news"):
                 break
             await asyncio.sleep(0.01)
         raw = aredis.Redis.from_url(server.url)
         try:
-            await raw.publish("t:news", b"after")
+            await raw.publish("t:db0:news", b"after")
         finally:
             await raw.aclose()
         assert await asyncio.wait_for(anext(subscription), 3) == b"after"

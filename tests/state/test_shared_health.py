@@ -126,7 +126,7 @@ async def test_applied_notices_are_not_published_again(
 ) -> None:
     """One trip is one message on the channel: b and c apply it and publish nothing."""
     listener = aredis.Redis.from_url(db_url).pubsub()
-    await listener.subscribe(f"turnout:health:{SCOPE}")
+    await listener.subscribe(f"turnout:db11:health:{SCOPE}")
     await open_everywhere(replicas, eventually)
     for replica in replicas:
         await replica.shared.publisher.flush()

@@ -2,7 +2,7 @@
 Redis (`state: redis://…`).
 
 Rule 1: `announce(version)` publishes `<replica> <version>` on the `config` channel of the state
-store (`turnout:config` in Redis with the default prefix); every other replica's `wait()`
+store (`turnout:db<N>:config` in Redis with the default prefix); every other replica's `wait()`
 returns as soon as it arrives. A replica ignores its own announcements (its echo).
 Rule 2: `wait()` returns at the latest after `interval` seconds (1 by default) even when nothing
 arrived: the store's version poll stays the backstop, so a lost message, a replica that writes

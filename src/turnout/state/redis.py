@@ -11,7 +11,10 @@ Rule 3: while healthy, reads go to Redis only; writes, touches and deletes go to
 local mirror, so an outage starts from recent local state. Nothing written locally during an
 outage is copied back to Redis: the state is advisory (pins, cache, published health).
 Rule 4: keys and channels are stored under `prefix` (default `turnout:`), so several
-deployments, or test runs, can share one Redis database.
+deployments, or test runs, can share one Redis database. Channels also carry the database
+number (`turnout:db3:health`): Redis delivers a message to every subscriber of a channel name,
+whatever database each client selected, and deployments kept apart by database must not hear
+each other's health or configuration notices.
 Rule 5: a subscription is confirmed by Redis before `subscribe()` returns; it survives outages (it
 resubscribes when Redis is back) and, during an outage, receives what this process publishes.
 Rule 6: readiness does not wait for a call to find Redis gone. `probe()` pings Redis, bounded by
@@ -127,6 +130,8 @@ class RedisState:
             # with a server restart is replaced at once, while a timeout is never paid twice.
             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )
+        database = self._client.connection_pool.connection_kwargs.get("db", 0)
+        self._channel_prefix = f"{prefix}db{database}:"
         self._down_since: float | None = None
         self._down_at = 0.0
         self._reason = ""
@@ -266,7 +271,7 @@ class RedisState:
 
     async def publish(self, channel: str, message: bytes) -> None:
         """Publish through Redis; during an outage, to this process's subscribers only."""
-        sent = await self._shared(lambda r: r.publish(self.prefix + channel, message))
+        sent = await self._shared(lambda r: r.publish(self._channel_prefix + channel, message))
         if isinstance(sent, _Down):
             for subscription in list(self._channels.get(channel, ())):
                 subscription.deliver(message)
@@ -294,7 +299,7 @@ class RedisState:
         pubsub = self._client.pubsub()
         try:
             async with asyncio.timeout(self._guard):
-                await pubsub.subscribe(self.prefix + channel)
+                await pubsub.subscribe(self._channel_prefix + channel)
                 while True:
                     reply = await pubsub.get_message(timeout=self._guard)
                     if reply is not None and reply.get("type") == "subscribe":
