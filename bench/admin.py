@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from _replicas import ms, start_replica
 from cryptography.fernet import Fernet
 from sqlalchemy import text
 
@@ -106,16 +107,6 @@ def _seed(store: Store, routes: int) -> str:
     return project
 
 
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
-
-def _ms(values: list[float]) -> str:
-    p50, p99 = statistics.median(values), _percentile(values, 0.99)
-    return f"p50 {p50 * 1000:7.2f} ms   p99 {p99 * 1000:7.2f} ms   (n={len(values)})"
-
-
 async def _measure(url: str, project: str, lists: int, writes: int, context: BenchContext) -> None:
     base = f"{url}/admin/v1/projects/{project}"
     async with (
@@ -137,7 +128,7 @@ async def _measure(url: str, project: str, lists: int, writes: int, context: Ben
             reply = await admin.get(f"{base}/routes")
             times.append(time.perf_counter() - started)
             assert reply.status_code == 200
-        print(f"  GET …/routes               {_ms(times)}")
+        print(f"  GET …/routes               {ms(times)}")
         target = listed[0]
         body = {"model": target["models"][0], "messages": [{"role": "user", "content": "hi"}]}
         patches, visible = [], []
@@ -156,9 +147,9 @@ async def _measure(url: str, project: str, lists: int, writes: int, context: Ben
             patches.append(answered - started)
             visible.append(seen - started)
         print(f"a PATCH to a route of {len(listed)} (reload included):")
-        print(f"  PATCH answered             {_ms(patches)}")
-        print(f"  first chat that sees it    {_ms(visible)}")
-        print(f"  of which the reload        {_ms(context.reloads[-writes:])}")
+        print(f"  PATCH answered             {ms(patches)}")
+        print(f"  first chat that sees it    {ms(visible)}")
+        print(f"  of which the reload        {ms(context.reloads[-writes:])}")
         print("  (the reload: a store snapshot and the project's runtime, built and validated)")
 
 
@@ -186,7 +177,6 @@ def _import_cost() -> None:
     )
 
 
-_SERVE = "import sys\nfrom turnout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 _REPLICA_CONFIG = """\
 project: default
 store: "{store}"
@@ -199,19 +189,6 @@ routes:
   - {{name: main, models: [gpt-4o-mini], targets: [{{provider: m}}]}}
 keys: [{{name: bench, key: {caller}}}]
 """
-
-
-async def _start_replica(config: Path) -> tuple[asyncio.subprocess.Process, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _SERVE, "serve", "--config", str(config), "--port", "0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    assert process.stdout is not None
-    while True:
-        line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
-        if line.startswith("turnout serving on "):
-            return process, line.split()[3]
-        assert line, "turnout serve ended before its banner"
 
 
 async def _replicas(feed: str, postgres: str, redis: str, writes: int) -> None:
@@ -233,8 +210,8 @@ async def _replicas(feed: str, postgres: str, redis: str, writes: int) -> None:
         )
         processes: list[tuple[asyncio.subprocess.Process, str]] = []
         try:
-            processes.append(await _start_replica(config))
-            processes.append(await _start_replica(config))
+            processes.append(await start_replica(config))
+            processes.append(await start_replica(config))
             (_, a), (_, b) = processes
             await _measure_replicas(feed, a, b, writes)
         finally:
@@ -292,8 +269,8 @@ async def _measure_replicas(feed: str, a: str, b: str, writes: int) -> None:
             patches.append(answered - started)
             await asyncio.sleep(0.2)  # apart from the last write's wake
         print(f"a PATCH on replica A, seen by replica B ({feed} feed):")
-        print(f"  PATCH answered by A        {_ms(patches)}")
-        print(f"  first answer from B        {_ms(seen_on_b)}")
+        print(f"  PATCH answered by A        {ms(patches)}")
+        print(f"  first answer from B        {ms(seen_on_b)}")
 
 
 async def main() -> None:
