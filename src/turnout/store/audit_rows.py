@@ -4,8 +4,9 @@ and its usage entry (when it used tokens).
 Pure: no I/O. Rows are plain dicts with JSON values only (times as epoch seconds), so a usage
 entry can be spilled to a file as one JSON line and written later, unchanged.
 
-Rule 1: a finished request holds the routing record as plain JSON (`RoutingRecord.as_dict()`)
-and the caller's names (project, key name), never a key or a credential; the routing record
+Rule 1: a finished request holds the routing record, as the object the gateway finished or as
+plain JSON (`plain` turns the first into the second, off the event loop), and the caller's
+names (project, key name), never a key or a credential; the routing record
 holds none either, so nothing here can carry a secret.
 Rule 2: usage is billed on the provider and model that served, as the routing record says, at
 the record's cost (the serving call's usage at that provider's prices); never on the route.
@@ -15,20 +16,32 @@ Rule 3: a usage entry gets its `id` when it is made, once, so writing it twice w
 from __future__ import annotations
 
 import uuid
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-__all__ = ["FinishedRequest", "attempt_rows", "audit_row", "usage_entry"]
+from turnout.record import RoutingRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "FinishedRequest",
+    "attempt_rows",
+    "audit_row",
+    "plain",
+    "record_of",
+    "usage_entry",
+]
 
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
 class FinishedRequest(NamedTuple):
-    """One request the gateway finished: its routing record (plain JSON), when it ended
+    """One request the gateway finished: its routing record (Rule 1), when it ended
     (`at`, epoch seconds), the caller's project and key name, the endpoint (path), the status
     sent (499 when the caller left), the outcome (`answered`, `failed`, `cancelled`) and the
     time it took (`latency_ms`)."""
 
-    record: dict[str, Any]
+    record: Mapping[str, Any] | RoutingRecord
     at: float
     project: str | None
     key_name: str | None
@@ -38,14 +51,27 @@ class FinishedRequest(NamedTuple):
     latency_ms: int
 
 
-def _usage(record: dict[str, Any]) -> dict[str, int]:
+def plain(done: FinishedRequest) -> FinishedRequest:
+    """`done` with its routing record as plain JSON (Rule 1); unchanged when it already is."""
+    if isinstance(done.record, RoutingRecord):
+        return done._replace(record=done.record.as_dict())
+    return done
+
+
+def record_of(done: FinishedRequest) -> Mapping[str, Any]:
+    """The routing record of `done` as plain JSON (made here when it is still the object)."""
+    record = done.record
+    return record.as_dict() if isinstance(record, RoutingRecord) else record
+
+
+def _usage(record: Mapping[str, Any]) -> dict[str, int]:
     usage = record.get("usage") or {}
     return {name: int(usage.get(name) or 0) for name in _TOKENS}
 
 
 def audit_row(done: FinishedRequest) -> dict[str, Any]:
     """The request's audit row (project and key ids are filled in when it is written)."""
-    record = done.record
+    record = record_of(done)
     error = record.get("error") or {}
     return {
         "request_id": record["request_id"],
@@ -70,7 +96,7 @@ def audit_row(done: FinishedRequest) -> dict[str, Any]:
 
 def attempt_rows(done: FinishedRequest) -> list[dict[str, Any]]:
     """One row per attempt entry of the request, in order."""
-    request_id = done.record["request_id"]
+    request_id = record_of(done)["request_id"]
     return [
         {
             "request_id": request_id,
@@ -84,13 +110,13 @@ def attempt_rows(done: FinishedRequest) -> list[dict[str, Any]]:
             "duration_ms": entry.get("duration_ms"),
             "hedge": bool(entry.get("hedge")),
         }
-        for entry in done.record.get("attempts") or ()
+        for entry in record_of(done).get("attempts") or ()
     ]
 
 
 def usage_entry(done: FinishedRequest) -> dict[str, Any] | None:
     """Rule 2 and 3: the request's usage entry with a new id, or None when it used no token."""
-    record = done.record
+    record = record_of(done)
     tokens = _usage(record)
     if not any(tokens.values()):
         return None

@@ -39,14 +39,22 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import DataError, IntegrityError
 
-from turnout.store.audit_rows import FinishedRequest, attempt_rows, audit_row, usage_entry
+from turnout.store.audit_rows import (
+    FinishedRequest,
+    attempt_rows,
+    audit_row,
+    plain,
+    record_of,
+    usage_entry,
+)
 from turnout.store.audit_writes import IdsByName, delete_expired_audit, write_batch
 from turnout.store.spill import SpillFile, orphan_spills, read_spill, set_aside
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
+    from turnout.record import RoutingRecord
     from turnout.store.engine import Store
 
 __all__ = ["AuditWriter", "audit_sink"]
@@ -135,7 +143,7 @@ class AuditWriter:
 
     def submit(
         self,
-        record: dict[str, Any],
+        record: Mapping[str, Any] | RoutingRecord,
         *,
         at: float,
         project: str | None,
@@ -145,11 +153,12 @@ class AuditWriter:
         outcome: str,
         latency_ms: int,
     ) -> None:
-        """Rule 1: queue one finished request (`record`: its routing record as plain JSON;
-        the other fields as in `FinishedRequest`)."""
+        """Rule 1: queue one finished request (`record`: its routing record, the object itself
+        or plain JSON, made plain on the worker thread; the other fields as in
+        `FinishedRequest`)."""
         done = FinishedRequest(record, at, project, key_name, endpoint, status, outcome, latency_ms)
         if self.queued >= self.max_queue:
-            entry = usage_entry(done)
+            entry = usage_entry(plain(done))
             if entry is not None:
                 self._usage.append(entry)
             self._drop(1)
@@ -250,12 +259,14 @@ class AuditWriter:
         rows = list(batch.retries)
         usage = list(batch.usage)
         seen = {audit["request_id"] for audit, _ in rows}
-        for done in batch.requests:
+        for finished in batch.requests:
+            done = plain(finished)
             entry = usage_entry(done)
             if entry is not None:
                 usage.append(entry)
-            if done.record["request_id"] not in seen:
-                seen.add(done.record["request_id"])
+            request_id = record_of(done)["request_id"]
+            if request_id not in seen:
+                seen.add(request_id)
                 rows.append((audit_row(done), attempt_rows(done)))
         audits = [audit for audit, _ in rows]
         attempts = [attempt for _, some in rows for attempt in some]

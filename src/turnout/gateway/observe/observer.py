@@ -8,7 +8,8 @@ Rule 2: health transitions arrive through `Health.observe`; the engine knows no 
 Rule 3: with shared state, the store's health (watched about once a second by the health
 sharing) is the `turnout_shared_state_up` gauge.
 Rule 4: with a sink (the store's audit writer), each request with a routing record is handed to
-it once, the record turned into plain JSON once; the sink queues it without I/O. Its count of
+it once, as the finished record object (the sink turns it into plain JSON off the event loop);
+the sink queues it without I/O. Its count of
 dropped audit rows feeds `turnout_audit_dropped_total`. A request refused before it was routed
 (no routing record: a missing or unknown key, a bad body) is handed over too, as a record of its
 request id and error code alone, with the outcome `refused`.
@@ -38,6 +39,8 @@ from turnout.record import SKIP_OUTCOMES
 from turnout.routing.health import key_text
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from turnout.gateway.observe.spans import OpenSpan
     from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.server.exchange import Exchange
@@ -62,7 +65,7 @@ class RequestSink(Protocol):
 
     def submit(
         self,
-        record: dict[str, Any],
+        record: Mapping[str, Any] | RoutingRecord,
         *,
         at: float,
         project: str | None,
@@ -72,9 +75,9 @@ class RequestSink(Protocol):
         outcome: str,
         latency_ms: int,
     ) -> None:
-        """Take one finished request: its routing record as plain JSON, when it ended (epoch
-        seconds), the caller's project and key name, the path, the status sent (499 when the
-        caller left), the outcome and the time it took."""
+        """Take one finished request: its routing record (the object, or plain JSON), when
+        it ended (epoch seconds), the caller's project and key name, the path, the status sent
+        (499 when the caller left), the outcome and the time it took."""
         ...
 
 
@@ -176,7 +179,7 @@ class Observer:
             if record.fallback_route is not None:
                 log_fallback_route(record)
             if self.sink is not None:
-                self._submit(self.sink, exchange, record.as_dict(), outcome, seconds)
+                self._submit(self.sink, exchange, record, outcome, seconds)
         elif self.sink is not None and exchange.failure is not None:
             self._submit(self.sink, exchange, _refused(exchange), "refused", seconds)
         if record is not None or exchange.scope["method"] == "POST":  # a call, or a refused one
@@ -195,7 +198,7 @@ class Observer:
         self,
         sink: RequestSink,
         exchange: Exchange,
-        record: dict[str, Any],
+        record: Mapping[str, Any] | RoutingRecord,
         outcome: str,
         seconds: float,
     ) -> None:
