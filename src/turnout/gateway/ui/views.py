@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.errors import RoutingError
 from turnout.gateway.observe.activity import RecentRequest
-from turnout.gateway.runtime.describe import route_row
+from turnout.gateway.runtime.describe import caller_named, route_row
 from turnout.record import CALL_OUTCOMES as CALLS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from turnout.access.keys import Caller
     from turnout.gateway.observe.activity import Activity
     from turnout.gateway.runtime.live import Runtime
 
@@ -215,8 +214,9 @@ def routing_test(runtime: Runtime, model: str, key: str | None) -> RoutingTestRe
     """Where `model` goes on the chat endpoint for the key named `key` (None: anonymous)."""
     caller = None
     if key:
-        caller = _caller(runtime, key)
-        if caller is None:
+        try:
+            caller = caller_named(runtime, key)
+        except LookupError:
             return RoutingTestResult(model, key, refusal=f"no key named {key!r} in this project")
     try:
         found = runtime.resolve(model, endpoint="chat", caller=caller)
@@ -239,12 +239,3 @@ def routing_test(runtime: Runtime, model: str, key: str | None) -> RoutingTestRe
         targets=targets,
         granted_by=granted,
     )
-
-
-def _caller(runtime: Runtime, name: str) -> Caller | None:
-    from turnout.access.keys import Caller  # noqa: PLC0415 - only for the test form
-
-    for config in runtime.config.keys:
-        if config.name == name:
-            return Caller.from_config(config, runtime.project)
-    return None
