@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -11,6 +14,7 @@ from sqlalchemy import inspect, select
 
 from turnout.errors import ConfigError
 from turnout.store import downgrade, migrate, open_store
+from turnout.store.engine import HEAD_REVISION, MIGRATIONS, current_revisions
 from turnout.store.models import Base, Meta
 
 if TYPE_CHECKING:
@@ -92,3 +96,43 @@ def test_unknown_database_is_refused() -> None:
     """A store URL of another database kind is refused with a ConfigError."""
     with pytest.raises(ConfigError, match="not supported"):
         open_store("mysql://localhost/turnout")
+
+
+def test_head_revision_is_the_migrations_head() -> None:
+    """The revision `migrate` checks before loading the migration tool is the newest one."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert ScriptDirectory.from_config(config).get_heads() == [HEAD_REVISION]
+
+
+def test_migrated_store_reports_the_head_revision(store: Store) -> None:
+    """A migrated store reads as being at the newest revision; a store never migrated at none."""
+    assert current_revisions(store) == [HEAD_REVISION]
+
+
+def test_never_migrated_store_has_no_revision(empty_store: Store) -> None:
+    """A store with no tables yet has no revision, so `migrate` runs the migrations."""
+    assert current_revisions(empty_store) == []
+
+
+def test_starting_on_an_up_to_date_store_does_not_load_the_migration_tool(
+    tmp_path: Path,
+) -> None:
+    """A process opening and migrating a store that is already at the newest revision never
+    imports alembic (its memory and import time stay out of the gateway)."""
+    database = tmp_path / "turnout.db"
+    migrate(open_store(f"sqlite:///{database}"))
+    script = (
+        "import sys\n"
+        "from turnout.store import migrate, open_store\n"
+        f"migrate(open_store('sqlite:///{database}'))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'cryptography')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TURNOUT_SECRET_KEY"}
+    out = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -16,12 +16,12 @@ import hashlib
 import os
 from typing import TYPE_CHECKING, Final
 
-from cryptography.fernet import Fernet, InvalidToken
-
 from turnout.errors import SecretKeyMissing
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from cryptography.fernet import Fernet
 
 __all__ = ["SECRET_KEY_VARIABLE", "SecretBox"]
 
@@ -48,7 +48,13 @@ class SecretBox:
     __slots__ = ("_fernet",)
 
     def __init__(self, key: str | None) -> None:
-        self._fernet = Fernet(_fernet_key(key)) if key else None
+        # The cryptography package is loaded only by a process that has a key to use.
+        if key:
+            from cryptography.fernet import Fernet  # noqa: PLC0415
+
+            self._fernet: Fernet | None = Fernet(_fernet_key(key))
+        else:
+            self._fernet = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SecretBox:
@@ -70,6 +76,8 @@ class SecretBox:
 
     def decrypt(self, token: bytes) -> str:
         """The plaintext of a token `encrypt` made under the same key."""
+        from cryptography.fernet import InvalidToken  # noqa: PLC0415 - loaded with the key
+
         try:
             return self._require().decrypt(token).decode()
         except InvalidToken:
