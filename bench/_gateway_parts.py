@@ -217,7 +217,7 @@ def stream_cpu(
     for port, script in ((ports[0], direct), (ports[1], through)):
         body = script.read_text().split("'")[1].encode()
         if (events := count_events(port, body)) != STREAM_EVENTS:
-            raise RuntimeError(f"a stream from port {port} had {events} events, not {STREAM_EVENTS}")
+            raise RuntimeError(f"a stream from {port} had {events} events, not {STREAM_EVENTS}")
     concurrency, seconds = args.stream_concurrency, args.seconds
     for port, script in ((ports[0], direct), (ports[1], through)):
         load(port, concurrency, 1.0, script)
