@@ -23,13 +23,17 @@ from _gateway_procs import (
     STREAM_EVENTS,
     STREAM_MODEL,
     STREAM_TARGET,
+    Counted,
     Parts,
     Run,
     count_events,
+    count_files,
     cpu_seconds,
+    flush_redis,
     free_port,
     gateway_command,
     pin,
+    scrape,
     spawn,
     spawn_all,
     start_upstream,
@@ -112,6 +116,18 @@ class PartCost:
     cpu_c64: float
     cpu_c1: float
     rps_c64: float
+    counted: Counted
+    checked: bool  # each part counted exactly when it was on
+
+
+def _check(parts: Parts, counted: Counted) -> bool:
+    """Whether `counted` shows each part of `parts` at work when on and idle when off."""
+    return (
+        (counted.access_lines > 0) == parts.access_log
+        and (counted.metrics_requests > 0) == parts.metrics
+        and (counted.audit_rows > 0) == parts.audit
+        and counted.shared_up == parts.redis
+    )
 
 
 def part_costs(
@@ -124,6 +140,7 @@ def part_costs(
         *((name, Parts.only(name)) for name in PARTS),
         ("all on", Parts()),
     ]
+    flush_redis(args.redis)
     started: list[subprocess.Popen[bytes]] = []
     try:
         commands = []
@@ -149,20 +166,33 @@ def part_costs(
         c64 = rounds(lambda port: load(port, 64, seconds, args.script), sides, args.rounds)
         print("  measuring each part at concurrency 1 ...", flush=True)
         c1 = rounds(lambda port: load(port, 1, seconds, args.script), sides, args.rounds)
+        scraped = [scrape(port) for port, _ in sides]
     finally:
         for process in started:
             stop(process)
-    return [
-        PartCost(name, c64[i].cpu_ms, c1[i].cpu_ms, c64[i].median().rps)
-        for i, (name, _) in enumerate(variants)
-    ]
+    costs = []
+    for i, (name, parts) in enumerate(variants):
+        counted = count_files(scraped[i], commands[i][2].parent)
+        if not (checked := _check(parts, counted)):
+            print(f"warning: the gateway with {name} did not count as its parts say: {counted}")
+        costs.append(
+            PartCost(name, c64[i].cpu_ms, c1[i].cpu_ms, c64[i].median().rps, counted, checked)
+        )
+    return costs
+
+
+def _counted(cost: PartCost) -> str:
+    c = cost.counted
+    up = "up" if c.shared_up else "-"
+    mark = "" if cost.checked else "  NOT AS SET"
+    return f"{c.access_lines}, {c.metrics_requests}, {c.audit_rows}, {up}{mark}"
 
 
 def parts_table(costs: list[PartCost]) -> str:
     """Each part's CPU per request and its cost over the bare gateway, in microseconds."""
     bare = costs[0]
     head = ("gateway", "CPU/req c64 (us)", "cost c64 (us)", "CPU/req c1 (us)", "cost c1 (us)",
-            "req/s c64")  # fmt: skip
+            "req/s c64", "counted (log, metrics, audit, redis)")  # fmt: skip
     lines = [head]
     for cost in costs:
         first = cost is bare
@@ -173,12 +203,13 @@ def parts_table(costs: list[PartCost]) -> str:
             f"{cost.cpu_c1 * 1000:.1f}",
             "" if first else f"{(cost.cpu_c1 - bare.cpu_c1) * 1000:+.1f}",
             f"{cost.rps_c64:,.0f}",
+            _counted(cost),
         ))  # fmt: skip
     parts = costs[1:-1]
     lines.append((
         "sum of the parts alone", "",
         f"{sum(c.cpu_c64 - bare.cpu_c64 for c in parts) * 1000:+.1f}", "",
-        f"{sum(c.cpu_c1 - bare.cpu_c1 for c in parts) * 1000:+.1f}", "",
+        f"{sum(c.cpu_c1 - bare.cpu_c1 for c in parts) * 1000:+.1f}", "", "",
     ))  # fmt: skip
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join(
@@ -278,6 +309,7 @@ def workers(args: argparse.Namespace, tmp: Path) -> Workers:
     (with two workers on two CPUs nothing can be pinned apart), `args.rounds` alternating
     rounds of wrk with two threads at c64."""
     threads = 2
+    flush_redis(args.redis)
     started: list[subprocess.Popen[bytes]] = []
     try:
         upstream, upstream_port = start_upstream(tmp, cpu=None)

@@ -22,6 +22,7 @@ import re
 import resource
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -169,6 +170,43 @@ def get(port: int, path: str, timeout: float = 5.0) -> str:
         return conn.getresponse().read().decode()
     finally:
         conn.close()
+
+
+@dataclass
+class Counted:
+    """What a gateway counted: routed requests in its `/metrics`, audit rows it dropped,
+    whether it reported shared state up, its JSON access lines and its audit rows."""
+
+    metrics_requests: int
+    audit_dropped: int
+    shared_up: bool
+    access_lines: int = 0
+    audit_rows: int = 0
+
+
+def scrape(port: int) -> Counted:
+    """From the gateway's `/metrics`: routed requests, audit rows dropped, shared state up."""
+    calls = dropped = 0.0
+    shared = False
+    for line in get(port, "/metrics").splitlines():
+        if line.startswith("turnout_route_calls_total{"):
+            calls += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("turnout_audit_dropped_total"):
+            dropped += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("turnout_shared_state_up{"):
+            shared = float(line.rsplit(" ", 1)[1]) == 1
+    return Counted(round(calls), round(dropped), shared)
+
+
+def count_files(counted: Counted, folder: Path) -> Counted:
+    """`counted` with the access lines of `folder`'s gateway.log and the rows of the audit in
+    its store (read once the gateway has stopped and written everything)."""
+    log = (folder / "gateway.log").read_text()
+    counted.access_lines = sum(1 for line in log.splitlines() if '"event":"access"' in line)
+    with contextlib.closing(sqlite3.connect(folder / "turnout.db")) as db:
+        (rows,) = db.execute("SELECT count(*) FROM request_audit").fetchone()
+    counted.audit_rows = int(rows)
+    return counted
 
 
 def spawn(command: list[str], port: int, log: Path) -> tuple[subprocess.Popen[bytes], float]:

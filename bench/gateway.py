@@ -55,7 +55,6 @@ import os
 import re
 import shutil
 import signal
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -80,18 +79,20 @@ from _gateway_procs import (
     PATH,
     STREAM_BODY,
     UPSTREAM_CPU,
+    Counted,
     Parts,
     Run,
     busy_share,
     can_pin,
+    count_files,
     flush_redis,
     free_port,
     gateway_command,
-    get,
     load_average,
     load_python,
     load_wrk,
     pinned,
+    scrape,
     serve_args,
     spawn,
     start_upstream,
@@ -169,36 +170,6 @@ def measure(
 
 
 @dataclass
-class Counted:
-    """What the everything-on gateway counted by the end: routed requests in `/metrics`, lines
-    of its JSON access log, rows of its audit, audit rows it dropped."""
-
-    metrics_requests: int
-    access_lines: int
-    audit_rows: int
-    audit_dropped: int
-
-
-def scrape(port: int) -> tuple[int, int]:
-    """From `/metrics`: (routed requests, audit rows dropped)."""
-    calls = dropped = 0.0
-    for line in get(port, "/metrics").splitlines():
-        if line.startswith("turnout_route_calls_total{"):
-            calls += float(line.rsplit(" ", 1)[1])
-        elif line.startswith("turnout_audit_dropped_total"):
-            dropped += float(line.rsplit(" ", 1)[1])
-    return round(calls), round(dropped)
-
-
-def counted(metrics: tuple[int, int], log: Path, store: Path) -> Counted:
-    """`metrics` as scraped; the access lines and audit rows once the gateway has stopped."""
-    lines = sum(1 for line in log.read_text().splitlines() if '"event":"access"' in line)
-    with sqlite3.connect(store) as db:
-        (rows,) = db.execute("SELECT count(*) FROM request_audit").fetchone()
-    return Counted(metrics[0], lines, int(rows), metrics[1])
-
-
-@dataclass
 class Report:
     """Every number of one run (milliseconds unless named otherwise)."""
 
@@ -240,14 +211,13 @@ def run(args: argparse.Namespace, load: Load) -> Report:
     try:
         folder = tmp / "main"
         config = write_config(folder, upstream_port, args.redis)
-        log = folder / "gateway.log"
         starts = []
         for _ in range(args.starts):
             if gateway is not None:
                 stop(gateway)
             port = free_port()
             command = gateway_command(config, port, Parts(), extra=args.serve_arg)
-            gateway, seconds = spawn(command, port, log)
+            gateway, seconds = spawn(command, port, folder / "gateway.log")
             starts.append(seconds)
         assert gateway is not None
         ports = (upstream_port, port)
@@ -266,7 +236,7 @@ def run(args: argparse.Namespace, load: Load) -> Report:
             profile(gateway.pid, port, args, load)
         metrics = scrape(port)
         stop(gateway)
-        count = counted(metrics, log, folder / "turnout.db")
+        count = count_files(metrics, folder)
         parts = None
         if args.parts:
             print("measuring each part alone ...", flush=True)
@@ -506,6 +476,25 @@ def epilogue(report: Report) -> str:
     return text
 
 
+def to_json(report: Report) -> dict[str, object]:
+    """Every number of `report`, with the derived ones: each part's cost in microseconds over
+    the bare gateway, and the workers' ratios."""
+    out = asdict(report)
+    if report.parts is not None:
+        bare = report.parts[0]
+        out["part_cost_us"] = {
+            cost.name: {
+                "c64": (cost.cpu_c64 - bare.cpu_c64) * 1000,
+                "c1": (cost.cpu_c1 - bare.cpu_c1) * 1000,
+            }
+            for cost in report.parts[1:]
+        }
+    if report.workers is not None:
+        out["workers"]["ratio"] = report.workers.ratio
+        out["workers"]["cpu_bound_ratio"] = report.workers.cpu_bound_ratio
+    return out
+
+
 # -- command line ----------------------------------------------------------------------------
 
 
@@ -563,7 +552,7 @@ def main() -> int:
             return 0
         report = run(args, load)
     if args.json:
-        print(json.dumps(asdict(report), indent=2))
+        print(json.dumps(to_json(report), indent=2))
         return 0
     print(preamble(report))
     print(table(report))
