@@ -327,11 +327,11 @@ def workers(args: argparse.Namespace, tmp: Path) -> Workers:
             sides.append((port, [process.pid]))
         script = args.script
 
-        def run(port: int) -> Run:
-            return wrk(port, 64, args.seconds, script, threads=threads, cpu=None)
+        def run(port: int, seconds: float = args.seconds) -> Run:
+            return wrk(port, 64, seconds, script, threads=threads, cpu=None)
 
         for port, _ in sides:
-            run(port)  # warm-up, and every worker has taken connections
+            run(port, 1.0)  # warm-up
         print("  measuring 1 and 2 workers at concurrency 64 ...", flush=True)
         one, two = rounds(run, sides, args.rounds, children=True)
     finally:
