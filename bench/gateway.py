@@ -1,7 +1,9 @@
-"""What the gateway adds, run as people run it (JSON access lines to a file, metrics, the audit
-and usage ledger in its SQLite store, health shared over Redis): DIRECT (load -> mock upstream)
-against THROUGH (load -> turnout -> mock upstream), side by side in one run, each number beside
-its target and the reference numbers; then what each of those parts costs alone, the CPU of a
+"""What the gateway adds with every part on; what each part costs; streams; two workers.
+
+The gateway runs as people run it (JSON access lines to a file, metrics, the audit and usage
+ledger in its SQLite store, health shared over Redis): DIRECT (load -> mock upstream) against
+THROUGH (load -> turnout -> mock upstream), side by side in one run, each number beside its
+target and the reference numbers; then what each of those parts costs alone, the CPU of a
 streamed answer, and `--workers 2` against one worker.
 
 Run: ``python bench/gateway.py [--seconds N] [--rounds R] [--quick] [--json] [--profile]``.
