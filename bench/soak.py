@@ -57,7 +57,7 @@ import aiohttp
 import orjson
 
 # The process helpers of the gateway benchmark beside this file (run from this folder).
-from gateway import GATEWAY_CPU, UPSTREAM_CPU, free_port, pinned, post, stop
+from _gateway_procs import GATEWAY_CPU, UPSTREAM_CPU, free_port, pinned, post, stop
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
