@@ -414,7 +414,11 @@ async def test_with_postgresql_unreachable_every_replica_serves_its_last_configu
     once-a-second check of the store), and an admin write on any of them is 503
     `store_unavailable`; once the store answers again, a write is accepted."""
     a, _b, _c = replicas = cluster.replicas
-    later = {"name": "later", "models": ["later"], "targets": [{"provider": "m"}]}
+    later = {
+        "name": "later",
+        "models": ["later"],
+        "targets": [{"provider": "m", "model": "later-1"}],
+    }
     async with cluster.admin(a) as admin:
         created = await admin.post(
             "/routes",
@@ -449,6 +453,7 @@ async def test_with_postgresql_unreachable_every_replica_serves_its_last_configu
             return reply.status_code == 201
 
         await until(accepted, LIMIT, "an admin write once PostgreSQL is back", every=0.1)
+    await _served_by(cluster, replicas, "later", "later-1", LIMIT)
 
 
 async def test_a_replica_killed_holding_the_probe_lease_leaves_the_probe_to_another(
