@@ -305,8 +305,9 @@ async def _applied(cluster: Cluster, replica: Replica) -> int:
 async def test_a_route_changed_through_a_is_served_by_b_and_c_within_a_second(
     cluster: Cluster,
 ) -> None:
-    """A route created, then changed, through A's admin API: B and C serve each change within a
-    second of the PATCH being sent (the time is printed and in the failure message)."""
+    """A route created, then changed three times, through A's admin API: B and C serve each
+    change within a second of A answering the PATCH (the times are printed, and are in the
+    failure message)."""
     a, b, c = cluster.replicas
     async with cluster.admin(a) as admin:
         created = await admin.post(
@@ -320,23 +321,25 @@ async def test_a_route_changed_through_a_is_served_by_b_and_c_within_a_second(
         assert created.status_code == 201, created.text
         route = created.json()["id"]
         await _served_by(cluster, (b, c), "moving", "moving-0", LIMIT)
-        took, answered = [], []
+        lags, shown = [], []
         for number in range(1, 4):
             model = f"moving-{number}"
             sent = time.perf_counter()
             patched = await admin.patch(
                 f"/routes/{route}", json={"targets": [{"provider": "m", "model": model}]}
             )
-            answered.append(time.perf_counter() - sent)
+            answered = time.perf_counter()
             assert patched.status_code == 200, patched.text
             await _served_by(cluster, (b, c), "moving", model, LIMIT)
-            took.append(time.perf_counter() - sent)
-    shown = ", ".join(f"{seconds * 1000:.0f} ms" for seconds in took)
-    print(
-        f"\nroute changes on A served by B and C after: {shown}"
-        f" (A answered the PATCH after {', '.join(f'{s * 1000:.0f} ms' for s in answered)})"
-    )
-    assert max(took) <= 1.0, f"a change on A took {shown} to be served by B and C"
+            served = time.perf_counter()
+            lags.append(served - answered)
+            shown.append(
+                f"{(served - answered) * 1000:.0f} ms after A answered"
+                f" ({(served - sent) * 1000:.0f} ms after the PATCH was sent)"
+            )
+    times = "; ".join(shown)
+    print(f"\nroute changes through A served by B and C: {times}")
+    assert max(lags) <= 1.0, f"B and C served the changes {times}"
 
 
 async def _served_by(
