@@ -415,7 +415,8 @@ async def test_with_postgresql_unreachable_every_replica_serves_its_last_configu
 ) -> None:
     """PostgreSQL cut off: every replica goes on serving the route it loaded last (past its
     once-a-second check of the store), and an admin write on any of them is 503
-    `store_unavailable`; once the store answers again, a write is accepted."""
+    `store_unavailable`; once the store answers again, a write is accepted and every replica
+    serves it."""
     a, _b, _c = replicas = cluster.replicas
     later = {
         "name": "later",
