@@ -4,14 +4,13 @@ goes on being served from the configuration loaded last."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import TYPE_CHECKING
 
 import httpx
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from tests._tcp_relay import Relay
 from tests.gateway._store_support import file_config
 from tests.store.conftest import SECRET_KEY, store_on
 from turnout.config.load import parse_config
@@ -28,47 +27,6 @@ if TYPE_CHECKING:
     import pytest
 
 ADMIN_KEY = "adm-store-down-0123456789"
-
-
-class Relay:
-    """A TCP relay to `host:port` on a free local port; `close()` refuses new connections and
-    cuts the open ones, as a database that went away."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.target = host, port
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._open: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in list(self._open):
-            writer.close()
-        await self._server.wait_closed()
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(self.host, self.target)
-        self._open.update((writer, up_writer))
-        try:
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-        finally:
-            for each in (writer, up_writer):
-                each.close()
-                self._open.discard(each)
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(OSError):
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    with contextlib.suppress(OSError):
-        writer.close()
 
 
 async def test_a_write_without_the_store_is_503_and_chat_is_served(
