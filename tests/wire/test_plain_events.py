@@ -19,9 +19,29 @@ def openai_event(choice: object = None, **fields: object) -> SSEEvent:
     return SSEEvent(None, data, None, f"data: {data}\n\n".encode())
 
 
+def opened(decoder: openai_chat.StreamDecoder) -> openai_chat.StreamDecoder:
+    """`decoder` after the stream's opening chunk (which names the model)."""
+    decoder.feed(openai_event({"index": 0, "delta": {"role": "assistant", "content": ""}}))
+    return decoder
+
+
 def test_openai_text_delta_is_plain() -> None:
     """A chunk whose one choice has only non-empty `content` is plain."""
-    assert openai_chat.StreamDecoder().plain(openai_event())
+    assert opened(openai_chat.StreamDecoder()).plain(openai_event())
+
+
+def test_nothing_is_plain_before_an_event_named_the_model() -> None:
+    """The first event is decoded, even a text delta: it tells the model and the id."""
+    assert not openai_chat.StreamDecoder().plain(openai_event())
+    assert not anthropic_messages.StreamDecoder().plain(
+        anthropic_event(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "x"},
+            }
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -61,7 +81,7 @@ def test_openai_text_delta_is_plain() -> None:
 )
 def test_openai_events_that_are_not_plain(event: SSEEvent) -> None:
     """Anything besides a text-only delta (or anything that does not parse) is decoded."""
-    assert not openai_chat.StreamDecoder().plain(event)
+    assert not opened(openai_chat.StreamDecoder()).plain(event)
 
 
 def anthropic_event(body: dict[str, object], name: str | None = None) -> SSEEvent:
@@ -71,9 +91,16 @@ def anthropic_event(body: dict[str, object], name: str | None = None) -> SSEEven
     return SSEEvent(name, data, None, f"event: {name}\ndata: {data}\n\n".encode())
 
 
+def started(decoder: anthropic_messages.StreamDecoder) -> anthropic_messages.StreamDecoder:
+    """`decoder` after `message_start` (which names the model)."""
+    start = {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}}
+    decoder.feed(anthropic_event(start))
+    return decoder
+
+
 def test_anthropic_text_and_thinking_deltas_are_plain() -> None:
     """Non-empty text and thinking deltas are plain."""
-    decoder = anthropic_messages.StreamDecoder()
+    decoder = started(anthropic_messages.StreamDecoder())
     text = {"type": "text_delta", "text": "Hi"}
     thinking = {"type": "thinking_delta", "thinking": "hm"}
     for delta in (text, thinking):
@@ -137,4 +164,4 @@ def test_anthropic_text_and_thinking_deltas_are_plain() -> None:
 )
 def test_anthropic_events_that_are_not_plain(event: SSEEvent) -> None:
     """Every other event (or one that does not parse) is decoded."""
-    assert not anthropic_messages.StreamDecoder().plain(event)
+    assert not started(anthropic_messages.StreamDecoder()).plain(event)

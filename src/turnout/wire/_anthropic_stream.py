@@ -14,7 +14,8 @@ Invariants of `StreamDecoder`:
           chunks carry it); `done` is set by `message_stop` only.
   Rule 5: `plain(event)` is true only for a well-formed `content_block_delta` of non-empty
           text or thinking: an event that `feed` would turn into a chunk with only that delta,
-          changing nothing it keeps. Such an event may be forwarded undecoded.
+          changing nothing it keeps. Such an event may be forwarded undecoded. Before
+          `message_start` named the model, none is plain.
 
 Invariants of `StreamEncoder`:
   Rule 1: `message_start` is written before anything else, once.
@@ -134,7 +135,7 @@ class StreamDecoder:
 
     def plain(self, event: SSEEvent) -> bool:
         """Rule 5: whether `event` is a plain text or thinking delta (`feed` need not see it)."""
-        if event.event not in (None, "content_block_delta"):
+        if event.event not in (None, "content_block_delta") or self.model is None:
             return False
         try:
             obj = orjson.loads(event.data)

@@ -11,6 +11,7 @@ Invariants of `StreamDecoder`:
           delta of non-empty `content` and nothing else, no finish reason, and no usage or
           error beside it: an event that `feed` would turn into a text-only chunk. Such an
           event may be forwarded undecoded; nothing the decoder keeps is lost by skipping it.
+          Until an event named the model, none is plain.
 
 Invariants of `StreamEncoder`:
   Rule 1: the first event it writes carries `role: assistant`; every event shares one `id`,
@@ -99,7 +100,7 @@ class StreamDecoder:
     def plain(self, event: SSEEvent) -> bool:
         """Rule 4: whether `event` is a plain text delta (then `feed` need not see it)."""
         data = event.data
-        if data[:1] != "{":
+        if data[:1] != "{" or self.model is None:  # the first chunk names the model: decode it
             return False
         try:
             obj = orjson.loads(data)
