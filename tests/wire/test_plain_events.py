@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import orjson
 import pytest
 
 from turnout.wire import anthropic_messages, openai_chat
 from turnout.wire.sse import SSEEvent
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def openai_event(choice: object = None, **fields: object) -> SSEEvent:
@@ -84,7 +89,7 @@ def test_openai_events_that_are_not_plain(event: SSEEvent) -> None:
     assert not opened(openai_chat.StreamDecoder()).plain(event)
 
 
-def anthropic_event(body: dict[str, object], name: str | None = None) -> SSEEvent:
+def anthropic_event(body: Mapping[str, object], name: str | None = None) -> SSEEvent:
     """A Messages stream event named `name` (default: the body's `type`)."""
     data = orjson.dumps(body).decode()
     name = name or str(body.get("type"))
