@@ -238,10 +238,36 @@ class ChatRequest:
     server_features: tuple[str, ...] = ()
 
     def with_model(self, model: str | None) -> ChatRequest:
-        """A copy asking for `model` (the original when it already does)."""
+        """A copy asking for `model` (the original when it already does).
+
+        Made once per call, so it copies the fields one by one (`dataclasses.replace` costs
+        ten times as much); a field added above must be added here too (a copy missing one
+        fails as soon as that field is read).
+        """
         if model is None or model == self.model:
             return self
-        return replace(self, model=model)
+        new = object.__new__(ChatRequest)
+        new.messages = self.messages
+        new.model = model
+        new.system = self.system
+        new.tools = self.tools
+        new.tool_choice = self.tool_choice
+        new.response_format = self.response_format
+        new.temperature = self.temperature
+        new.top_p = self.top_p
+        new.max_tokens = self.max_tokens
+        new.stop = self.stop
+        new.seed = self.seed
+        new.reasoning_effort = self.reasoning_effort
+        new.thinking = self.thinking
+        new.user = self.user
+        new.metadata = self.metadata
+        new.stream = self.stream
+        new.extra = self.extra
+        new.source = self.source
+        new.origin = self.origin
+        new.server_features = self.server_features
+        return new
 
     @property
     def prompt_chars(self) -> int:
