@@ -2,16 +2,17 @@
 CPU per whole request by body size, for an OpenAI caller of an openai target and an Anthropic
 caller of an anthropic target.
 
-Run: ``python bench/passthrough.py [--seconds N] [--events 10,100,1000,5000]
+Run: ``python bench/passthrough.py [--seconds N] [--events 7,100@0.002,1000,5000]
 [--bodies 1024,102400,1048576] [--state redis://127.0.0.1:6379/9] [--json]``.
 
 ``turnout mock-upstream`` and ``turnout serve`` run as subprocesses (the gateway pinned to CPU 0,
 the upstream and the load (wrk) to CPU 1, as in ``gateway.py``); the config has the
 access log, metrics and the audit on (the defaults) and, with ``--state``, health shared through
 Redis. Each route's target asks the mock upstream for an answer in a given number of content
-chunks (the model's ``fault:chunks=N``), so a stream of N content chunks has N + 3 events for
-OpenAI (role, finish, usage) and N + 6 for Anthropic. Measured: the gateway's utime + stime
-(``/proc/<pid>/stat``) over a load window divided by the streams or requests answered in it.
+chunks (the model's ``fault:chunks=N``; ``N@S`` spaces them S seconds apart), so a stream of
+N content chunks has N + 3 events for OpenAI (role, finish, usage) and N + 6 for Anthropic.
+Measured: the gateway's utime + stime (``/proc/<pid>/stat``) over a load window divided by the
+streams or requests answered in it.
 All traffic stays on 127.0.0.1.
 """
 
@@ -180,7 +181,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per window (3)")
     parser.add_argument("--connections", type=int, default=64, help="concurrency (64)")
     parser.add_argument(
-        "--events", default="7,100,1000,5000", help="content chunks per stream, comma separated"
+        "--events",
+        default="7,100@0.002,1000,5000",
+        help="content chunks per stream, comma separated (N@S: S seconds apart)",
     )
     parser.add_argument(
         "--bodies",
