@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import TYPE_CHECKING
 
 import pytest
@@ -11,10 +12,13 @@ from turnout import errors
 from turnout.record import RoutingRecord
 from turnout.routing.route import Route, Target
 from turnout.testing import FakeClock, ScriptedModel, isolated_health, turn
+from turnout.wire import openai_chat
 from turnout.wire.model import ChatChunk, Message, Usage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from turnout.wire.model import ChatRequest
 
 QUESTION = [Message.user("Why is checkout failing?")]
 
@@ -286,3 +290,35 @@ async def test_the_stream_holds_its_routing_record_at_the_first_chunk() -> None:
     assert seen[1][0] == "b"
     assert last is not None
     assert last.routing is stream.routing
+
+
+class _Recording(ScriptedModel):
+    """A scripted model that keeps whether each stream call was asked to relay."""
+
+    def __init__(self, *turns: object) -> None:
+        super().__init__("a", "a-m", list(turns))  # type: ignore[arg-type]
+        self.relays: list[bool] = []
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
+        self.relays.append(request.source is not None and request.source.relay)
+        async for chunk in super().stream(request):
+            yield chunk
+
+
+def _relaying() -> ChatRequest:
+    """A caller's own body that asks a same-format client to relay its stream."""
+    body = b'{"model": "m", "stream": true, "messages": [{"role": "user", "content": "Hi"}]}'
+    request = openai_chat.decode_request(body)
+    assert request.source is not None
+    request.source = dataclasses.replace(request.source, relay=True)
+    return request
+
+
+@pytest.mark.parametrize(("accept", "relay"), [(None, True), (lambda r: None, False)])
+async def test_a_route_that_reads_the_text_does_not_relay(accept: object, relay: bool) -> None:
+    """The wish to relay reaches the client, unless the route's `accept` reads the text."""
+    health = isolated_health()
+    model = _Recording(turn.stream(["Roll back."]))
+    route = Route("r", [Target("a", model)], accept=accept, health=health)  # type: ignore[arg-type]
+    await health.clock.run(collect(route.stream(_relaying()), []))
+    assert model.relays == [relay]

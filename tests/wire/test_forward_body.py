@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from turnout.errors import InvalidRequest
-from turnout.wire import anthropic_messages, openai_chat, openai_embeddings
+from turnout.wire import anthropic_messages, openai_chat, openai_embeddings, openai_responses
 
 ANTHROPIC_BODY = orjson.dumps(
     {
@@ -100,3 +100,19 @@ def test_forward_refuses_bodies_that_are_not_json_objects(body: bytes) -> None:
         openai_chat.forward_body(body, model="a", stream=False)
     with pytest.raises(InvalidRequest):
         anthropic_messages.forward_body(body, model="a", stream=False)
+
+
+@pytest.mark.parametrize("codec", [anthropic_messages, openai_chat, openai_responses])
+@pytest.mark.parametrize("stream", [True, False])
+def test_forwarding_an_already_parsed_body_gives_the_same_bytes(
+    codec: object, *, stream: bool
+) -> None:
+    """Given the body already parsed, forwarding gives what parsing it again gives, and leaves
+    the parsed body as it was."""
+    parsed = orjson.loads(ANTHROPIC_BODY)
+    kept = orjson.loads(ANTHROPIC_BODY)
+    forward = codec.forward_body  # type: ignore[attr-defined]
+    for model in ("other-model", "claude-sonnet-4-5"):
+        expected = forward(ANTHROPIC_BODY, model=model, stream=stream)
+        assert forward(ANTHROPIC_BODY, model=model, stream=stream, parsed=parsed) == expected
+    assert parsed == kept

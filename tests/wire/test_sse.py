@@ -152,3 +152,26 @@ def test_events_before_the_one_too_large_are_returned_first() -> None:
         decoder.feed(b"\n\n")
     with pytest.raises(EventTooLarge):
         decoder.flush()
+
+
+_LINES = st.sampled_from(
+    [
+        b"data: {}",
+        b"data: x",
+        b"event: e",
+        b"event: content_block_delta",
+        b"id: 3",
+        b": note",
+        b"data:tight",
+        b"retry: 1",
+        b"",
+    ]
+)
+
+
+@given(st.lists(_LINES, max_size=14))
+def test_whole_events_read_at_once_match_byte_by_byte(lines: list[bytes]) -> None:
+    """Events read whole from one buffer (the common shape at once) equal those read a byte at
+    a time (line by line)."""
+    data = b"".join(line + b"\n" for line in lines)
+    assert decode_all(data) == decode_all(data, list(range(len(data))))

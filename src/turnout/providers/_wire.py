@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from turnout.wire import anthropic_messages, gemini, openai_chat, openai_responses
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, WireFormat
     from turnout.wire.sse import SSEEvent
@@ -28,6 +28,7 @@ __all__ = [
     "OPENAI_CHAT",
     "OPENAI_CHAT_COMPATIBLE",
     "OPENAI_RESPONSES",
+    "RelayDecoder",
     "StreamDecoder",
     "Wire",
 ]
@@ -43,13 +44,24 @@ class StreamDecoder(Protocol):
     def feed(self, event: SSEEvent) -> list[ChatChunk]: ...
 
 
+class RelayDecoder(StreamDecoder, Protocol):
+    """A stream decoder that can tell a plain content event without decoding it (`plain`:
+    valid, a non-empty text delta and nothing else that anything reads), for a stream whose
+    events are forwarded as they are; `model` and `id` are the stream's, as seen so far."""
+
+    model: str | None
+    id: str | None
+
+    def plain(self, event: SSEEvent) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Wire:
     """The codec functions of one wire format, as a provider uses them."""
 
     format: WireFormat
     encode: Callable[[ChatRequest, str], dict[str, Any]]
-    forward: Callable[[bytes, str, bool], bytes]
+    forward: Callable[[bytes, str, bool, Mapping[str, Any] | None], bytes]
     decode: Callable[[bytes], ChatResponse]
     decoder: Callable[[], StreamDecoder]
 
@@ -63,24 +75,30 @@ def _encode_openai_compatible(request: ChatRequest, model: str) -> dict[str, Any
     return openai_chat.encode_request(request, model=model, max_tokens_field="max_tokens")
 
 
-def _forward_openai(source: bytes, model: str, stream: bool) -> bytes:
-    return openai_chat.forward_body(source, model=model, stream=stream)
+def _forward_openai(
+    source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
+) -> bytes:
+    return openai_chat.forward_body(source, model=model, stream=stream, parsed=parsed)
 
 
 def _encode_anthropic(request: ChatRequest, model: str) -> dict[str, Any]:
     return anthropic_messages.encode_request(request, model=model)
 
 
-def _forward_anthropic(source: bytes, model: str, stream: bool) -> bytes:
-    return anthropic_messages.forward_body(source, model=model, stream=stream)
+def _forward_anthropic(
+    source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
+) -> bytes:
+    return anthropic_messages.forward_body(source, model=model, stream=stream, parsed=parsed)
 
 
 def _encode_responses(request: ChatRequest, model: str) -> dict[str, Any]:
     return openai_responses.encode_request(request, model=model)
 
 
-def _forward_responses(source: bytes, model: str, stream: bool) -> bytes:
-    return openai_responses.forward_body(source, model=model, stream=stream)
+def _forward_responses(
+    source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
+) -> bytes:
+    return openai_responses.forward_body(source, model=model, stream=stream, parsed=parsed)
 
 
 OPENAI_CHAT = Wire(
@@ -111,7 +129,10 @@ def _encode_gemini(request: ChatRequest, model: str) -> dict[str, Any]:
     return gemini.encode_request(request, model=model)
 
 
-def _forward_gemini(source: bytes, model: str, stream: bool) -> bytes:
+def _forward_gemini(
+    source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
+) -> bytes:
+    del parsed  # a Gemini caller's body is not parsed by the gateway
     return gemini.forward_body(source, model=model, stream=stream)
 
 

@@ -30,6 +30,12 @@ Rule 6: no secret an upstream echoes goes further: every error made from an upst
 (an error status, a body or stream event that does not decode) has the provider's own key,
 its extra header values, the caller's credential of a passthrough call and `options.secrets`
 scrubbed, and anything shaped like a key or token (`transport` Rule 7).
+Rule 7: a stream for a source in the call's own format that asks to `relay` (its caller
+forwards the events' bytes and reads none of their content) skips decoding the plain content
+events (`RelayDecoder.plain`: text deltas, checked as JSON but not turned into neutral
+chunks); each run of them in one read comes as one opaque chunk of their bytes, carrying
+content. Every other event (the first, the finish reason, the usage, errors, tool calls) is
+decoded as always, in order, so what the stream's end and the routing record need is known.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import copy
 import dataclasses
 import os
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, cast
 from urllib.parse import quote
 
 import orjson
@@ -73,15 +79,16 @@ from turnout.providers.transport import (
 )
 from turnout.vendors.redact import secrets_of
 from turnout.wire import openai_embeddings
+from turnout.wire.model import ChatChunk
 from turnout.wire.sse import EventTooLarge, SSEDecoder
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Iterator, Mapping
     from typing import Self, Unpack
 
+    from turnout.providers._wire import RelayDecoder
     from turnout.routing.plan import CallerCredential
     from turnout.wire.model import (
-        ChatChunk,
         ChatRequest,
         ChatResponse,
         EmbeddingRequest,
@@ -423,7 +430,7 @@ class HttpProvider:
         wire = wire or self.wire
         source = request.source
         if source is not None and source.format == wire.format:
-            return wire.forward(source.body, model, stream)
+            return wire.forward(source.body, model, stream, source.parsed)
         if request.stream != stream:
             request = dataclasses.replace(request, stream=stream)
         return orjson.dumps(wire.encode(request, model))
@@ -445,7 +452,11 @@ class HttpProvider:
         return response
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
-        """The answer as neutral chunks; the last ones carry the finish reason and usage."""
+        """The answer as neutral chunks; the last ones carry the finish reason and usage.
+
+        When the request's source is in the call's format and asks to `relay` (Rule 7), the
+        plain content events of each read come as one opaque chunk of their bytes.
+        """
         wire = self.wire_for(request)
         _, url, body, headers = prepare_chat(self, request, stream=True, wire=wire)
         async with self._transport.stream(url, body, headers) as reply:
@@ -454,10 +465,23 @@ class HttpProvider:
                 self._check_status(reply.status, reply.headers, await reply.read())
             events = SSEDecoder(max_event_bytes=self.options.max_response_bytes)
             decoder = wire.decoder()
+            source = request.source
+            relay = (
+                cast("RelayDecoder", decoder)
+                if source is not None
+                and source.relay
+                and source.format == wire.format
+                and hasattr(decoder, "plain")
+                else None
+            )
             try:
                 async for data in reply.chunks():
-                    for event in events.feed(data):
-                        for chunk in self._decode(decoder, event, request_id):
+                    if relay is None:
+                        for event in events.feed(data):
+                            for chunk in self._decode(decoder, event, request_id):
+                                yield chunk
+                    else:
+                        for chunk in self._relayed(relay, events.feed(data), request_id, wire):
                             yield chunk
                 for event in events.flush():
                     for chunk in self._decode(decoder, event, request_id):
@@ -474,6 +498,25 @@ class HttpProvider:
                     provider=self.name,
                     provider_request_id=request_id,
                 )
+
+    def _relayed(
+        self, decoder: RelayDecoder, events: list[SSEEvent], request_id: str | None, wire: Wire
+    ) -> Iterator[ChatChunk]:
+        """Rule 7: the chunks of one read's `events`, each run of plain content events as one
+        opaque chunk of their bytes, every other event decoded (in order: a run is handed over
+        before the event that ends it is decoded, so an error event raises after it)."""
+        run: list[bytes] = []
+        plain = decoder.plain
+        for event in events:
+            if plain(event):
+                run.append(event.raw)
+                continue
+            if run:
+                yield _opaque(decoder, run, request_id, wire)
+                run = []
+            yield from self._decode(decoder, event, request_id)
+        if run:
+            yield _opaque(decoder, run, request_id, wire)
 
     def _decode(
         self, decoder: StreamDecoder, event: SSEEvent, request_id: str | None
@@ -529,6 +572,20 @@ class HttpProvider:
     async def aclose(self) -> None:
         """Close the pooled connections (the provider reopens them if used again)."""
         await self._transport.aclose()
+
+
+def _opaque(
+    decoder: RelayDecoder, run: list[bytes], request_id: str | None, wire: Wire
+) -> ChatChunk:
+    """Rule 7: one run of plain content events as one chunk of their bytes."""
+    return ChatChunk(
+        model=decoder.model,
+        id=decoder.id,
+        provider_request_id=request_id,
+        raw=run[0] if len(run) == 1 else b"".join(run),
+        raw_format=wire.format,
+        opaque=True,
+    )
 
 
 class EmbeddingsSupport(HttpProvider):

@@ -25,7 +25,7 @@ Rule 6: errors are read by `turnout.vendors.aws_errors` (type from `x-amzn-Error
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import orjson
@@ -61,7 +61,7 @@ def default_base_url(region: str) -> str:
     return f"https://bedrock-runtime.{region}.amazonaws.com"
 
 
-def _no_forward(source: bytes, model: str, stream: bool) -> bytes:
+def _no_forward(source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None) -> bytes:
     raise NotImplementedError("no caller speaks Bedrock Converse")
 
 
@@ -75,7 +75,7 @@ BEDROCK_CONVERSE = Wire(
 BEDROCK_INVOKE = Wire(
     "anthropic-messages",
     lambda request, model: bedrock_anthropic.encode_request(request, model=model),
-    lambda source, model, stream: bedrock_anthropic.forward_body(source),
+    lambda source, model, stream, parsed: bedrock_anthropic.forward_body(source),
     anthropic_messages.decode_response,
     anthropic_messages.StreamDecoder,
 )

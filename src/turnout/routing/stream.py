@@ -14,12 +14,16 @@ finish reason or without content are held until the next content chunk, so the l
 caller sees carries the usage and the routing record.
 Rule 5: a committed stream's call span (when the request is traced) ends when the stream
 ends, however it ends (`_ended`), not at commit (`turnout.routing.spans`).
+Rule 6: a request whose source asks to `relay` (its caller forwards same-format events as
+bytes) keeps asking, so a client may hand plain content events over undecoded
+(`ChatChunk.opaque`), unless the route has an `accept` check, which reads the stream's text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from turnout.errors import ProviderError, StreamBroken, StreamRejected
@@ -59,7 +63,7 @@ async def open_stream(state: RequestState, call: Call) -> None:
     try:
         with current_call(call):
             async with call_deadline(clock, seconds):
-                upstream = aiter(call.client.stream(cast("ChatRequest", call.request)))
+                upstream = aiter(call.client.stream(_asked(call)))
                 while True:
                     try:
                         chunk = await anext(upstream)
@@ -97,6 +101,15 @@ async def open_stream(state: RequestState, call: Call) -> None:
             )
         else:
             call.response = relay.response(call)
+
+
+def _asked(call: Call) -> ChatRequest:
+    """Rule 6: the request as the call's client gets it."""
+    request = cast("ChatRequest", call.request)
+    source = request.source
+    if source is not None and source.relay and call.route.accept is not None:
+        return replace(request, source=replace(source, relay=False))
+    return request
 
 
 def _failed(call: Call, exc: Exception, seconds: float) -> None:

@@ -12,6 +12,10 @@ Invariants of `StreamDecoder`:
           event raises `ProviderUnavailable` (error class `provider_error`).
   Rule 4: `usage` is `message_start`'s usage updated by each `message_delta.usage` (both
           chunks carry it); `done` is set by `message_stop` only.
+  Rule 5: `plain(event)` is true only for a well-formed `content_block_delta` of non-empty
+          text or thinking: an event that `feed` would turn into a chunk with only that delta,
+          changing nothing it keeps. Such an event may be forwarded undecoded. Before
+          `message_start` named the model, none is plain.
 
 Invariants of `StreamEncoder`:
   Rule 1: `message_start` is written before anything else, once.
@@ -128,6 +132,28 @@ class StreamDecoder:
                 self.malformed += 1
                 return []
         return [chunk]
+
+    def plain(self, event: SSEEvent) -> bool:
+        """Rule 5: whether `event` is a plain text or thinking delta (`feed` need not see it)."""
+        if event.event not in (None, "content_block_delta") or self.model is None:
+            return False
+        try:
+            obj = orjson.loads(event.data)
+        except orjson.JSONDecodeError:
+            return False
+        if type(obj) is not dict or obj.get("type", event.event) != "content_block_delta":
+            return False
+        delta = obj.get("delta")
+        if type(delta) is not dict or type(obj.get("index")) is not int:
+            return False
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+        elif kind == "thinking_delta":
+            text = delta.get("thinking")
+        else:
+            return False
+        return type(text) is str and text != ""
 
     def _message_start(self, obj: Mapping[str, Any], chunk: ChatChunk) -> None:
         message = _object(obj.get("message"))

@@ -280,19 +280,32 @@ def dump_arguments(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def rewrite(source: bytes, edit: Callable[[dict[str, Any]], bool]) -> bytes:
+def rewrite(
+    source: bytes,
+    edit: Callable[[dict[str, Any]], bool],
+    parsed: Mapping[str, Any] | None = None,
+) -> bytes:
     """Parse a caller's body, apply `edit` (which says whether it changed anything), re-serialise.
 
-    When nothing changed, the original bytes are returned untouched. Re-serialising keeps every
-    value and key order; only insignificant whitespace and escapes may differ (and integers
-    beyond 64 bits become floats, as orjson reads them).
+    `parsed`, when given, is `source` already parsed (and not changed since): `edit` then works
+    on a copy of it (of its top level and its `metadata`, the only parts an edit changes)
+    instead of a second parse. When nothing changed, the original bytes are returned
+    untouched. Re-serialising keeps every value and key order; only insignificant whitespace
+    and escapes may differ (and integers beyond 64 bits become floats, as orjson reads them).
     """
-    try:
-        body = orjson.loads(source)
-    except orjson.JSONDecodeError as exc:
-        raise MalformedRequest(f"request body: invalid JSON ({exc})") from exc
-    if not isinstance(body, dict):
-        raise invalid("request body", "a JSON object")
+    if parsed is not None:
+        body = dict(parsed)
+        metadata = body.get("metadata")
+        if isinstance(metadata, dict):
+            body["metadata"] = dict(metadata)
+    else:
+        try:
+            loaded = orjson.loads(source)
+        except orjson.JSONDecodeError as exc:
+            raise MalformedRequest(f"request body: invalid JSON ({exc})") from exc
+        if not isinstance(loaded, dict):
+            raise invalid("request body", "a JSON object")
+        body = loaded
     if not edit(body):
         return source
     return orjson.dumps(body)

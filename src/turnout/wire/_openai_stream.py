@@ -7,6 +7,11 @@ Invariants of `StreamDecoder`:
           never raises; an `{"error": …}` event raises `ProviderUnavailable`.
   Rule 3: `finish_reason` and `usage` keep the last values seen; `done` is set by `[DONE]`
           only, so a stream cut after its finish reason shows `finish_reason` without `done`.
+  Rule 4: `plain(event)` is true only for a well-formed event whose one choice (index 0) has a
+          delta of non-empty `content` and nothing else, no finish reason, and no usage or
+          error beside it: an event that `feed` would turn into a text-only chunk. Such an
+          event may be forwarded undecoded; nothing the decoder keeps is lost by skipping it.
+          Until an event named the model, none is plain.
 
 Invariants of `StreamEncoder`:
   Rule 1: the first event it writes carries `role: assistant`; every event shares one `id`,
@@ -91,6 +96,29 @@ class StreamDecoder:
             return []
         chunk.raw = event.raw
         return [chunk]
+
+    def plain(self, event: SSEEvent) -> bool:
+        """Rule 4: whether `event` is a plain text delta (then `feed` need not see it)."""
+        data = event.data
+        if data[:1] != "{" or self.model is None:  # the first chunk names the model: decode it
+            return False
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return False
+        if type(obj) is not dict or obj.get("usage") is not None or "error" in obj:
+            return False
+        choices = obj.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return False
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None:
+            return False
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1 or choice.get("index", 0) != 0:
+            return False
+        content = delta.get("content")
+        return type(content) is str and content != ""
 
     def _chunk(self, obj: dict[str, Any]) -> ChatChunk:
         chunk = ChatChunk(raw_format=FORMAT)

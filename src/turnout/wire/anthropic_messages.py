@@ -549,13 +549,16 @@ def _encode_tool_choice(choice: str | dict[str, Any] | None) -> dict[str, Any] |
     return {"type": "tool", "name": name} if name is not None else None
 
 
-def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
+def forward_body(
+    source: bytes, *, model: str, stream: bool, parsed: Mapping[str, Any] | None = None
+) -> bytes:
     """The caller's own body for an upstream of the same format: only `model` replaced.
 
     A top-level `routing` key and `metadata.routing` are dropped (reserved for turnout);
     `stream` is set to the mode asked for. Every other field (`cache_control`, beta fields,
     unknown fields) is kept; when nothing needs changing the original bytes are returned as
-    they are. Invalid JSON raises `InvalidRequest`.
+    they are. Invalid JSON raises `InvalidRequest`. `parsed` is `source` already parsed,
+    when the caller's side has it (it is not parsed again, nor changed).
     """
 
     def edit(body: dict[str, Any]) -> bool:
@@ -575,4 +578,4 @@ def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
             changed = True
         return changed
 
-    return rewrite(source, edit)
+    return rewrite(source, edit, parsed)

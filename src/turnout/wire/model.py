@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from turnout.record import Usage
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from turnout.record import RoutingRecord
 
 __all__ = [
@@ -185,11 +187,20 @@ class Message:
 
 @dataclass(slots=True, frozen=True)
 class RawBody:
-    """The caller's original request body and its wire format, for same-format forwarding."""
+    """The caller's original request body and its wire format, for same-format forwarding.
+
+    `parsed` is the body already read as a JSON object, when the caller's side read it (a
+    provider then edits a copy rather than parsing the bytes again; nothing may change it).
+    `relay` says that whoever asked forwards a same-format stream's own bytes and reads nothing
+    of its content: a provider of that format may then hand a run of plain content events over
+    as one undecoded chunk (`ChatChunk.opaque`).
+    """
 
     format: WireFormat
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
+    parsed: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    relay: bool = False
 
 
 @dataclass(slots=True)
@@ -227,10 +238,36 @@ class ChatRequest:
     server_features: tuple[str, ...] = ()
 
     def with_model(self, model: str | None) -> ChatRequest:
-        """A copy asking for `model` (the original when it already does)."""
+        """A copy asking for `model` (the original when it already does).
+
+        Made once per call, so it copies the fields one by one (`dataclasses.replace` costs
+        ten times as much); a field added above must be added here too (a copy missing one
+        fails as soon as that field is read).
+        """
         if model is None or model == self.model:
             return self
-        return replace(self, model=model)
+        new = object.__new__(ChatRequest)
+        new.messages = self.messages
+        new.model = model
+        new.system = self.system
+        new.tools = self.tools
+        new.tool_choice = self.tool_choice
+        new.response_format = self.response_format
+        new.temperature = self.temperature
+        new.top_p = self.top_p
+        new.max_tokens = self.max_tokens
+        new.stop = self.stop
+        new.seed = self.seed
+        new.reasoning_effort = self.reasoning_effort
+        new.thinking = self.thinking
+        new.user = self.user
+        new.metadata = self.metadata
+        new.stream = self.stream
+        new.extra = self.extra
+        new.source = self.source
+        new.origin = self.origin
+        new.server_features = self.server_features
+        return new
 
     @property
     def prompt_chars(self) -> int:
@@ -295,6 +332,10 @@ class ChatChunk:
     first such chunk commits a stream (no failover after it). The last chunk of a stream has
     `finish_reason`, `usage` and, when it comes out of a route, `routing`. `raw` is the upstream
     event's bytes for same-format forwarding.
+
+    An `opaque` chunk (only when the request's source asked to `relay`) stands for one or more
+    upstream content events that were checked but not decoded: `raw` holds their bytes, in
+    order, and it carries content though its deltas are empty.
     """
 
     delta: str = ""
@@ -309,11 +350,12 @@ class ChatChunk:
     raw: bytes | None = None
     raw_format: WireFormat | None = None
     routing: RoutingRecord | None = None
+    opaque: bool = False
 
     @property
     def has_content(self) -> bool:
         """True when this chunk carries answer content (a first token commits a stream)."""
-        return bool(self.delta or self.thinking or self.tool_calls)
+        return bool(self.delta or self.thinking or self.tool_calls or self.opaque)
 
 
 @dataclass(slots=True)

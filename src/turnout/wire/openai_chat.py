@@ -459,13 +459,16 @@ def _encode_tool_choice(request: ChatRequest) -> str | dict[str, Any] | None:
     return choice if request.origin == FORMAT else None
 
 
-def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
+def forward_body(
+    source: bytes, *, model: str, stream: bool, parsed: Mapping[str, Any] | None = None
+) -> bytes:
     """The caller's own body for an upstream of the same format: only `model` replaced.
 
     A top-level `routing` key and `metadata.routing` are dropped (reserved for turnout); for a
     stream, `stream` is true and `stream_options.include_usage` forced true (other stream
     options kept). Every other field is kept; when nothing needs changing the original bytes
-    are returned as they are. Invalid JSON raises `InvalidRequest`.
+    are returned as they are. Invalid JSON raises `InvalidRequest`. `parsed` is `source` already
+    parsed, when the caller's side has it (it is not parsed again, nor changed).
     """
 
     def edit(body: dict[str, Any]) -> bool:
@@ -488,7 +491,7 @@ def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
             changed = True
         return changed
 
-    return rewrite(source, edit)
+    return rewrite(source, edit, parsed)
 
 
 def _drop_routing(body: dict[str, Any]) -> bool:

@@ -473,13 +473,16 @@ def _encode_text_format(response_format: dict[str, Any] | None) -> dict[str, Any
     return None
 
 
-def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
+def forward_body(
+    source: bytes, *, model: str, stream: bool, parsed: Mapping[str, Any] | None = None
+) -> bytes:
     """The caller's own body for an upstream of the same format: only `model` replaced.
 
     A top-level `routing` key and `metadata.routing` are dropped (reserved for turnout);
     `stream` follows `stream` (a Responses stream always ends with its usage, so nothing more is
     asked). Every other field is kept; when nothing needs changing the original bytes are
-    returned as they are. Invalid JSON raises `InvalidRequest`.
+    returned as they are. Invalid JSON raises `InvalidRequest`. `parsed` is `source` already
+    parsed, when the caller's side has it (it is not parsed again, nor changed).
     """
 
     def edit(body: dict[str, Any]) -> bool:
@@ -500,4 +503,4 @@ def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
             changed = True
         return changed
 
-    return rewrite(source, edit)
+    return rewrite(source, edit, parsed)

@@ -19,6 +19,9 @@ Invariants of `SSEDecoder`:
           one that passes it raises `EventTooLarge`, so a stream without blank lines cannot
           fill the buffer. The events completed before it are returned first; the error is
           then raised by the next call.
+  Rule 5: an event of the common shape (an optional `event:` line, one `data:` line, the
+          blank line; LF line ends) is read whole in one step, with the same result as line by
+          line.
 """
 
 from __future__ import annotations
@@ -119,7 +122,20 @@ class SSEDecoder:
         pos = self._pos
         # Rule 4: a buffer within the limit holds no event past it, so most scans check nothing.
         over = size > self._max
-        while (found := find_end(buf, pos)) is not None:
+        simple = find_end is _find_lf
+        while True:
+            if (
+                simple
+                and pos == self._start
+                and not self._data
+                and self._event is None
+                and (end := self._whole(buf, pos, events, over=over))
+            ):
+                pos = self._start = end
+                continue
+            found = find_end(buf, pos)
+            if found is None:
+                break
             line_end, end = found
             if end == size and not final and buf[end - 1] == 0x0D:
                 break  # Rule 3: a CR at the end may be half of a CRLF.
@@ -144,6 +160,27 @@ class SSEDecoder:
         if over and len(self._buf) > self._max:
             return self._too_large(events)  # the unfinished event
         return events
+
+    def _whole(self, buf: bytes, pos: int, events: list[SSEEvent], *, over: bool) -> int:
+        """Rule 5: at an event's start in an LF-only buffer, a whole event of the common
+        shape is appended to `events`, and its end returned (0 when there is none at `pos`)."""
+        at = pos
+        name: str | None = None
+        if buf.startswith(b"event: ", at):
+            index = buf.find(b"\n", at)
+            if index < 0:
+                return 0
+            name = buf[at + 7 : index].decode("utf-8", "replace")
+            at = index + 1
+        if not buf.startswith(b"data: ", at):
+            return 0
+        index = buf.find(b"\n", at)
+        end = index + 2
+        if index < 0 or buf[index + 1 : end] != b"\n" or (over and end - pos > self._max):
+            return 0
+        data = buf[at + 6 : index].decode("utf-8", "replace")
+        events.append(SSEEvent(name, data, self._id, buf[pos:end]))
+        return end
 
     def _too_large(self, events: list[SSEEvent]) -> list[SSEEvent]:
         """Rule 4: the events before the one too large, or `EventTooLarge` when there are none

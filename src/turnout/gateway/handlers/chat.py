@@ -1,8 +1,10 @@
 """`POST /v1/chat/completions` and `POST /v1/messages`: one routed chat request.
 
 The body is decoded with the caller's codec into a neutral request that keeps the caller's own
-bytes (`source`), so a target of the same format receives them with only `model` replaced;
-the answer comes back as the upstream's own bytes with the `routing` object spliced in, or is
+bytes (`source`, with the parsed body, so they are not parsed again), so a target of the same
+format receives them with only `model` replaced; a stream that nothing here reads (no response
+cache on the route) asks such a target to relay its plain content events undecoded; the answer
+comes back as the upstream's own bytes with the `routing` object spliced in, or is
 re-encoded when the serving target spoke another format. A route with `cache.enabled` answers
 from the response cache when it can (`turnout.gateway.resolution.cache`); a session on a
 cross-provider route reads its family pin before the call and is pinned after a success
@@ -11,6 +13,7 @@ cross-provider route reads its family pin before the call and is pinned after a 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -70,14 +73,21 @@ def parse_json(body: bytes) -> dict[str, Any]:
 
 def decode_body(exchange: Exchange) -> tuple[ChatRequest, dict[str, Any]]:
     """The caller's body as a neutral request whose `source` is the caller's own bytes (with
-    the headers a same-format target must receive), and the parsed body."""
+    the headers a same-format target must receive, the parsed body, and for a stream the wish
+    to `relay` its plain content events undecoded), and the parsed body."""
     fmt = exchange.fmt
     obj = parse_json(exchange.body)
     try:
         request = fmt.decode(obj)
     except InvalidRequest as exc:
         raise MalformedBody(exc.message) from exc
-    request.source = RawBody(fmt.name, exchange.body, _forwarded(exchange.headers, fmt))
+    request.source = RawBody(
+        fmt.name,
+        exchange.body,
+        _forwarded(exchange.headers, fmt),
+        parsed=obj,
+        relay=request.stream,
+    )
     return request, obj
 
 
@@ -130,6 +140,8 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
     )
     plan = await runtime.pins.before(plan, session_id, request)  # the session's pinned family first
     if request.stream:
+        if visit is not None:  # the response cache stores the content: decode it all
+            _decoded(request)
         await stream_answer(
             exchange,
             route,
@@ -154,6 +166,14 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
     if watch is not None:
         await watch.answered(exchange, response)
     await exchange.reply(answer_reply(exchange.fmt, response))
+
+
+def _decoded(request: ChatRequest) -> None:
+    """A stream whose content is read here (by the response cache) is decoded whole: its
+    plain content events are not relayed undecoded."""
+    source = request.source
+    if source is not None and source.relay:
+        request.source = dataclasses.replace(source, relay=False)
 
 
 def _taps(
