@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gateway import cpu_seconds, free_port, pinned, spawn, stop
+from _gateway_procs import cpu_seconds, free_port, pinned, spawn, stop
 
 GATEWAY_CPU, UPSTREAM_CPU = 0, 1
 PROMPT = "Why is checkout failing? Answer in one sentence."
