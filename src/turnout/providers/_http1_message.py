@@ -228,7 +228,7 @@ class Response:
         self._conn = conn
         self._read_timeout = read_timeout
         self._provider = provider
-        self._parser = httptools.HttpResponseParser(self)
+        self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         self._chunks: list[bytes] = []
         self._unread = 0
         self._limit = limit
@@ -259,6 +259,7 @@ class Response:
         fields[key] = f"{fields[key]}, {text}" if key in fields else text
 
     def on_headers_complete(self) -> None:
+        assert self._parser is not None  # a parser callback
         status = self._parser.get_status_code()
         if status < 200:
             self._informational = True  # 1xx: skipped, the real head follows
@@ -319,18 +320,27 @@ class Response:
             return
         if self._done or self._error is not None:
             return
+        assert self._parser is not None  # a parser callback
         self.keep_alive = self._parser.should_keep_alive()
         self._finish()
 
     # fed by the connection ---------------------------------------------------------------
     def feed(self, data: bytes) -> None:
+        parser = self._parser
+        if parser is None:  # the response has ended: these bytes come after it
+            self._conn.reusable = False
+            return
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             if self._done:
                 self._conn.reusable = False  # bytes after the response: never reuse
             else:
                 self._fail(UnreadableResponse(f"unreadable response: {exc}"))
+        if self._done or self._error is not None:
+            # The parser holds this response's methods: dropped now, neither waits for the
+            # cyclic garbage collector.
+            self._parser = None
         self._wake(True)
 
     def end(self, exc: Exception | None) -> None:
@@ -347,6 +357,7 @@ class Response:
             self._finish()  # a close-delimited body ends here
         else:
             self._fail(BodyCutShort("the response body was cut short"))
+        self._parser = None
         self._wake(True)
 
     def _finish(self) -> None:
