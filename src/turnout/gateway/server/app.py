@@ -351,7 +351,9 @@ class GatewayApp:
                 return
 
     async def aclose(self) -> None:
-        """Close every runtime's provider connection pools."""
+        """Close every runtime's provider connection pools (and add the counts still
+        pending to the metrics)."""
+        self.observer.metrics.flush()
         if self.settings is not None:
             for runtime in self.settings.served.runtimes.values():
                 await runtime.aclose()
