@@ -261,10 +261,20 @@ class GatewayApp:
                 exchange.caller()  # Rule 2: a missing or unknown key is refused unread
                 if await exchange.read_body(settings.max_body_bytes):
                     cycle = exchange.cycle
-                    if cycle is not None:
-                        await _hooked(served.handler, exchange, task, cycle)
-                    else:
+                    if cycle is None:
                         await _watched(served.handler, exchange, task)
+                    else:  # Rule 2, the server saying when the caller leaves (inline: no
+                        # coroutine between the request's task and the handler)
+                        assert task is not None
+                        cycle.on_leave = _leaving(exchange, task)
+                        try:
+                            await served.handler(exchange)
+                        except asyncio.CancelledError:
+                            if not exchange.gone:
+                                raise
+                            task.uncancel()
+                        finally:
+                            cycle.on_leave = None
         except asyncio.CancelledError:
             if exchange not in self._ending:
                 raise
@@ -452,30 +462,16 @@ async def _watched(
             watcher[0].cancel()
 
 
-async def _hooked(
-    handler: Callable[[Exchange], Awaitable[None]],
-    exchange: Exchange,
-    task: asyncio.Task[Any] | None,
-    cycle: RequestCycle,
-) -> None:
-    """Rule 2 for a request the server handed over directly: the server calls back when the
-    caller leaves, and the handler is cancelled then, unless the response has ended."""
-    assert task is not None
+def _leaving(exchange: Exchange, task: asyncio.Task[Any]) -> Callable[[], None]:
+    """Rule 2 for a request the server handed over directly: what the server calls when the
+    caller leaves (the handler is cancelled, unless the response has ended)."""
 
     def left() -> None:
         if not exchange.ended:
             exchange.gone = True
             task.cancel()
 
-    cycle.on_leave = left
-    try:
-        await handler(exchange)
-    except asyncio.CancelledError:
-        if not exchange.gone:
-            raise
-        task.uncancel()
-    finally:
-        cycle.on_leave = None
+    return left
 
 
 async def _watch(exchange: Exchange, task: asyncio.Task[Any]) -> None:
