@@ -85,9 +85,6 @@ not polled, so a busy pool makes no extra system call."""
 _EARLY = 0.001
 """A loop timer may fire a hair before its time."""
 
-_HEADER_SETS = 256
-"""Header sets whose encoded lines a transport keeps (forgotten all at once past it)."""
-
 _LOCAL_ERRNOS = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.EADDRNOTAVAIL}
 )
@@ -489,8 +486,10 @@ class Http1Transport:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pools: dict[Origin, _Pool] = {}
         self._parsed_urls: dict[str, ParsedURL] = {}
-        # The encoded header lines of the header sets sent lately: most calls send the same.
-        self._blocks: dict[tuple[tuple[str, str], ...], bytes] = {}
+        # The encoded header lines of the last header set sent: most calls send the same (the
+        # provider's own). One set only, so no caller's own credential is kept past its turn.
+        self._block_of: tuple[tuple[str, str], ...] = ()
+        self._block = b""
 
     def _pool_for(self, origin: Origin) -> _Pool:
         loop = asyncio.get_running_loop()
@@ -521,15 +520,12 @@ class Http1Transport:
             self._parsed_urls[url] = parsed
         return parsed
 
-    def _block(self, headers: Mapping[str, str]) -> bytes:
+    def _lines(self, headers: Mapping[str, str]) -> bytes:
         key = tuple(headers.items())
-        block = self._blocks.get(key)
-        if block is None:
-            block = header_block(headers)
-            if len(self._blocks) >= _HEADER_SETS:
-                self._blocks.clear()
-            self._blocks[key] = block
-        return block
+        if key != self._block_of:
+            self._block = header_block(headers)  # raises before the set is remembered
+            self._block_of = key
+        return self._block
 
     async def send(
         self, url: str, body: bytes, headers: Mapping[str, str], *, method: str = "POST"
@@ -542,7 +538,7 @@ class Http1Transport:
             prefix = parsed.prefix
             if method != "POST":
                 prefix = method.encode("ascii") + prefix[len(b"POST") :]
-            head = head_with(prefix, len(body), self._block(headers))
+            head = head_with(prefix, len(body), self._lines(headers))
             pool = self._pool_for(parsed.origin)
             conn = await pool.acquire()
         except TransportFailure:
