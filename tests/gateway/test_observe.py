@@ -106,3 +106,33 @@ def test_metric_labels_come_from_the_configured_target() -> None:
     }
     assert 'turnout_route_failovers_total{reason="rate_limited",route="triage"} 1.0' in text
     assert "upstream-name" not in text
+
+
+def test_summed_counts_render_as_one_by_one_observations() -> None:
+    """Counts summed before they reach the Prometheus values render exactly as the
+    values observed one at a time would: each bucket, each sum, each counter."""
+    summed = Metrics()
+    overheads = [0.0001, 0.0003, 0.0003, 0.002, 0.2, 7.0]
+    for index, overhead in enumerate(overheads):
+        record = _record("failed", "answered")
+        record.attempts[1].duration_ms = 40 + 300 * index
+        summed.count_request(record, "answered", [record.attempts[0]], overhead)
+    one_by_one = Metrics()
+    for index, overhead in enumerate(overheads):
+        one_by_one.calls.labels("triage", "answered").inc()
+        one_by_one.failovers.labels("triage", "rate_limited").inc()
+        for entry_index, ms in ((0, 10), (1, 40 + 300 * index)):
+            outcome = "failed" if entry_index == 0 else "answered"
+            labels = ("openai", f"m{entry_index}", outcome)
+            one_by_one.attempt_seconds.labels(*labels).observe(ms / 1000)
+        one_by_one.overhead.observe(overhead)
+
+    def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        return {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(metrics.render().decode())
+            for sample in family.samples
+            if not sample.name.endswith("_created")
+        }
+
+    assert samples(summed) == samples(one_by_one)

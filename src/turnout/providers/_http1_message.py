@@ -50,6 +50,8 @@ __all__ = [
     "ParsedURL",
     "RequestNotSent",
     "Response",
+    "head_with",
+    "header_block",
     "parse_url",
     "request_head",
 ]
@@ -107,17 +109,28 @@ def parse_url(url: str) -> ParsedURL:
 
 def request_head(prefix: bytes, length: int, headers: Mapping[str, str]) -> bytes:
     """The request's head: request line, Host, Content-Length, then the caller's headers."""
+    return head_with(prefix, length, header_block(headers))
+
+
+def header_block(headers: Mapping[str, str]) -> bytes:
+    """The caller's header lines of a request head, encoded (without the framing headers the
+    client writes itself); `InvalidHeader` for one that cannot be sent."""
     lines = [f"{name}: {value}" for name, value in headers.items() if name.lower() not in _FRAMING]
     text = "\r\n".join(lines)
     breaks = len(lines) - 1 if lines else 0  # the separators' own
     if text.count("\n") != breaks or text.count("\r") != breaks:
         raise bad_header(headers)
     try:
-        encoded = text.encode("latin-1")
+        return text.encode("latin-1")
     except UnicodeEncodeError:
         raise bad_header(headers) from None
-    if encoded:
-        return b"%scontent-length: %d\r\n%s\r\n\r\n" % (prefix, length, encoded)
+
+
+def head_with(prefix: bytes, length: int, block: bytes) -> bytes:
+    """A request head from its request line and Host (`prefix`), the body's length and the
+    caller's encoded header lines (`header_block`)."""
+    if block:
+        return b"%scontent-length: %d\r\n%s\r\n\r\n" % (prefix, length, block)
     return b"%scontent-length: %d\r\n\r\n" % (prefix, length)
 
 
@@ -215,7 +228,7 @@ class Response:
         self._conn = conn
         self._read_timeout = read_timeout
         self._provider = provider
-        self._parser = httptools.HttpResponseParser(self)
+        self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         self._chunks: list[bytes] = []
         self._unread = 0
         self._limit = limit
@@ -246,6 +259,7 @@ class Response:
         fields[key] = f"{fields[key]}, {text}" if key in fields else text
 
     def on_headers_complete(self) -> None:
+        assert self._parser is not None  # a parser callback
         status = self._parser.get_status_code()
         if status < 200:
             self._informational = True  # 1xx: skipped, the real head follows
@@ -306,18 +320,27 @@ class Response:
             return
         if self._done or self._error is not None:
             return
+        assert self._parser is not None  # a parser callback
         self.keep_alive = self._parser.should_keep_alive()
         self._finish()
 
     # fed by the connection ---------------------------------------------------------------
     def feed(self, data: bytes) -> None:
+        parser = self._parser
+        if parser is None:  # the response has ended: these bytes come after it
+            self._conn.reusable = False
+            return
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             if self._done:
                 self._conn.reusable = False  # bytes after the response: never reuse
             else:
                 self._fail(UnreadableResponse(f"unreadable response: {exc}"))
+        if self._done or self._error is not None:
+            # The parser holds this response's methods: dropped now, neither waits for the
+            # cyclic garbage collector.
+            self._parser = None
         self._wake(True)
 
     def end(self, exc: Exception | None) -> None:
@@ -334,6 +357,7 @@ class Response:
             self._finish()  # a close-delimited body ends here
         else:
             self._fail(BodyCutShort("the response body was cut short"))
+        self._parser = None
         self._wake(True)
 
     def _finish(self) -> None:
@@ -360,6 +384,10 @@ class Response:
             self._error = AnswerTooLarge(self._limit)
         self._conn.close()
 
+    def silent(self) -> None:
+        """No byte came for the read timeout while the caller waited."""
+        self._wake(False)
+
     def _wake(self, fresh: bool) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -372,14 +400,15 @@ class Response:
         return self._done and not self._chunks
 
     async def _wait(self) -> None:
-        """Wait for the next bytes or the end (ReadTimeout after `read` seconds of silence)."""
-        loop = self._conn.loop
-        waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(self._read_timeout, self._wake, False)
+        """Wait for the next bytes or the end (ReadTimeout after `read` seconds of silence;
+        the connection's silence timer says when, `http1._Connection.watch`)."""
+        conn = self._conn
+        waiter = self._waiter = conn.loop.create_future()
+        conn.watch(self, self._read_timeout)
         try:
             fresh = await waiter
         finally:
-            timer.cancel()
+            conn.waiting = None
             self._waiter = None
         if not fresh:
             raise ReadTimeout(f"no bytes from the upstream for {self._read_timeout:g} s")

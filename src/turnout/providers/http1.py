@@ -52,8 +52,9 @@ from turnout.providers._http1_message import (
     ParsedURL,
     RequestNotSent,
     Response,
+    head_with,
+    header_block,
     parse_url,
-    request_head,
 )
 from turnout.providers.transport import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -81,6 +82,9 @@ LIVENESS_AFTER = 0.1
 Servers close idle connections after seconds, not milliseconds; a connection reused sooner is
 not polled, so a busy pool makes no extra system call."""
 
+_EARLY = 0.001
+"""A loop timer may fire a hair before its time."""
+
 _LOCAL_ERRNOS = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.EADDRNOTAVAIL}
 )
@@ -105,7 +109,10 @@ class _Connection(asyncio.Protocol):
         "registered",
         "response",
         "reusable",
+        "silence_timer",
+        "silent_since",
         "transport",
+        "waiting",
         "write_failed",
     )
 
@@ -123,6 +130,10 @@ class _Connection(asyncio.Protocol):
         self.registered = False
         self.idle_since = 0.0
         self.lost: asyncio.Future[None] = self.loop.create_future()
+        # Rule 3's read timeout: one timer per connection, re-armed only when it fires early.
+        self.waiting: Response | None = None
+        self.silent_since = 0.0
+        self.silence_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport, but have its methods.
@@ -139,6 +150,9 @@ class _Connection(asyncio.Protocol):
             response.feed(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.silence_timer is not None:
+            self.silence_timer.cancel()
+            self.silence_timer = None
         if not self.closed:
             self.closed = True
             if self.registered:
@@ -166,6 +180,26 @@ class _Connection(asyncio.Protocol):
         # TLS layer's buffers say nothing sure about what reached the server.
         self.write_failed = writer.is_closing()
         return response
+
+    def watch(self, response: Response, timeout: float) -> None:
+        """`response` waits for bytes from now on: tell it if none come for `timeout`
+        seconds (Rule 3). The timer is not moved for each wait: when it fires before the
+        silence is that long, it is set again for when it will be."""
+        self.waiting = response
+        now = self.silent_since = self.loop.time()
+        if self.silence_timer is None:
+            self.silence_timer = self.loop.call_at(now + timeout, self._silence_due, timeout)
+
+    def _silence_due(self, timeout: float) -> None:
+        self.silence_timer = None
+        response = self.waiting
+        if response is None:
+            return  # nobody waits: the next wait arms the timer again
+        due = self.silent_since + timeout
+        if self.loop.time() >= due - _EARLY:
+            response.silent()
+        else:
+            self.silence_timer = self.loop.call_at(due, self._silence_due, timeout)
 
     @property
     def is_usable(self) -> bool:
@@ -452,6 +486,10 @@ class Http1Transport:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pools: dict[Origin, _Pool] = {}
         self._parsed_urls: dict[str, ParsedURL] = {}
+        # The encoded header lines of the last header set sent: most calls send the same (the
+        # provider's own). One set only, so no caller's own credential is kept past its turn.
+        self._block_of: tuple[tuple[str, str], ...] = ()
+        self._block = b""
 
     def _pool_for(self, origin: Origin) -> _Pool:
         loop = asyncio.get_running_loop()
@@ -482,6 +520,13 @@ class Http1Transport:
             self._parsed_urls[url] = parsed
         return parsed
 
+    def _lines(self, headers: Mapping[str, str]) -> bytes:
+        key = tuple(headers.items())
+        if key != self._block_of:
+            self._block = header_block(headers)  # raises before the set is remembered
+            self._block_of = key
+        return self._block
+
     async def send(
         self, url: str, body: bytes, headers: Mapping[str, str], *, method: str = "POST"
     ) -> tuple[_Connection, Response]:
@@ -493,7 +538,7 @@ class Http1Transport:
             prefix = parsed.prefix
             if method != "POST":
                 prefix = method.encode("ascii") + prefix[len(b"POST") :]
-            head = request_head(prefix, len(body), headers)
+            head = head_with(prefix, len(body), self._lines(headers))
             pool = self._pool_for(parsed.origin)
             conn = await pool.acquire()
         except TransportFailure:

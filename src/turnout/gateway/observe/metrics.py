@@ -7,11 +7,19 @@ Rule 2: a request's metrics are counted once, from its finished routing record: 
 lookups of cached label children and a few additions, off the engine's path.
 Rule 3: with several worker processes (`PROMETHEUS_MULTIPROC_DIR` set before they start) each
 process writes its values to that directory and `/metrics` sums every process's.
+Rule 4: a request's counts and observations are summed in plain numbers first and added to the
+Prometheus values in one go (each addition takes a lock, and with several workers writes a
+shared file): when `/metrics` is rendered, and with several workers also within
+`FLUSH_AFTER` seconds of the first one pending, so what every worker counted shows that
+late at most. `flush()` adds them at once (the app calls it as it shuts down).
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
 import os
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import (
@@ -31,7 +39,10 @@ if TYPE_CHECKING:
 
     from turnout.record import AttemptEntry, RoutingRecord, Usage
 
-__all__ = ["CONTENT_TYPE", "MULTIPROC_ENV", "Metrics"]
+__all__ = ["CONTENT_TYPE", "FLUSH_AFTER", "MULTIPROC_ENV", "Metrics"]
+
+FLUSH_AFTER: Final = 0.25
+"""Seconds a count may wait before the other workers see it (Rule 4)."""
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
@@ -110,6 +121,56 @@ class Metrics:
             registry=registry,
         )
         self._children: dict[Hashable, Any] = {}
+        self._counts: dict[Any, float] = {}  # counter child -> amount not yet added
+        # histogram child -> [sum, count per bucket...] not yet added
+        self._observed: dict[Any, list[float]] = {}
+        self._flushing: asyncio.TimerHandle | None = None
+
+    def _add(self, child: Any, amount: float) -> None:
+        counts = self._counts
+        if not counts and not self._observed:
+            self._pending()
+        counts[child] = counts.get(child, 0.0) + amount
+
+    def _observe(self, child: Any, value: float) -> None:
+        observed = self._observed
+        row = observed.get(child)
+        if row is None:
+            if not observed and not self._counts:
+                self._pending()
+            row = observed[child] = [0.0] * (len(child._upper_bounds) + 1)
+        row[0] += value
+        if not math.isnan(value):  # a NaN goes in no bucket
+            # The first bucket whose upper bound is at least the value, as `observe` picks.
+            row[1 + bisect_left(child._upper_bounds, value)] += 1
+
+    def _pending(self) -> None:
+        """The first count waits: with several workers, add it within `FLUSH_AFTER`."""
+        if self._flushing is not None or not os.environ.get(MULTIPROC_ENV):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # outside a loop: added when rendered or flushed
+        self._flushing = loop.call_later(FLUSH_AFTER, self.flush)
+
+    def flush(self) -> None:
+        """Rule 4: add what is pending to the Prometheus values."""
+        if self._flushing is not None:
+            self._flushing.cancel()
+            self._flushing = None
+        counts, self._counts = self._counts, {}
+        for child, amount in counts.items():
+            child.inc(amount)
+        observed, self._observed = self._observed, {}
+        for child, row in observed.items():
+            # What `Histogram.observe` adds for each value, for all of them at once (its sum
+            # and bucket values, which the Prometheus client keeps as these attributes).
+            child._sum.inc(row[0])
+            buckets = child._buckets
+            for index, count in enumerate(row[1:]):
+                if count:
+                    buckets[index].inc(count)
 
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
         key = (id(metric), *labels)
@@ -129,25 +190,26 @@ class Metrics:
         """Count one finished request: its outcome, failovers, hedges, each call's duration,
         the tokens and cost, and (when known) the gateway's own time."""
         route = record.route
-        self._child(self.calls, route, outcome).inc()
+        self._add(self._child(self.calls, route, outcome), 1.0)
         for entry in failovers:
-            self._child(self.failovers, route, entry.error_class or entry.outcome).inc()
+            self._add(self._child(self.failovers, route, entry.error_class or entry.outcome), 1.0)
         if record.hedges:
-            self._child(self.hedges, route).inc(record.hedges)
+            self._add(self._child(self.hedges, route), record.hedges)
         for entry in record.attempts:
             if entry.duration_ms is None:
                 continue
             provider, model = entry.provider or "", entry.model or ""
-            self._child(self.attempt_seconds, provider, model, entry.outcome).observe(
-                entry.duration_ms / 1000
+            self._observe(
+                self._child(self.attempt_seconds, provider, model, entry.outcome),
+                entry.duration_ms / 1000,
             )
             usage = entry.usage
             if usage is not None:
                 self._count_tokens(provider, model, usage)
             if entry.outcome == "answered" and record.cost:
-                self._child(self.cost, provider, model).inc(record.cost)
+                self._add(self._child(self.cost, provider, model), record.cost)
         if overhead is not None:
-            self.overhead.observe(overhead)
+            self._observe(self.overhead, overhead)
 
     def _count_tokens(self, provider: str, model: str, usage: Usage) -> None:
         for kind, count in (
@@ -157,7 +219,7 @@ class Metrics:
             ("cache_write", usage.cache_write_tokens),
         ):
             if count:
-                self._child(self.tokens, provider, model, kind).inc(count)
+                self._add(self._child(self.tokens, provider, model, kind), count)
 
     def count_transition(self, key: str, to: str) -> None:
         """Count one health transition of `key` (`provider/model`)."""
@@ -173,6 +235,7 @@ class Metrics:
 
     def render(self) -> bytes:
         """The Prometheus text exposition: this process's metrics, or every worker's."""
+        self.flush()
         directory = os.environ.get(MULTIPROC_ENV)
         if directory:
             registry = CollectorRegistry()

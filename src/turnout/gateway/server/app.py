@@ -7,9 +7,10 @@ by prefix, and only when no entry matches. An unknown path is 404, a known path 
 method 405, and before the runtime is loaded every endpoint but `/healthz` and `/readyz` is 503.
 Rule 2: a POST endpoint checks the caller's key from the headers (401 before any body byte
 is read), reads the whole body (bounded by `max_body_bytes`, 413 beyond), then runs its
-handler while a watcher task reads `receive()` (started once the handler has run
-`WATCH_AFTER` seconds): a caller that disconnects cancels the handler, and so the upstream
-call (the routing record says `cancelled`; health counts nothing), and gets no answer.
+handler; a caller that disconnects cancels the handler, and so the upstream call (the routing
+record says `cancelled`; health counts nothing), and gets no answer. Served by the gateway's
+own server (`serve_cycle`), the server says when the caller leaves; served through ASGI, a
+watcher task reads `receive()`, started once the handler has run `WATCH_AFTER` seconds.
 Rule 3: whatever a handler raises becomes an error response in the endpoint's client format
 (`respond.error_reply`, the one table); after a stream has started it is an in-stream event.
 Rule 4: HEAD is GET without the body (the server drops it).
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from turnout.gateway.responses.respond import Reply
     from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.runtime.served import ServedProjects
+    from turnout.gateway.server.cycle import RequestCycle
 
 
 class RuntimeSource(Protocol):
@@ -227,28 +229,63 @@ class GatewayApp:
                 await _reply(send, await self._unrouted(scope))
                 return
             exchange = Exchange(scope, receive, send, settings, served.fmt)
-            task = self._open[exchange] = asyncio.current_task()
-            opened = settings.observer.request_started(exchange) if served.reads_body else None
-            try:
-                if not served.reads_body:
-                    await served.handler(exchange)
-                else:
-                    exchange.caller()  # Rule 2: a missing or unknown key is refused unread
-                    if await exchange.read_body(settings.max_body_bytes):
-                        await _watched(served.handler, exchange, task)
-            except asyncio.CancelledError:
-                if exchange not in self._ending:
-                    raise
-                _uncancel()
-                await _failed(exchange, ShuttingDown("the gateway is shutting down"))
-            except Exception as exc:  # noqa: BLE001 - Rule 3: every failure is answered
-                await _failed(exchange, exc)
-            finally:
-                del self._open[exchange]
-                self._ending.discard(exchange)
-                settings.observer.request_done(exchange, opened)
+            await self._serve(exchange, served, settings)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    async def serve_cycle(self, cycle: RequestCycle) -> None:
+        """Serve one request the server hands over directly: the gateway's endpoints without
+        the ASGI messages (the caller's disconnect reaches the handler through
+        `RequestCycle.on_leave`); any other path through the ASGI call."""
+        method = "GET" if cycle.method == "HEAD" else cycle.method
+        path = cycle.path
+        served = ENDPOINTS.get((method, path))
+        if served is None and method in ("GET", "DELETE"):
+            served = _parameterized_handler(method, path)
+        settings = self.settings
+        if served is None or settings is None:
+            await self(cycle.scope, cycle.receive, cycle.send)
+            return
+        await self._serve(Exchange.direct(cycle, settings, served.fmt), served, settings)
+
+    async def _serve(
+        self, exchange: Exchange, served: PathHandler, settings: GatewaySettings
+    ) -> None:
+        """Rules 2, 3 and 5 for one request to a gateway endpoint."""
+        task = self._open[exchange] = asyncio.current_task()
+        opened = settings.observer.request_started(exchange) if served.reads_body else None
+        try:
+            if not served.reads_body:
+                await served.handler(exchange)
+            else:
+                exchange.caller()  # Rule 2: a missing or unknown key is refused unread
+                if await exchange.read_body(settings.max_body_bytes):
+                    cycle = exchange.cycle
+                    if cycle is None:
+                        await _watched(served.handler, exchange, task)
+                    else:  # Rule 2, the server saying when the caller leaves (inline: no
+                        # coroutine between the request's task and the handler)
+                        assert task is not None
+                        cycle.on_leave = _leaving(exchange, task)
+                        try:
+                            await served.handler(exchange)
+                        except asyncio.CancelledError:
+                            if not exchange.gone:
+                                raise
+                            task.uncancel()
+                        finally:
+                            cycle.on_leave = None
+        except asyncio.CancelledError:
+            if exchange not in self._ending:
+                raise
+            _uncancel()
+            await _failed(exchange, ShuttingDown("the gateway is shutting down"))
+        except Exception as exc:  # noqa: BLE001 - Rule 3: every failure is answered
+            await _failed(exchange, exc)
+        finally:
+            del self._open[exchange]
+            self._ending.discard(exchange)
+            settings.observer.request_done(exchange, opened)
 
     def _beside(self, path: str) -> Callable[..., Awaitable[None]] | None:
         """The app beside the gateway's endpoints that serves `path`, if any: the dashboard at
@@ -324,7 +361,9 @@ class GatewayApp:
                 return
 
     async def aclose(self) -> None:
-        """Close every runtime's provider connection pools."""
+        """Close every runtime's provider connection pools (and add the counts still
+        pending to the metrics)."""
+        self.observer.metrics.flush()
         if self.settings is not None:
             for runtime in self.settings.served.runtimes.values():
                 await runtime.aclose()
@@ -421,6 +460,18 @@ async def _watched(
         timer.cancel()
         if watcher:
             watcher[0].cancel()
+
+
+def _leaving(exchange: Exchange, task: asyncio.Task[Any]) -> Callable[[], None]:
+    """Rule 2 for a request the server handed over directly: what the server calls when the
+    caller leaves (the handler is cancelled, unless the response has ended)."""
+
+    def left() -> None:
+        if not exchange.ended:
+            exchange.gone = True
+            task.cancel()
+
+    return left
 
 
 async def _watch(exchange: Exchange, task: asyncio.Task[Any]) -> None:

@@ -13,6 +13,11 @@ event loop when no part follows at once. A body without `content-length` is sent
 Rule 3: once the caller is gone, or the server answered in the app's place (a timeout, a
 framing error), `receive()` says `http.disconnect` and `send()` drops what it is given.
 Rule 4: `send()` waits while the connection's write buffer is over its high-water mark.
+Rule 5: the gateway's own endpoints skip the ASGI messages: `read_body()` returns the whole
+body, `respond()` writes a whole response in one write, `start()` and `send_body()` are
+`send()` without the message dicts, and `on_leave` is called (once) when the caller goes, so
+nothing has to poll `receive()` for the disconnect. They keep Rules 1 to 4; the ASGI scope is
+made only when something asks for it.
 """
 
 from __future__ import annotations
@@ -31,11 +36,19 @@ from turnout.gateway.responses.respond import error_reply
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, MutableMapping
+    from collections.abc import Callable, Iterable, MutableMapping
 
     from turnout.gateway.server.http11 import HttpConnection
 
-__all__ = ["HIGH_WATER", "RequestCycle", "date_line", "error_response", "http_scope", "status_line"]
+__all__ = [
+    "HIGH_WATER",
+    "RequestCycle",
+    "date_line",
+    "error_response",
+    "http_scope",
+    "split_target",
+    "status_line",
+]
 
 HIGH_WATER: Final = 64 * 1024
 """Bytes of a request body (or of requests waiting their turn) read ahead of the app."""
@@ -68,6 +81,19 @@ def date_line() -> bytes:
     return line
 
 
+def split_target(url: bytes) -> tuple[str, bytes, bytes]:
+    """A request target's decoded path, raw path and query string."""
+    if url[:1] == b"/":
+        raw_path, _, query = url.partition(b"?")
+    else:  # absolute form (`http://host/path`) or `*`
+        parsed = httptools.parse_url(url)
+        raw_path, query = parsed.path or b"/", parsed.query or b""
+    path = raw_path.decode("ascii")
+    if "%" in path:
+        path = unquote(path)
+    return path, raw_path, query
+
+
 def http_scope(
     url: bytes,
     headers: list[tuple[bytes, bytes]],
@@ -77,14 +103,18 @@ def http_scope(
     addresses: tuple[Any, Any],
 ) -> dict[str, Any]:
     """The ASGI `http` scope of a request (`addresses`: the server's and the client's)."""
-    if url[:1] == b"/":
-        raw_path, _, query = url.partition(b"?")
-    else:  # absolute form (`http://host/path`) or `*`
-        parsed = httptools.parse_url(url)
-        raw_path, query = parsed.path or b"/", parsed.query or b""
-    path = raw_path.decode("ascii")
-    if "%" in path:
-        path = unquote(path)
+    return _scope(split_target(url), headers, method=method, version=version, addresses=addresses)
+
+
+def _scope(
+    target: tuple[str, bytes, bytes],
+    headers: list[tuple[bytes, bytes]],
+    *,
+    method: str,
+    version: str,
+    addresses: tuple[Any, Any],
+) -> dict[str, Any]:
+    path, raw_path, query = target
     server, client = addresses
     return {
         "type": "http",
@@ -113,56 +143,91 @@ def error_response(error: BaseException) -> bytes:
 
 
 class RequestCycle:
-    """One request: its ASGI `scope`, its body as read so far, and its response's progress.
+    """One request: its method, path and headers (and its ASGI `scope`, made when asked for),
+    its body as read so far, and its response's progress.
 
     The connection fills the body (`add_body`, `end_body`) and says when the caller left
-    (`leave`); the app calls `receive` and `send`. `keep_alive` starts as the request asked
-    and is settled when the response starts.
+    (`leave`); the app calls `receive` and `send`, or the direct calls of Rule 5.
+    `keep_alive` starts as the request asked and is settled when the response starts.
     """
 
     __slots__ = (
+        "_addresses",
         "_body",
         "_buffered",
         "_conn",
         "_delivered",
         "_head",
+        "_scope",
+        "_target",
         "_waiter",
         "awaiting_continue",
         "chunked",
         "complete",
         "gone",
         "head_only",
+        "headers",
         "http10",
         "keep_alive",
         "message_complete",
-        "scope",
+        "method",
+        "on_leave",
+        "path",
         "started",
+        "version",
     )
 
     def __init__(
         self,
         conn: HttpConnection,
-        scope: MutableMapping[str, Any],
+        url: bytes,
+        headers: list[tuple[bytes, bytes]],
         *,
+        method: str,
+        version: str,
+        addresses: tuple[Any, Any],
         keep_alive: bool,
         expect_continue: bool,
     ) -> None:
         self._conn = conn
-        self.scope = scope
+        self._target = split_target(url)
+        self.path = self._target[0]
+        self.method = method
+        self.version = version
+        self.headers = headers
+        """The request's header lines, names lower-cased, as sent (bytes)."""
+        self._addresses = addresses
+        self._scope: dict[str, Any] | None = None
         self.keep_alive = keep_alive
         self.awaiting_continue = expect_continue
-        self.head_only = scope["method"] == "HEAD"
-        self.http10 = scope["http_version"] == "1.0"
+        self.head_only = method == "HEAD"
+        self.http10 = version == "1.0"
         self._body: list[bytes] = []
         self._buffered = 0
         self._delivered = False
         self._waiter: asyncio.Future[None] | None = None
         self._head: bytes | None = None
+        self.on_leave: Callable[[], object] | None = None
+        """Called once when the caller goes (or the server answers in the app's place)."""
         self.message_complete = False
         self.started = False
         self.complete = False
         self.chunked = False
         self.gone = False
+
+    @property
+    def scope(self) -> dict[str, Any]:
+        """The request's ASGI `http` scope (made on first use)."""
+        scope = self._scope
+        if scope is None:
+            scope = self._scope = _scope(
+                self._target,
+                self.headers,
+                method=self.method,
+                version=self.version,
+                addresses=self._addresses,
+            )
+        return scope
 
     # -- the connection's side
 
@@ -186,6 +251,9 @@ class RequestCycle:
         """Rule 3: the caller is gone, or the server answers in the app's place."""
         self.gone = True
         self._wake()
+        on_leave, self.on_leave = self.on_leave, None
+        if on_leave is not None:
+            on_leave()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -194,12 +262,12 @@ class RequestCycle:
 
     # -- the app's side
 
-    async def receive(self) -> dict[str, Any]:
-        """The next ASGI message: body parts, then `http.disconnect` once the caller leaves or
-        the response has ended."""
+    async def body_part(self) -> tuple[bytes, bool] | None:
+        """The next part of the body and whether more follows; None once the caller left or
+        the response has ended (Rule 1)."""
         while True:
             if self.gone or self.complete:
-                return {"type": "http.disconnect"}
+                return None
             if self._body or (self.message_complete and not self._delivered):
                 return self._take()
             if not self.message_complete:
@@ -210,7 +278,15 @@ class RequestCycle:
             finally:
                 self._waiter = None
 
-    def _take(self) -> dict[str, Any]:
+    async def receive(self) -> dict[str, Any]:
+        """The next ASGI message: body parts, then `http.disconnect` once the caller leaves or
+        the response has ended."""
+        part = await self.body_part()
+        if part is None:
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": part[0], "more_body": part[1]}
+
+    def _take(self) -> tuple[bytes, bool]:
         body = self._body
         data = body[0] if len(body) == 1 else b"".join(body)
         body.clear()
@@ -218,7 +294,7 @@ class RequestCycle:
         more = not self.message_complete
         self._delivered = not more
         self._conn.body_taken()
-        return {"type": "http.request", "body": data, "more_body": more}
+        return data, more
 
     def continue_line(self) -> bytes:
         """`100 Continue`, the first time the app waits for a body the caller holds back."""
@@ -229,28 +305,64 @@ class RequestCycle:
 
     async def send(self, message: MutableMapping[str, Any]) -> None:
         """Write one ASGI response message (Rules 2-4)."""
+        kind = message["type"]
+        if kind == "http.response.body":
+            await self.send_body(message.get("body", b""), more=message.get("more_body", False))
+        elif kind == "http.response.start":
+            await self.start(message["status"], message.get("headers", ()))
+        else:
+            raise RuntimeError(f"unexpected ASGI message {kind!r}")
+
+    async def start(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
+        """Start the response: its head goes out with the first body part (Rule 2)."""
+        if self._conn.write_paused and not self.gone:
+            await self._conn.drained()
+        if self.gone:
+            return
+        if self.started:
+            raise RuntimeError("http.response.start sent twice")
+        self.started = True
+        self._head = self._render_head(status, headers, None)
+        asyncio.get_running_loop().call_soon(self._flush_head)
+
+    async def send_body(self, data: bytes, *, more: bool) -> None:
+        """Write a part of the started response's body (the last one when not `more`)."""
+        if self._conn.write_paused and not self.gone:
+            await self._conn.drained()
+        if self.gone:
+            return
+        if not self.started or self.complete:
+            raise RuntimeError("http.response.body outside a started response")
+        self._write_body(data, more=more)
+
+    async def respond(
+        self, status: int, headers: Iterable[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        """Write a whole response with its `content-length` (Rule 5)."""
         conn = self._conn
         if conn.write_paused and not self.gone:
             await conn.drained()
         if self.gone:
             return
-        kind = message["type"]
-        if kind == "http.response.body":
-            if not self.started or self.complete:
-                raise RuntimeError("http.response.body outside a started response")
-            self._write_body(message.get("body", b""), more=message.get("more_body", False))
-        elif kind == "http.response.start":
-            if self.started:
-                raise RuntimeError("http.response.start sent twice")
-            self.started = True
-            self._head = self._render_head(message["status"], message.get("headers", ()))
-            asyncio.get_running_loop().call_soon(self._flush_head)
+        if self.started:
+            raise RuntimeError("http.response.start sent twice")
+        self.started = True
+        head = self._render_head(status, headers, len(body))
+        if self.head_only or not body:
+            conn.write(head)
+        elif len(body) < _SEPARATE_WRITE:
+            conn.write(head + body)
         else:
-            raise RuntimeError(f"unexpected ASGI message {kind!r}")
+            conn.write(head)
+            conn.write(body)
+        self.complete = True
+        self._wake()
 
-    def _render_head(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
+    def _render_head(
+        self, status: int, headers: Iterable[tuple[bytes, bytes]], length: int | None
+    ) -> bytes:
         lines = [status_line(status), date_line()]
-        has_length = False
+        has_length = length is not None
         for name, value in headers:
             lowered = name.lower()
             if lowered == b"content-length":
@@ -258,6 +370,8 @@ class RequestCycle:
             elif lowered in (b"connection", b"transfer-encoding"):
                 continue  # framing is the server's business
             lines.append(b"%s: %s\r\n" % (name, value))
+        if length is not None:
+            lines.append(b"content-length: %d\r\n" % length)
         body_allowed = status >= 200 and status not in _NO_BODY_STATUSES and not self.head_only
         if not has_length and body_allowed:
             if self.http10:

@@ -23,11 +23,12 @@ from turnout.gateway.runtime.served import ServedProjects
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+    from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 
     from turnout.gateway.responses.client_formats import ClientFormat
     from turnout.gateway.responses.respond import Header, Reply
     from turnout.gateway.runtime.live import Runtime
+    from turnout.gateway.server.cycle import RequestCycle
     from turnout.record import RoutingRecord
 
 __all__ = ["Exchange", "GatewaySettings", "caller_request_id", "request_id_header"]
@@ -90,12 +91,17 @@ class GatewaySettings:
 class Exchange:
     """One request: `scope`, lower-case `headers` (latin-1 text), the `body` once read, and
     the response side (see the module rules). `began` is when it arrived (`perf_counter`),
-    `status` the status sent (0 before), `record` the routing record adopted, if any."""
+    `status` the status sent (0 before), `record` the routing record adopted, if any.
+
+    Made from ASGI's `scope`, `receive` and `send`, or (`Exchange.direct`) from the server's
+    `RequestCycle`, whose calls it then makes without the ASGI messages."""
 
     __slots__ = (
         "_caller",
         "_credentials",
+        "_cycle",
         "_fresh_id",
+        "_scope",
         "began",
         "body",
         "ended",
@@ -106,7 +112,6 @@ class Exchange:
         "receive",
         "record",
         "request_id",
-        "scope",
         "send",
         "settings",
         "started",
@@ -121,14 +126,34 @@ class Exchange:
         settings: GatewaySettings,
         fmt: ClientFormat,
     ) -> None:
+        self._init(scope["headers"], receive, send, settings, fmt)
+        self._scope: MutableMapping[str, Any] | None = scope
+        self._cycle: RequestCycle | None = None
+
+    @classmethod
+    def direct(cls, cycle: RequestCycle, settings: GatewaySettings, fmt: ClientFormat) -> Exchange:
+        """The exchange of a request the server hands over directly."""
+        exchange = cls.__new__(cls)
+        exchange._init(cycle.headers, cycle.receive, cycle.send, settings, fmt)
+        exchange._scope = None
+        exchange._cycle = cycle
+        return exchange
+
+    def _init(
+        self,
+        raw_headers: Iterable[tuple[bytes, bytes]],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+        settings: GatewaySettings,
+        fmt: ClientFormat,
+    ) -> None:
         self.began = time.perf_counter()
-        self.scope = scope
         self.receive = receive
         self.send = send
         self.settings = settings
         self.fmt = fmt
         headers: dict[str, str] = {}
-        for raw_name, raw_value in scope["headers"]:
+        for raw_name, raw_value in raw_headers:
             name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
             # A header sent twice (two `anthropic-beta` lines) reads as one comma-joined value.
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
@@ -145,6 +170,20 @@ class Exchange:
         self.failure: BaseException | None = None
         """What the request was answered with an error for (set as it is answered)."""
         self._fresh_id: str | None = None
+
+    @property
+    def scope(self) -> MutableMapping[str, Any]:
+        """The request's ASGI scope."""
+        scope = self._scope
+        if scope is None:
+            assert self._cycle is not None
+            scope = self._scope = self._cycle.scope
+        return scope
+
+    @property
+    def cycle(self) -> RequestCycle | None:
+        """The server's request, when the exchange was made from it (`direct`)."""
+        return self._cycle
 
     @property
     def runtime(self) -> Runtime:
@@ -215,18 +254,26 @@ class Exchange:
             raise _too_large(limit)
         parts: list[bytes] = []
         size = 0
+        cycle = self._cycle
         while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                self.gone = True
-                return False
-            part = message.get("body", b"")
+            if cycle is not None:
+                got = await cycle.body_part()
+                if got is None:
+                    self.gone = True
+                    return False
+                part, more = got
+            else:
+                message = await self.receive()
+                if message["type"] == "http.disconnect":
+                    self.gone = True
+                    return False
+                part, more = message.get("body", b""), message.get("more_body", False)
             if part:
                 size += len(part)
                 if size > limit:
                     raise _too_large(limit)
                 parts.append(part)
-            if not message.get("more_body", False):
+            if not more:
                 break
         self.body = parts[0] if len(parts) == 1 else b"".join(parts)
         return True
@@ -235,22 +282,35 @@ class Exchange:
         """Send the status line and headers."""
         self.started = True
         self.status = status
+        if self._cycle is not None:
+            await self._cycle.start(status, headers)
+            return
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def write(self, data: bytes) -> None:
         """Send part of the body."""
+        if self._cycle is not None:
+            await self._cycle.send_body(data, more=True)
+            return
         await self.send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def end(self, data: bytes = b"") -> None:
         """Send the last part of the body."""
         self.ended = True
+        if self._cycle is not None:
+            await self._cycle.send_body(data, more=False)
+            return
         await self.send({"type": "http.response.body", "body": data, "more_body": False})
 
     async def reply(self, reply: Reply) -> None:
         """Send a whole response (with its `content-length`)."""
-        headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
         self.started = True
         self.status = reply.status
+        if self._cycle is not None:
+            self.ended = True
+            await self._cycle.respond(reply.status, reply.headers, reply.body)
+            return
+        headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
         await self.send({"type": "http.response.start", "status": reply.status, "headers": headers})
         self.ended = True
         await self.send({"type": "http.response.body", "body": reply.body, "more_body": False})

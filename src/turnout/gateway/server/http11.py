@@ -1,5 +1,6 @@
 """The gateway's HTTP/1.1 connections: an asyncio protocol on the `httptools` parser that runs
-one ASGI request at a time (each request's ASGI side is a `cycle.RequestCycle`).
+one request at a time (each a `cycle.RequestCycle`, served through ASGI or, for an app that
+offers it, directly: `ConnectionHost.direct`).
 
 Rule 1: requests on a connection run one at a time, in the order they arrived. Requests
 pipelined behind the running one wait, at most `PIPELINE_DEPTH` of them (past it the
@@ -35,13 +36,20 @@ import httptools
 
 from turnout.gateway.server import _endings
 from turnout.gateway.server._endings import LINGER
-from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle, http_scope
+from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle
 
 if TYPE_CHECKING:
     from turnout.errors import RoutingError
     from turnout.gateway.server.limits import ServerLimits
 
-__all__ = ["LINGER", "PIPELINE_DEPTH", "ASGIApp", "ConnectionHost", "HttpConnection"]
+__all__ = [
+    "LINGER",
+    "PIPELINE_DEPTH",
+    "ASGIApp",
+    "ConnectionHost",
+    "CycleApp",
+    "HttpConnection",
+]
 
 PIPELINE_DEPTH: Final = 16
 """Requests a connection holds parsed behind the running one."""
@@ -58,11 +66,16 @@ ASGIApp = Callable[
 ]
 """An ASGI 3 application: `app(scope, receive, send)`."""
 
+CycleApp = Callable[[RequestCycle], Awaitable[None]]
+"""An app that serves a `RequestCycle` directly (without the ASGI messages)."""
+
 
 class ConnectionHost(Protocol):
     """What a connection needs of its server (`listener.Listener`)."""
 
     app: ASGIApp
+    direct: CycleApp | None
+    """Serves each request instead of `app`, when set."""
     limits: ServerLimits
     draining: bool
 
@@ -93,6 +106,7 @@ class HttpConnection(asyncio.Protocol):
         self._expect_continue = False
         self._in_head = False
         self._head_bytes = 0
+        self._lines_size = 0  # the header lines of the head being read, as counted for the limit
         self._served = 0
         self._idle_since = self._loop.time()
         self._deadline: float | None = None
@@ -180,6 +194,7 @@ class HttpConnection(asyncio.Protocol):
         self._expect_continue = False
         self._in_head = True
         self._head_bytes = 0
+        self._lines_size = 0
         if self._cycle is None:
             self._arm()
 
@@ -194,24 +209,20 @@ class HttpConnection(asyncio.Protocol):
         if name == b"expect" and value.lower() == b"100-continue":
             self._expect_continue = True
         headers.append((name, value))
+        self._lines_size += len(name) + len(value) + 4
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        size = len(self._url) + _REQUEST_LINE_SLACK
-        for name, value in self._headers:
-            size += len(name) + len(value) + 4
-        if size > self._limits.max_header_bytes:
+        if len(self._url) + _REQUEST_LINE_SLACK + self._lines_size > self._limits.max_header_bytes:
             raise _endings.head_too_large(self._limits)
         parser = self._parser
         cycle = RequestCycle(
             self,
-            http_scope(
-                self._url,
-                self._headers,
-                method=parser.get_method().decode("ascii"),
-                version=parser.get_http_version(),
-                addresses=self._addresses,
-            ),
+            self._url,
+            self._headers,
+            method=parser.get_method().decode("ascii"),
+            version=parser.get_http_version(),
+            addresses=self._addresses,
             keep_alive=parser.should_keep_alive(),
             expect_continue=self._expect_continue,
         )
@@ -253,8 +264,12 @@ class HttpConnection(asyncio.Protocol):
 
     async def _run(self, cycle: RequestCycle) -> None:
         failure: Exception | None = None
+        direct = self._host.direct
         try:
-            await self._host.app(cycle.scope, cycle.receive, cycle.send)
+            if direct is not None:
+                await direct(cycle)
+            else:
+                await self._host.app(cycle.scope, cycle.receive, cycle.send)
         except asyncio.CancelledError:
             return  # the server is stopping and aborted the connection
         except Exception as exc:  # noqa: BLE001 - answered (500) or the connection is cut

@@ -27,10 +27,11 @@ from turnout.gateway.server.lifespan import Lifespan
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from turnout.gateway.server.http11 import ASGIApp
+    from turnout.gateway.server.cycle import RequestCycle
+    from turnout.gateway.server.http11 import ASGIApp, CycleApp
     from turnout.gateway.server.limits import ServerLimits
 
-__all__ = ["BACKLOG", "Listener", "RequestEnder", "bind_socket", "serving"]
+__all__ = ["BACKLOG", "CycleServer", "Listener", "RequestEnder", "bind_socket", "serving"]
 
 logger = logging.getLogger("turnout.gateway")
 
@@ -57,6 +58,14 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 @runtime_checkable
+class CycleServer(Protocol):
+    """An app that can serve a request without the ASGI messages (`cycle.RequestCycle`)."""
+
+    async def serve_cycle(self, cycle: RequestCycle) -> None:
+        """Serve one request (as the app's ASGI call would)."""
+
+
+@runtime_checkable
 class RequestEnder(Protocol):
     """An app that can end its requests in flight when the grace of a shutdown is over."""
 
@@ -74,6 +83,9 @@ class Listener:
         self.connections: set[HttpConnection] = set()
         subject: object = app
         self._ender = subject if isinstance(subject, RequestEnder) else None
+        self.direct: CycleApp | None = (
+            subject.serve_cycle if isinstance(subject, CycleServer) else None
+        )
         self._over_cap = False
         self._server: asyncio.AbstractServer | None = None
         self._empty = asyncio.Event()
