@@ -424,8 +424,8 @@ class ConfigPoint:
     count: int
     start_s: float
     start_cpu_s: float  # the gateway's CPU seconds from spawn to its first answer
-    restart_s: float  # the same, started again on the same file and store
-    restart_cpu_s: float
+    restart_s: float | None  # the same, started again on the same file and store
+    restart_cpu_s: float | None
     requests: int
     errors: int
     cpu_ms: float
@@ -457,9 +457,10 @@ def config_curve(args: argparse.Namespace, upstream: int, tmp: Path) -> list[Con
                 load = wrk(port, script, 64, args.seconds)
                 cpu = gw.cpu_seconds(process.pid) - before
                 rss = gw.status_kib(process.pid, "VmRSS") / 1024
-            # Again with the same file: the store already holds its routes (a restart).
-            with running(config, log, headers) as (_, _, again, again_cpu):
-                pass
+            again = again_cpu = None
+            if args.restart:  # again on the same file: the store already holds its routes
+                with running(config, log, headers) as (_, _, again, again_cpu):
+                    pass
             point = ConfigPoint(
                 kind, count, seconds, start_cpu, again, again_cpu, load.requests, load.errors,
                 cpu / max(load.requests, 1) * 1000, rss,
@@ -477,7 +478,7 @@ def config_curve(args: argparse.Namespace, upstream: int, tmp: Path) -> list[Con
             points.append(point)
             print(
                 f"  {count:>6} {kind}: start {seconds:.2f} s ({start_cpu:.2f} s CPU; again "
-                f"{again_cpu:.2f} s CPU), "
+                f"{_f(again_cpu)} s CPU), "
                 f"{point.cpu_ms:.3f} ms CPU per request, {load.errors} non-2xx",
                 flush=True,
             )
@@ -608,12 +609,12 @@ def _ints(text: str) -> list[int]:
 def _fill_defaults(args: argparse.Namespace) -> None:
     """The options not given: the full run's, or with `--quick` the quick run's."""
     defaults: dict[str, Any] = {
-        "seconds": 3, "event_budget": 100_000, "hold": 3.0, "micro": True,
+        "seconds": 3, "event_budget": 100_000, "hold": 3.0, "micro": True, "restart": True,
         "open": [1, 10, 100, 1000, 5000], "routes": [10, 100, 1000, 10_000],
         "keys": [10, 1000, 10_000, 100_000],
     }  # fmt: skip
     if args.quick:
-        defaults.update(seconds=2, event_budget=30_000, hold=2.0, micro=False)
+        defaults.update(seconds=2, event_budget=30_000, hold=2.0, micro=False, restart=False)
         defaults.update(open=[1, 100, 1000], routes=[10, 10_000], keys=[10, 100_000])
     for name, value in defaults.items():
         if getattr(args, name) is None:
@@ -659,6 +660,9 @@ def main() -> int:
     parser.add_argument("--routes", type=_ints, help="10,100,1000,10000 (quick 10,10000)")
     parser.add_argument("--keys", type=_ints, help="10,1000,10000,100000 (quick 10,100000)")
     parser.add_argument("--micro", action=argparse.BooleanOptionalAction, default=None)
+    parser.add_argument(
+        "--restart", action=argparse.BooleanOptionalAction, default=None, help="time a restart"
+    )
     parser.add_argument("--lookups", type=int, default=20_000, help="in-process lookups per N")
     parser.add_argument("--profile", action="store_true", help="py-spy the largest body")
     parser.add_argument("--profile-dir", default=tempfile.gettempdir())
