@@ -395,6 +395,14 @@ def test_answers_are_cached_per_model_and_endpoint() -> None:
     assert runtime.resolve("main", endpoint="messages") is not first
 
 
+def test_the_answer_cache_grows_with_the_routes() -> None:
+    """With more routes than the smallest cache holds, each route's model stays cached."""
+    routes = [on("openai", "gpt-4o-mini", f"r{i}", models=[f"model-{i}"]) for i in range(4200)]
+    runtime = runtime_of({"providers": [OPENAI], "routes": routes})
+    first = [runtime.resolve(f"model-{i}", endpoint="chat") for i in range(4200)]
+    assert all(runtime.resolve(f"model-{i}", endpoint="chat") is first[i] for i in range(4200))
+
+
 def test_a_cached_refusal_raises_a_fresh_error_each_time() -> None:
     """Two refusals of one model are two exception objects with one message."""
     runtime = runtime_of(KEYED)

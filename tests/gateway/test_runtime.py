@@ -622,3 +622,14 @@ async def test_aclose_closes_every_provider() -> None:
     response = await runtime.resolve("any", endpoint="chat").route.complete(question("any"))
     assert "any" in response.text
     await runtime.aclose()
+
+
+def test_routes_of_one_config_share_one_source_of_randomness() -> None:
+    """Every engine route built from a config draws on one generator, not one per route."""
+    routes = [
+        {"name": name, "models": [name], "targets": [{"provider": "openai", "model": "gpt-4o"}]}
+        for name in ("one", "two")
+    ]
+    runtime = runtime_of({"providers": [OPENAI], "routes": routes})
+    one, two = runtime.routes["one"], runtime.routes["two"]
+    assert one.route.rng is two.route.rng

@@ -379,6 +379,36 @@ async def test_first_token_delay_after_the_role_chunk(upstream: MockUpstream, ht
     assert word_at >= 0.3
 
 
+async def test_stamp_puts_each_chunks_send_time_in_its_text(
+    upstream: MockUpstream, http: Any
+) -> None:
+    """`stamp`: each content chunk's text is the microsecond Unix time it left, so the
+    chunks of `chunk_delay=0.05` are about 50 ms apart and within the request's time."""
+    body = {**CHAT, "model": "m/fault:stamp;chunks=3;chunk_delay=0.05", "stream": True}
+    before = time.time_ns() // 1000
+    _, _, payload = await call(http, f"{upstream.url}/v1/chat/completions", body)
+    after = time.time_ns() // 1000
+    texts = [
+        orjson.loads(data)["choices"][0]["delta"].get("content")
+        for data in sse_data(payload)
+        if data != "[DONE]"
+    ]
+    stamps = [int(text) for text in texts if text and text.strip()]
+    assert len(stamps) == 3
+    assert before <= stamps[0] < stamps[1] < stamps[2] <= after
+    assert stamps[2] - stamps[0] >= 100_000
+
+
+async def test_stamp_in_anthropic_stream(upstream: MockUpstream, http: Any) -> None:
+    """`stamp` also stamps the text deltas of a Messages stream."""
+    body = {**CHAT, "model": "m/fault:stamp;chunks=2", "stream": True, "max_tokens": 8}
+    _, _, payload = await call(http, f"{upstream.url}/v1/messages", body)
+    deltas = [
+        orjson.loads(data)["delta"]["text"] for data in sse_data(payload) if '"text_delta"' in data
+    ]
+    assert [text.strip().isdigit() for text in deltas] == [True, True]
+
+
 @pytest.mark.parametrize(
     ("spec", "status", "content_type"),
     [

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from turnout.mock_upstream.tools import ToolCall
 
 __all__ = [
+    "STAMP",
     "StreamPlan",
     "answer_pieces",
     "answer_text",
@@ -41,6 +42,7 @@ __all__ = [
     "openai_tool_completion",
     "output_tokens",
     "prompt_tokens",
+    "stamp_pieces",
 ]
 
 MODELS = (
@@ -103,6 +105,19 @@ def answer_pieces(model: str, chunks: int | None = None) -> tuple[str, ...]:
     words = f"mock answer from {model}".split()
     count = len(words) if chunks is None else max(chunks, 0)
     return tuple((" " if i else "") + words[i % len(words)] for i in range(count))
+
+
+STAMP = b"@stamp@"
+"""What a `stamp` stream's content events carry until they are sent: then the send time."""
+
+
+@functools.lru_cache(maxsize=1024)
+def stamp_pieces(model: str, chunks: int | None = None) -> tuple[str, ...]:
+    """As many pieces as `answer_pieces`, each the placeholder `STAMP` (after a space but the
+    first), which the server replaces with the send time."""
+    placeholder = STAMP.decode()
+    count = len(answer_pieces(model, chunks))
+    return tuple((" " if i else "") + placeholder for i in range(count))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -164,6 +164,19 @@ class _Call:
         )
 
 
+def _stamped(call: _Call) -> bool:
+    """Whether the stream's text pieces carry their send time (`stamp`): text answers in the
+    SSE formats, where an event may change length (a Bedrock frame has a checksum)."""
+    fault = call.fault
+    return (
+        fault.stamp
+        and call.tool_call is None
+        and not fault.refuse
+        and call.api != "bedrock"
+        and not (call.endpoint == "responses" and responses.json_answer(call.body))
+    )
+
+
 class MockUpstreamApp:
     """The handler the mock upstream's HTTP server calls for every request.
 
@@ -440,6 +453,8 @@ class MockUpstreamApp:
         prompt = answers.prompt_tokens(call.body)
         if tool is not None:
             pieces = tool.pieces(fault.chunks)
+        elif _stamped(call):
+            pieces = answers.stamp_pieces(call.base, fault.chunks)
         else:
             pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
         if call.endpoint == "responses":
@@ -489,7 +504,7 @@ class MockUpstreamApp:
             return
         if fault.first_token:
             await self.clock.sleep(fault.first_token)
-        if not await self._content(exchange, fault, plan):
+        if not await self._content(exchange, fault, plan, stamped=_stamped(call)):
             return
         for event in plan.tail[:-1] if fault.no_done and plan.terminated else plan.tail:
             await exchange.send(event)
@@ -497,8 +512,11 @@ class MockUpstreamApp:
             self.responses.keep(call.body, final)
         exchange.end_stream()
 
-    async def _content(self, exchange: Exchange, fault: Fault, plan: answers.StreamPlan) -> bool:
-        """Send the content events, playing cut/stall/end/malformed; False when it ended."""
+    async def _content(
+        self, exchange: Exchange, fault: Fault, plan: answers.StreamPlan, *, stamped: bool
+    ) -> bool:
+        """Send the content events, playing cut/stall/end/malformed; False when it ended.
+        `stamped`: each content event's placeholder becomes the time it is sent."""
         for index in range(len(plan.content) + 1):
             if index == fault.cut:
                 exchange.drop()
@@ -515,7 +533,10 @@ class MockUpstreamApp:
             if index < len(plan.content):
                 if index and fault.chunk_delay:
                     await self.clock.sleep(fault.chunk_delay)
-                await exchange.send(plan.content[index])
+                event = plan.content[index]
+                if stamped:
+                    event = event.replace(answers.STAMP, b"%d" % (time.time_ns() // 1000))
+                await exchange.send(event)
         return True
 
     def _stored_response(self, exchange: Exchange) -> None:

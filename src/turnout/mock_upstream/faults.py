@@ -84,6 +84,8 @@ items (S: seconds, N: a count):
                         response.completed
   error_event           streams: an in-stream error event (overloaded_error) before the
                         first content chunk
+  stamp                 streams of text (not Bedrock): each content chunk's text is the
+                        Unix time it was sent, in whole microseconds (to time delivery)
   body=KIND             bad bytes instead of the answer: garbage, truncated, nonutf8, html
                         (a proxy's 502 page), empty, wrong_type (right bytes, text/html);
                         status 200 unless status= is given (html: 502)
@@ -170,6 +172,7 @@ class Fault:
     malformed: int | None = None
     no_done: bool = False
     error_event: bool = False
+    stamp: bool = False
     body: str | None = None
     tool_call: str | None = None
     spec: str = ""
@@ -199,6 +202,7 @@ _FLAGS = frozenset(
         "reset",
         "no_done",
         "error_event",
+        "stamp",
     }
 )
 _FLOATS = frozenset(

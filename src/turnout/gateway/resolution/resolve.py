@@ -17,7 +17,9 @@ Rule 2: the route returned serves the endpoint asked for: a route (or alias) wit
 for `/v1/messages` is 503 NO_ROUTE saying why; with none for `/v1/embeddings`, 400
 `embeddings_not_supported`. Selection never falls through to another route.
 Rule 3: answers, refusals included, are cached per (model, endpoint, granted route) in a bounded
-LRU owned by the resolver; a new configuration builds a new resolver. A cached refusal raises a
+LRU owned by the resolver; a new configuration builds a new resolver. By default the bound grows
+with the names the routes serve (`cache_size_for`), so a large configuration's models do not
+evict one another. A cached refusal raises a
 fresh error each time. The grant decision (cached per caller by the policy) comes before the
 cached answer and the key's ceilings after it, per caller (a refusal: Rule 0).
 Rule 4: nothing scans every pattern or route: dict probes and the pattern index only. The
@@ -50,9 +52,10 @@ if TYPE_CHECKING:
     from turnout.gateway.resolution.route_entry import AliasRoutes, Endpoint, MatchedBy, RouteEntry
     from turnout.routing.route import Route
 
-__all__ = ["Resolver"]
+__all__ = ["Resolver", "cache_size_for"]
 
 DEFAULT_CACHE_SIZE = 4096
+MAX_CACHE_SIZE = 65_536
 _MAX_CACHED_LENGTH = 256
 
 
@@ -97,11 +100,11 @@ class Resolver:
         *,
         project: str,
         access: AccessPolicy | None = None,
-        cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_size: int | None = None,
     ) -> None:
         """`entries` by route name; `index` over their patterns; `access` the project's
         bindings (default: none, the implicit Everyone grant); `cache_size` bounds the answer
-        cache (entries; 0 disables it; default 4096)."""
+        cache (entries; 0 disables it; default `cache_size_for(entries)`)."""
         self.project = project
         self._entries = entries
         self._index = index
@@ -116,7 +119,7 @@ class Resolver:
         }
         self._member_aliases = {name: _member_aliases(entry) for name, entry in entries.items()}
         self._cache: OrderedDict[tuple[str, str, str], Resolution | _Refusal] = OrderedDict()
-        self._cache_size = max(cache_size, 0)
+        self._cache_size = max(cache_size_for(entries) if cache_size is None else cache_size, 0)
 
     def resolve(
         self, model: str | None, *, endpoint: Endpoint, caller: Caller | None = None
@@ -275,6 +278,14 @@ class Resolver:
                 continue
             usable.append(name)
         return sorted(usable, key=str.lower)
+
+
+def cache_size_for(entries: Mapping[str, RouteEntry]) -> int:
+    """Room in the answer cache for two answers per name the routes serve (route names,
+    aliases, model patterns: a pattern's models and the endpoints share the second), at least
+    `DEFAULT_CACHE_SIZE` and at most `MAX_CACHE_SIZE` entries."""
+    names = sum(1 + len(entry.patterns) + len(entry.aliases) for entry in entries.values())
+    return min(max(2 * names, DEFAULT_CACHE_SIZE), MAX_CACHE_SIZE)
 
 
 def _member_aliases(entry: RouteEntry) -> frozenset[str]:

@@ -15,6 +15,7 @@ same endpoint's route of its fallback (skipped when that one has none).
 from __future__ import annotations
 
 import dataclasses
+import random
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -261,6 +262,9 @@ class _Builder:
                 self.route_configs.setdefault(route.name, route)
         self.parts: dict[str, _Parts] = {}
         self.fallback_routes: dict[tuple[str, str, Endpoint], Route | None] = {}
+        # One source of randomness for every route and strategy built here (one event loop
+        # uses them): a generator each cost 2.5 KiB and a seeding from the OS per route.
+        self.rng = random.Random()
 
     def entry(self, served_route: ServedRoute, served_routes: ServedRoutes) -> RouteEntry:
         del served_routes  # fallbacks are found by name (Rule 3)
@@ -285,7 +289,7 @@ class _Builder:
         if held is not None:
             return held
         targets = [build_target(t, self.providers[t.provider]) for t in config.targets]
-        options = build_route_options(config, session_pin_ttl=self.pin_ttl)
+        options = build_route_options(config, session_pin_ttl=self.pin_ttl, rng=self.rng)
         messages, _ = messages_split(config, self.provider_configs)
         chat, _ = chat_split(config, self.provider_configs)
         subsets: dict[Endpoint, frozenset[int]] = {
@@ -371,6 +375,7 @@ class _Builder:
                 health=self.health,
                 fallbacks=fallbacks,
                 route_id=self.ids.get(("route", config.name)),
+                rng=self.rng,
             )
 
     # -- implicit and family routes
@@ -386,7 +391,12 @@ class _Builder:
         def make(subset: Sequence[Target], endpoint: Endpoint) -> Route:
             del endpoint  # provider routes have no fallbacks
             return Route.from_options(
-                served_route.name, subset, options, health=self.health, generated=True
+                served_route.name,
+                subset,
+                options,
+                health=self.health,
+                generated=True,
+                rng=self.rng,
             )
 
         subsets: dict[Endpoint, frozenset[int]] = {

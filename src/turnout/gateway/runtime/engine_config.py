@@ -71,16 +71,18 @@ GATEWAY_TARGET_FIELDS: Final = frozenset({"provider", "model", "name", "capabili
 """Target fields the gateway reads itself, or converts before the engine sees them."""
 
 
-def build_route_options(config: RouteConfig, *, session_pin_ttl: float) -> RouteOptions:
-    """The options of the configured route `config`, its strategy built on its own randomness
-    (every engine route derived from `config` shares it); `session_pin_ttl` is the
-    configuration's default, in seconds."""
+def build_route_options(
+    config: RouteConfig, *, session_pin_ttl: float, rng: random.Random | None = None
+) -> RouteOptions:
+    """The options of the configured route `config`, its strategy built on `rng` (default: a
+    generator of its own; every engine route derived from `config` shares it);
+    `session_pin_ttl` is the configuration's default, in seconds."""
     breaker = config.circuit_breaker
     return RouteOptions.build(
         **{field: getattr(config, field) for field in ROUTE_OPTION_FIELDS},
         circuit_breaker=breaker.model_dump() if breaker is not None else None,
         session_pin_ttl_seconds=session_pin_ttl,
-        rng=random.Random(),
+        rng=rng if rng is not None else random.Random(),
     )
 
 

@@ -21,6 +21,7 @@ from turnout.access.bindings import AccessPolicy
 from turnout.access.keys import Caller, KeyRing
 from turnout.access.model_index import PatternIndex
 from turnout.access.served_routes import credential_mode, find_served_routes
+from turnout.config.gc_pause import collection_paused
 from turnout.config.rules import check_config, check_config_warnings
 from turnout.errors import ConfigError, RoutingError
 from turnout.gateway.resolution.cache import ChatCache
@@ -193,7 +194,21 @@ class Runtime:
         shared state store (see `Runtime`).
 
         Raises `ConfigError` listing every violation when the one validator refuses `config`.
+        The build runs with the cyclic garbage collector paused (`turnout.config.gc_pause`).
         """
+        with collection_paused():
+            return cls._build(config, clock=clock, stored=stored, health=health, state=state)
+
+    @classmethod
+    def _build(
+        cls,
+        config: FileConfig,
+        *,
+        clock: Clock | None,
+        stored: StoredFacts,
+        health: Health | None,
+        state: StateStore | None,
+    ) -> Runtime:
         errors = check_config(config, default_route=stored.default_route)
         if errors:
             lines = "\n".join(f"  {path}: {message}" for path, message in errors)
