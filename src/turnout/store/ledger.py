@@ -40,12 +40,15 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import DataError, IntegrityError
 
 from turnout.store.audit_rows import (
+    AUDIT_FIELDS,
     FinishedRequest,
+    IdMint,
     attempt_rows,
     audit_row,
-    plain,
     record_of,
+    usage_dict,
     usage_entry,
+    usage_tuple,
 )
 from turnout.store.audit_writes import IdsByName, delete_expired_audit, write_batch
 from turnout.store.spill import SpillFile, orphan_spills, read_spill, set_aside
@@ -55,14 +58,16 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from turnout.record import RoutingRecord
+    from turnout.store.audit_rows import AttemptRow, AuditRow, UsageRow
     from turnout.store.engine import Store
 
 __all__ = ["AuditWriter", "audit_sink"]
 
 logger = logging.getLogger("turnout.store")
 
-_AuditRows = tuple[dict[str, Any], list[dict[str, Any]]]
+_AuditRows = tuple["AuditRow", list["AttemptRow"]]
 """One request's audit row and its attempt rows."""
+_REQUEST_ID = AUDIT_FIELDS.index("request_id")
 _REJECTED = (DataError, IntegrityError)
 """What the store says of a row it will never take (Rules 7 and 8)."""
 _MALFORMED = (KeyError, TypeError, ValueError)
@@ -73,7 +78,7 @@ _MALFORMED = (KeyError, TypeError, ValueError)
 class _Batch:
     requests: list[FinishedRequest] = field(default_factory=list)
     retries: list[_AuditRows] = field(default_factory=list)
-    usage: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[UsageRow] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -120,7 +125,8 @@ class AuditWriter:
         """Audit rows dropped because the store rejected their batch's data (Rule 7)."""
         self._pending: deque[FinishedRequest] = deque()
         self._retries: deque[_AuditRows] = deque()
-        self._usage: list[dict[str, Any]] = []
+        self._usage: list[UsageRow] = []
+        self._mint = IdMint()
         self._spill = SpillFile(spill_dir)
         self._ids = IdsByName()
         self._wake = asyncio.Event()
@@ -158,7 +164,7 @@ class AuditWriter:
         `FinishedRequest`)."""
         done = FinishedRequest(record, at, project, key_name, endpoint, status, outcome, latency_ms)
         if self.queued >= self.max_queue:
-            entry = usage_entry(plain(done))
+            entry = usage_entry(done, record_of(done), self._mint)
             if entry is not None:
                 self._usage.append(entry)
             self._drop(1)
@@ -258,16 +264,17 @@ class AuditWriter:
         """On the worker thread: the batch in one transaction, then the spill."""
         rows = list(batch.retries)
         usage = list(batch.usage)
-        seen = {audit["request_id"] for audit, _ in rows}
+        seen = {audit[_REQUEST_ID] for audit, _ in rows}
+        mint = self._mint
         for finished in batch.requests:
-            done = plain(finished)
-            entry = usage_entry(done)
+            record = record_of(finished)
+            entry = usage_entry(finished, record, mint)
             if entry is not None:
                 usage.append(entry)
-            request_id = record_of(done)["request_id"]
+            request_id = record["request_id"]
             if request_id not in seen:
                 seen.add(request_id)
-                rows.append((audit_row(done), attempt_rows(done)))
+                rows.append((audit_row(finished, record), attempt_rows(record)))
         audits = [audit for audit, _ in rows]
         attempts = [attempt for _, some in rows for attempt in some]
         try:
@@ -275,11 +282,11 @@ class AuditWriter:
         except _REJECTED:
             # Rule 7: the store is up but refuses this batch: spill its usage (replayed one by
             # one if need be) and write its requests' audit rows one at a time.
-            self._spill.append(usage)
+            self._spill.append([usage_dict(entry) for entry in usage])
             written = self._one_by_one(rows)
         except Exception:  # Rule 4: whatever the store says, usage is kept
             logger.debug("audit: the store refused a batch", exc_info=True)
-            self._spill.append(usage)
+            self._spill.append([usage_dict(entry) for entry in usage])
             return _Written(failed=True, retries=rows)
         else:
             written = _Written()
@@ -314,7 +321,7 @@ class AuditWriter:
             for start in range(0, len(entries), step):
                 chunk = entries[start : start + step]
                 try:
-                    write_batch(self.store, [], [], chunk, self._ids)
+                    write_batch(self.store, [], [], [usage_tuple(e) for e in chunk], self._ids)
                 except (*_REJECTED, *_MALFORMED):
                     self._set_aside(chunk)
             self._spill.clear()
@@ -324,7 +331,7 @@ class AuditWriter:
         rejected = []
         for entry in chunk:
             try:
-                write_batch(self.store, [], [], [entry], self._ids)
+                write_batch(self.store, [], [], [usage_tuple(entry)], self._ids)
             except (*_REJECTED, *_MALFORMED):
                 rejected.append(entry)
         if rejected:
