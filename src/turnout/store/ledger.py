@@ -94,7 +94,7 @@ class AuditWriter:
     """Writes the request audit and the usage ledger of `store` off the request path.
 
     `spill_dir`: the folder of the usage spill files. `retention_days` (30): how long audit
-    rows are kept. `batch_size` (500): requests per transaction. `flush_seconds` (1.0): the
+    rows are kept. `batch_size` (2,000): requests per transaction. `flush_seconds` (1.0): the
     longest a queued request waits. `max_queue` (10,000): audit rows held at most.
     `cleanup_seconds` (3,600): how often retention runs. `clock` (`time.time`): epoch
     seconds, for retention.
@@ -106,7 +106,7 @@ class AuditWriter:
         *,
         spill_dir: Path,
         retention_days: float = 30,
-        batch_size: int = 500,
+        batch_size: int = 2000,
         flush_seconds: float = 1.0,
         max_queue: int = 10_000,
         cleanup_seconds: float = 3600.0,

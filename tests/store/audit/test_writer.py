@@ -192,7 +192,7 @@ async def test_delete_expired_audit_counts_what_it_deleted(store: Store, tmp_pat
 async def test_audit_sink_is_a_writer_with_the_defaults(store: Store, tmp_path: Path) -> None:
     """`audit_sink` gives a writer with the retention asked for and the documented defaults."""
     writer = audit_sink(store, spill_dir=tmp_path, retention_days=7)
-    assert (writer.retention_days, writer.batch_size, writer.max_queue) == (7, 500, 10_000)
+    assert (writer.retention_days, writer.batch_size, writer.max_queue) == (7, 2000, 10_000)
     await writer.aclose()
 
 
