@@ -81,8 +81,7 @@ SKIP_OUTCOMES: Final = frozenset({"cooling_down", "breaker_open", "parked"})
 
 def iso_utc(epoch: float) -> str:
     """`epoch` seconds as ISO 8601 UTC with milliseconds (`2026-01-01T00:00:00.000Z`)."""
-    moment = dt.datetime.fromtimestamp(epoch, dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 @dataclass(slots=True, eq=False)

@@ -15,17 +15,23 @@ Rule 4: retention deletes audit rows (and their attempt rows) older than the ret
 the usage ledger is never deleted.
 Rule 5: a text longer than its column (a caller's model name, say) is cut to fit when written,
 and NUL characters are removed, so no value a caller sends can make the store refuse a batch.
+Rule 6: rows go to the database as they are, in its own types, through one fixed statement per
+table: on SQLite, each table's rows in one `executemany` (times as the text SQLAlchemy stores
+for them, `2026-09-21 14:13:20.000000`); on PostgreSQL, each table's rows in one statement that
+reads them from one JSON array (times from epoch seconds), so a batch is a few round trips
+whatever its size. On SQLite the transaction takes the write lock first (`BEGIN IMMEDIATE`):
+processes sharing the file wait their turn instead of failing when another wrote meanwhile.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+import orjson
 from sqlalchemy import String, delete, select
-from sqlalchemy.dialects.postgresql import insert as postgres_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from turnout.store.audit_rows import ATTEMPT_FIELDS, AUDIT_FIELDS, USAGE_FIELDS
 from turnout.store.models import Base, Key, Project, RequestAttempt, RequestAudit, UsageEntry
 
 if TYPE_CHECKING:
@@ -33,36 +39,114 @@ if TYPE_CHECKING:
 
     from sqlalchemy.engine import Connection
 
+    from turnout.store.audit_rows import AttemptRow, AuditRow, UsageRow
     from turnout.store.engine import Store
 
 __all__ = ["IdsByName", "delete_expired_audit", "write_batch"]
 
 _DAY = 86_400.0
+_Names = tuple[str | None, str | None]
+"""A row's project and key name."""
+_Ids = tuple[str | None, str | None]
+"""The project id and key id of a row's names."""
 
 
-def _lengths(model: type[Base]) -> dict[str, int]:
-    return {
+def _texts(model: type[Base], fields: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """The position in `fields` and the length of each text column of `model` (Rule 5)."""
+    lengths = {
         column.name: column.type.length
         for column in model.__table__.columns
         if isinstance(column.type, String) and column.type.length
     }
+    return tuple((at, lengths[name]) for at, name in enumerate(fields) if name in lengths)
 
 
-_LENGTHS: dict[type[Base], dict[str, int]] = {
-    model: _lengths(model) for model in (RequestAudit, RequestAttempt, UsageEntry)
-}
+_AUDIT_TEXTS: Final = _texts(RequestAudit, AUDIT_FIELDS)
+_ATTEMPT_TEXTS: Final = _texts(RequestAttempt, ATTEMPT_FIELDS)
+_USAGE_TEXTS: Final = _texts(UsageEntry, USAGE_FIELDS)
 
 
-def _fit(model: type[Base], row: dict[str, Any]) -> dict[str, Any]:
+def _fit(row: tuple[Any, ...], texts: tuple[tuple[int, int], ...]) -> tuple[Any, ...]:
     """Rule 5: `row` with every text cut to its column's length, NUL characters removed
-    (PostgreSQL refuses them in text)."""
-    for name, length in _LENGTHS[model].items():
-        value = row.get(name)
+    (PostgreSQL refuses them in text); `row` itself when nothing needs it."""
+    for at, length in texts:
+        value = row[at]
+        if value is not None and (len(value) > length or "\x00" in value):
+            break
+    else:
+        return row
+    fitted = list(row)
+    for at, length in texts:
+        value = fitted[at]
         if isinstance(value, str):
-            if "\x00" in value:
-                value = value.replace("\x00", "")
-            row[name] = value[:length]
-    return row
+            fitted[at] = value.replace("\x00", "")[:length]
+    return tuple(fitted)
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(f'"{name}"' for name in names)
+
+
+def _sqlite_insert(table: str, columns: Sequence[str], conflict: str) -> str:
+    marks = ", ".join("?" * len(columns))
+    return (  # built once, of this module's own names: no value is ever part of it
+        f"INSERT INTO {table} ({_quoted(columns)}) VALUES ({marks}) "  # noqa: S608
+        f"ON CONFLICT {conflict}DO NOTHING"
+    )
+
+
+_INTEGERS = (
+    "status", "latency_ms", "index", "duration_ms", "input_tokens", "output_tokens",
+    "cache_read_tokens", "cache_write_tokens",
+)  # fmt: skip
+_CASTS: Final = {
+    **dict.fromkeys(_INTEGERS, "::integer"), "cached": "::boolean", "hedge": "::boolean",
+    "cost": "::float8", "record": "::json",
+}  # fmt: skip
+
+
+def _read(fields: Sequence[str]) -> list[str]:
+    """The expressions reading `fields` from a JSON array element `r` (a row), in their
+    column's type; a time is epoch seconds."""
+    return [
+        f"to_timestamp((r->>{at})::float8)" if name == "at" else f"(r->>{at}){_CASTS.get(name, '')}"
+        for at, name in enumerate(fields)
+    ]
+
+
+def _postgres_insert(table: str, fields: Sequence[str], extra: dict[str, str], tail: str) -> str:
+    """An insert of the rows of one JSON array (the statement's one parameter), each an array
+    of `fields`; `extra` columns are computed from them."""
+    columns = [*fields, *extra]
+    values = [*_read(fields), *extra.values()]
+    return (  # built once, of this module's own names: no value is ever part of it
+        f"INSERT INTO {table} ({_quoted(columns)}) SELECT {', '.join(values)} "  # noqa: S608
+        f"FROM json_array_elements(%s::json) AS rows(r) ON CONFLICT {tail}"
+    )
+
+
+# SQLite: audit and usage rows bound as (stored time, [day,] project id, key id, the rest).
+_SQLITE_AUDIT: Final = _sqlite_insert(
+    "request_audit", ("at", "project_id", "key_id", *AUDIT_FIELDS[1:]), '("request_id") '
+)
+_SQLITE_ATTEMPTS: Final = _sqlite_insert("request_attempts", ATTEMPT_FIELDS, "")
+_SQLITE_USAGE: Final = _sqlite_insert(
+    "usage_ledger", ("at", "day", "project_id", "key_id", *USAGE_FIELDS[1:]), '("id") '
+)
+# PostgreSQL: audit and usage rows as arrays of (project id, key id, the row).
+_POSTGRES_AUDIT: Final = _postgres_insert(
+    "request_audit",
+    ("project_id", "key_id", *AUDIT_FIELDS),
+    {},
+    '("request_id") DO NOTHING RETURNING request_id',
+)
+_POSTGRES_ATTEMPTS: Final = _postgres_insert("request_attempts", ATTEMPT_FIELDS, {}, "DO NOTHING")
+_POSTGRES_USAGE: Final = _postgres_insert(
+    "usage_ledger",
+    ("project_id", "key_id", *USAGE_FIELDS),
+    {"day": "(to_timestamp((r->>2)::float8) AT TIME ZONE 'UTC')::date"},
+    '("id") DO NOTHING',
+)
 
 
 class IdsByName:
@@ -73,27 +157,27 @@ class IdsByName:
         self._projects: dict[str, str] = {}
         self._keys: dict[tuple[str, str], str] = {}
 
-    def fill(self, connection: Connection, rows: Iterable[dict[str, Any]]) -> None:
-        """Set `project_id` and `key_id` on each row from its `project` and `key_name`."""
-        rows = list(rows)
-        self._look_up(connection, rows)
-        for row in rows:
-            project_id = self._projects.get(row["project"] or "")
-            row["project_id"] = project_id
-            key = (project_id or "", row["key_name"] or "")
-            row["key_id"] = self._keys.get(key) if project_id and row["key_name"] else None
+    def of(self, connection: Connection, names: Iterable[_Names]) -> dict[_Names, _Ids]:
+        """The ids of each (project, key name) in `names`, looked up when not known yet."""
+        names = set(names)
+        self._look_up(connection, names)
+        ids: dict[_Names, _Ids] = {}
+        for project, key_name in names:
+            project_id = self._projects.get(project or "")
+            key_id = self._keys.get((project_id, key_name)) if project_id and key_name else None
+            ids[project, key_name] = (project_id, key_id)
+        return ids
 
-    def _look_up(self, connection: Connection, rows: list[dict[str, Any]]) -> None:
-        names = {row["project"] for row in rows if row["project"]} - self._projects.keys()
-        if names:
-            query = select(Project.name, Project.id).where(Project.name.in_(names))
+    def _look_up(self, connection: Connection, names: set[_Names]) -> None:
+        projects = {project for project, _ in names if project} - self._projects.keys()
+        if projects:
+            query = select(Project.name, Project.id).where(Project.name.in_(projects))
             self._projects.update(dict(connection.execute(query).all()))
         wanted: dict[str, set[str]] = {}
-        for row in rows:
-            project_id = self._projects.get(row["project"] or "")
-            key = (project_id or "", row["key_name"] or "")
-            if project_id and row["key_name"] and key not in self._keys:
-                wanted.setdefault(project_id, set()).add(row["key_name"])
+        for project, key_name in names:
+            project_id = self._projects.get(project or "")
+            if project_id and key_name and (project_id, key_name) not in self._keys:
+                wanted.setdefault(project_id, set()).add(key_name)
         for project_id, key_names in wanted.items():
             query = select(Key.name, Key.id).where(
                 Key.project_id == project_id, Key.name.in_(key_names)
@@ -101,46 +185,87 @@ class IdsByName:
             self._keys.update({(project_id, name): id_ for name, id_ in connection.execute(query)})
 
 
+def _stored_time(epoch: float) -> str:
+    """`epoch` as the text SQLAlchemy stores an aware UTC time as on SQLite."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat(" ", "microseconds")[:26]
+
+
 def _moment(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def _insert(store: Store, model: type[Base]) -> Any:
-    return postgres_insert(model) if store.is_postgres else sqlite_insert(model)
-
-
 def write_batch(
     store: Store,
-    audits: Sequence[dict[str, Any]],
-    attempts: Sequence[dict[str, Any]],
-    usage: Sequence[dict[str, Any]],
+    audits: Sequence[AuditRow],
+    attempts: Sequence[AttemptRow],
+    usage: Sequence[UsageRow],
     ids: IdsByName,
 ) -> None:
-    """Rules 1 and 2: write `audits` (rows of `audit_row`), their `attempts` and the `usage`
-    entries in one transaction. The rows are not changed (ids are set on copies)."""
-    audit_values = [_fit(RequestAudit, {**row, "at": _moment(row["at"])}) for row in audits]
-    usage_values = [
-        _fit(UsageEntry, {**row, "at": _moment(row["at"]), "day": _moment(row["at"]).date()})
-        for row in usage
-    ]
-    attempts = [_fit(RequestAttempt, dict(row)) for row in attempts]
-    with store.engine.begin() as connection:
-        ids.fill(connection, [*audit_values, *usage_values])
-        stored: set[str] = set()
-        if audit_values:
-            statement = (
-                _insert(store, RequestAudit)
-                .on_conflict_do_nothing(index_elements=["request_id"])
-                .returning(RequestAudit.request_id)
-            )
-            stored = set(connection.execute(statement, audit_values).scalars())
-        kept = [row for row in attempts if row["request_id"] in stored]
+    """Rules 1, 2 and 6: write `audits`, their `attempts` and the `usage` entries in one
+    transaction."""
+    audits = [_fit(row, _AUDIT_TEXTS) for row in audits]
+    attempts = [_fit(row, _ATTEMPT_TEXTS) for row in attempts]
+    usage = [_fit(row, _USAGE_TEXTS) for row in usage]
+    with store.engine.connect() as connection:
+        if store.is_postgres:
+            _write_postgres(connection, audits, attempts, usage, ids)
+        else:
+            _write_sqlite(connection, audits, attempts, usage, ids)
+        connection.commit()
+
+
+def _write_sqlite(
+    connection: Connection,
+    audits: list[AuditRow],
+    attempts: list[AttemptRow],
+    usage: list[UsageRow],
+    ids: IdsByName,
+) -> None:
+    run = connection.exec_driver_sql
+    run("BEGIN IMMEDIATE")
+    found = ids.of(connection, [(row[1], row[2]) for row in (*audits, *usage)])
+    times: dict[float, str] = {}  # a request's audit row and usage entry share their time
+    if audits:
+        # Under the write lock the audit rows added are exactly those past the highest id.
+        before = run("SELECT coalesce(max(id), 0) FROM request_audit").scalar_one()
+        values = []
+        for row in audits:
+            project_id, key_id = found[row[1], row[2]]
+            times[row[0]] = time = _stored_time(row[0])
+            values.append((time, project_id, key_id, *row[1:]))
+        run(_SQLITE_AUDIT, values)
+        added = run("SELECT request_id FROM request_audit WHERE id > ?", (before,))
+        stored = set(added.scalars())
+        kept = [row for row in attempts if row[0] in stored]
         if kept:
-            statement = _insert(store, RequestAttempt).on_conflict_do_nothing()
-            connection.execute(statement, kept)
-        if usage_values:
-            statement = _insert(store, UsageEntry).on_conflict_do_nothing(index_elements=["id"])
-            connection.execute(statement, usage_values)
+            run(_SQLITE_ATTEMPTS, kept)
+    if usage:
+        values = []
+        for row in usage:
+            project_id, key_id = found[row[1], row[2]]
+            time = times.get(row[0]) or _stored_time(row[0])
+            values.append((time, time[:10], project_id, key_id, *row[1:]))
+        run(_SQLITE_USAGE, values)
+
+
+def _write_postgres(
+    connection: Connection,
+    audits: list[AuditRow],
+    attempts: list[AttemptRow],
+    usage: list[UsageRow],
+    ids: IdsByName,
+) -> None:
+    run = connection.exec_driver_sql
+    found = ids.of(connection, [(row[1], row[2]) for row in (*audits, *usage)])
+    if audits:
+        rows = orjson.dumps([(*found[row[1], row[2]], *row) for row in audits]).decode()
+        stored = set(run(_POSTGRES_AUDIT, (rows,)).scalars())
+        kept = [row for row in attempts if row[0] in stored]
+        if kept:
+            run(_POSTGRES_ATTEMPTS, (orjson.dumps(kept).decode(),))
+    if usage:
+        rows = orjson.dumps([(*found[row[1], row[2]], *row) for row in usage]).decode()
+        run(_POSTGRES_USAGE, (rows,))
 
 
 def delete_expired_audit(store: Store, *, retention_days: float, now: float) -> int:

@@ -40,12 +40,15 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import DataError, IntegrityError
 
 from turnout.store.audit_rows import (
+    AUDIT_FIELDS,
     FinishedRequest,
+    IdMint,
     attempt_rows,
     audit_row,
-    plain,
     record_of,
+    usage_dict,
     usage_entry,
+    usage_tuple,
 )
 from turnout.store.audit_writes import IdsByName, delete_expired_audit, write_batch
 from turnout.store.spill import SpillFile, orphan_spills, read_spill, set_aside
@@ -55,14 +58,16 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from turnout.record import RoutingRecord
+    from turnout.store.audit_rows import AttemptRow, AuditRow, UsageRow
     from turnout.store.engine import Store
 
 __all__ = ["AuditWriter", "audit_sink"]
 
 logger = logging.getLogger("turnout.store")
 
-_AuditRows = tuple[dict[str, Any], list[dict[str, Any]]]
+_AuditRows = tuple["AuditRow", list["AttemptRow"]]
 """One request's audit row and its attempt rows."""
+_REQUEST_ID = AUDIT_FIELDS.index("request_id")
 _REJECTED = (DataError, IntegrityError)
 """What the store says of a row it will never take (Rules 7 and 8)."""
 _MALFORMED = (KeyError, TypeError, ValueError)
@@ -73,7 +78,7 @@ _MALFORMED = (KeyError, TypeError, ValueError)
 class _Batch:
     requests: list[FinishedRequest] = field(default_factory=list)
     retries: list[_AuditRows] = field(default_factory=list)
-    usage: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[UsageRow] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -89,7 +94,7 @@ class AuditWriter:
     """Writes the request audit and the usage ledger of `store` off the request path.
 
     `spill_dir`: the folder of the usage spill files. `retention_days` (30): how long audit
-    rows are kept. `batch_size` (500): requests per transaction. `flush_seconds` (1.0): the
+    rows are kept. `batch_size` (2,000): requests per transaction. `flush_seconds` (1.0): the
     longest a queued request waits. `max_queue` (10,000): audit rows held at most.
     `cleanup_seconds` (3,600): how often retention runs. `clock` (`time.time`): epoch
     seconds, for retention.
@@ -101,7 +106,7 @@ class AuditWriter:
         *,
         spill_dir: Path,
         retention_days: float = 30,
-        batch_size: int = 500,
+        batch_size: int = 2000,
         flush_seconds: float = 1.0,
         max_queue: int = 10_000,
         cleanup_seconds: float = 3600.0,
@@ -120,7 +125,8 @@ class AuditWriter:
         """Audit rows dropped because the store rejected their batch's data (Rule 7)."""
         self._pending: deque[FinishedRequest] = deque()
         self._retries: deque[_AuditRows] = deque()
-        self._usage: list[dict[str, Any]] = []
+        self._usage: list[UsageRow] = []
+        self._mint = IdMint()
         self._spill = SpillFile(spill_dir)
         self._ids = IdsByName()
         self._wake = asyncio.Event()
@@ -156,15 +162,19 @@ class AuditWriter:
         """Rule 1: queue one finished request (`record`: its routing record, the object itself
         or plain JSON, made plain on the worker thread; the other fields as in
         `FinishedRequest`)."""
-        done = FinishedRequest(record, at, project, key_name, endpoint, status, outcome, latency_ms)
-        if self.queued >= self.max_queue:
-            entry = usage_entry(plain(done))
+        # The named tuple made as a plain one: its generated constructor costs several times more.
+        done: FinishedRequest = tuple.__new__(
+            FinishedRequest, (record, at, project, key_name, endpoint, status, outcome, latency_ms)
+        )
+        pending = self._pending
+        if len(pending) + len(self._retries) >= self.max_queue:
+            entry = usage_entry(done, record_of(done), self._mint)
             if entry is not None:
                 self._usage.append(entry)
             self._drop(1)
             return
-        self._pending.append(done)
-        if len(self._pending) >= self.batch_size:
+        pending.append(done)
+        if len(pending) >= self.batch_size:
             self._wake.set()
 
     async def start(self) -> None:
@@ -258,16 +268,17 @@ class AuditWriter:
         """On the worker thread: the batch in one transaction, then the spill."""
         rows = list(batch.retries)
         usage = list(batch.usage)
-        seen = {audit["request_id"] for audit, _ in rows}
+        seen = {audit[_REQUEST_ID] for audit, _ in rows}
+        mint = self._mint
         for finished in batch.requests:
-            done = plain(finished)
-            entry = usage_entry(done)
+            record = record_of(finished)
+            entry = usage_entry(finished, record, mint)
             if entry is not None:
                 usage.append(entry)
-            request_id = record_of(done)["request_id"]
+            request_id = record["request_id"]
             if request_id not in seen:
                 seen.add(request_id)
-                rows.append((audit_row(done), attempt_rows(done)))
+                rows.append((audit_row(finished, record), attempt_rows(record)))
         audits = [audit for audit, _ in rows]
         attempts = [attempt for _, some in rows for attempt in some]
         try:
@@ -275,11 +286,11 @@ class AuditWriter:
         except _REJECTED:
             # Rule 7: the store is up but refuses this batch: spill its usage (replayed one by
             # one if need be) and write its requests' audit rows one at a time.
-            self._spill.append(usage)
+            self._spill.append([usage_dict(entry) for entry in usage])
             written = self._one_by_one(rows)
         except Exception:  # Rule 4: whatever the store says, usage is kept
             logger.debug("audit: the store refused a batch", exc_info=True)
-            self._spill.append(usage)
+            self._spill.append([usage_dict(entry) for entry in usage])
             return _Written(failed=True, retries=rows)
         else:
             written = _Written()
@@ -314,7 +325,7 @@ class AuditWriter:
             for start in range(0, len(entries), step):
                 chunk = entries[start : start + step]
                 try:
-                    write_batch(self.store, [], [], chunk, self._ids)
+                    write_batch(self.store, [], [], [usage_tuple(e) for e in chunk], self._ids)
                 except (*_REJECTED, *_MALFORMED):
                     self._set_aside(chunk)
             self._spill.clear()
@@ -324,7 +335,7 @@ class AuditWriter:
         rejected = []
         for entry in chunk:
             try:
-                write_batch(self.store, [], [], [entry], self._ids)
+                write_batch(self.store, [], [], [usage_tuple(entry)], self._ids)
             except (*_REJECTED, *_MALFORMED):
                 rejected.append(entry)
         if rejected:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from tests.store.audit._support import DAY, NOW, counts, record, submit
@@ -12,7 +13,7 @@ from turnout.store import migrate
 from turnout.store.audit_writes import delete_expired_audit
 from turnout.store.ledger import AuditWriter, audit_sink
 from turnout.store.spill import read_spill
-from turnout.store.usage import get_request
+from turnout.store.usage import get_request, usage_report
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -191,7 +192,7 @@ async def test_delete_expired_audit_counts_what_it_deleted(store: Store, tmp_pat
 async def test_audit_sink_is_a_writer_with_the_defaults(store: Store, tmp_path: Path) -> None:
     """`audit_sink` gives a writer with the retention asked for and the documented defaults."""
     writer = audit_sink(store, spill_dir=tmp_path, retention_days=7)
-    assert (writer.retention_days, writer.batch_size, writer.max_queue) == (7, 500, 10_000)
+    assert (writer.retention_days, writer.batch_size, writer.max_queue) == (7, 2000, 10_000)
     await writer.aclose()
 
 
@@ -244,4 +245,25 @@ async def test_long_and_nul_texts_are_cut_to_fit(store: Store, tmp_path: Path) -
     found = get_request(store, "long")
     assert found is not None
     assert found["requested_model"] == "m" + "x" * 255
+    await writer.aclose()
+
+
+async def test_times_and_flags_read_back_as_written(store: Store, tmp_path: Path) -> None:
+    """A time with microseconds is stored so that a query from that very instant finds it and
+    one until it does not; the cache flag and an attempt's hedge flag read back as booleans."""
+    writer = _writer(store, tmp_path)
+    at = NOW + 0.123456
+    cached = record("cached")
+    cached["cache"] = "hit"
+    writer.submit(cached, at=at, project="default", key_name="app", endpoint="/v1/messages",
+                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    await writer.flush()
+    moment = datetime.fromtimestamp(at, UTC)
+    assert [g["requests"] for g in usage_report(store, group_by="day", since=moment)] == [1]
+    assert usage_report(store, group_by="day", until=moment) == []
+    found = get_request(store, "cached")
+    assert found is not None
+    assert found["at"] == moment.isoformat().replace("+00:00", "Z")
+    assert found["cached"] is True
+    assert [attempt["hedge"] for attempt in found["attempts"]] == [False, False]
     await writer.aclose()
