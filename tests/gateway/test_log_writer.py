@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
+import sys
 import threading
 
 from turnout.gateway.observe.log_writer import LogWriter
@@ -116,3 +118,18 @@ def test_close_writes_out_what_is_left() -> None:
     writer.add("last words")
     writer.close()
     assert stream.getvalue() == "last words\n"
+
+
+EXITING = """
+from turnout.gateway.observe.logs import configure_logging, log_access
+configure_logging("info", "text")
+log_access(("req-exit", "POST", "/v1/chat/completions", 200, None, 1.5))
+"""
+
+
+def test_a_process_that_exits_writes_its_buffered_lines() -> None:
+    """A line still buffered when the process exits normally reaches stderr."""
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "access request_id=req-exit " in done.stderr

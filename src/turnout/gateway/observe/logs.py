@@ -8,9 +8,9 @@ Rule 2: fields come only from the routing record, the health event and the excha
 path and key name: never a header, a body or a credential, so no secret reaches a line.
 Rule 3: `configure_logging` installs a `LogWriter`, which writes lines out in batches (a WARNING
 or worse line at once, with the lines before it). While it is the `turnout` loggers' only
-handler and nothing filters the access logger, the access line is built straight from its
-values and handed to it, without a log record or a formatter: the same line, at a fraction of
-the cost. Otherwise it goes through `logging` like every other line.
+handler (beside the library's NullHandler) and nothing filters the access logger, the access
+line is built straight from its values and handed to it, without a log record or a formatter:
+the same line, at a fraction of the cost. Otherwise it goes through `logging` like any line.
 Rule 4: a text value with a space, a quote, an `=` or a line break is quoted (a line break
 escaped as `\\n`), so one line stays one line whatever a caller sent.
 """
@@ -73,31 +73,34 @@ ROUTED_FIELDS: Final = (
 _ALL_FIELDS: Final = ACCESS_FIELDS + ROUTED_FIELDS
 _ROOT: Final = logging.getLogger("turnout")
 _INFO: Final = logging.INFO
-_TEXT_HEAD: Final = " INFO turnout.access access"
-_TEXT_NAMES: Final = tuple(f" {name}=" for name in _ALL_FIELDS)
-_JSON_NAMES: Final = ("time", "level", "logger", "event", *_ALL_FIELDS)
 
 _installed: LogWriter | None = None
 """The writer `configure_logging` installed last."""
 _json = False
 """Whether it writes JSON."""
 
-# The second `_iso` last rendered, and its text up to the milliseconds (a tuple, replaced
-# whole, so any thread may read it).
+# The millisecond `_iso` last rendered and its text, and the same for the second (tuples,
+# replaced whole, so any thread may read them).
+_last: tuple[int, str] = (-1, "")
 _second: tuple[int, str] = (-1, "")
 
 
 def _iso(epoch: float) -> str:
-    """`epoch` as ISO 8601 UTC with milliseconds (`2026-01-02T03:04:05.678Z`)."""
-    global _second  # noqa: PLW0603 - a cache of the last second rendered
+    """`epoch` as ISO 8601 UTC with milliseconds (`2026-01-02T03:04:05.678Z`), rounded to the
+    microsecond first as `datetime` rounds it."""
+    global _last, _second  # noqa: PLW0603 - caches of the last millisecond and second rendered
     whole = int(epoch)
-    micros = int((epoch - whole) * 1_000_000 + 0.5)  # rounded as `datetime` rounds it
-    if micros >= 1_000_000:
-        whole, micros = whole + 1, micros - 1_000_000
-    cached = _second
-    if cached[0] != whole:
-        cached = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole)))
-    return cached[1] + _MILLIS[micros // 1000]
+    millis = whole * 1000 + int((epoch - whole) * 1_000_000 + 0.5) // 1000
+    last = _last
+    if last[0] == millis:
+        return last[1]
+    whole, part = divmod(millis, 1000)
+    second = _second
+    if second[0] != whole:
+        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole)))
+    text = second[1] + _MILLIS[part]
+    _last = (millis, text)
+    return text
 
 
 _MILLIS: Final = tuple(f"{millis:03d}Z" for millis in range(1000))
@@ -245,25 +248,9 @@ def log_access(values: tuple[Any, ...]) -> None:
 
 def _json_access(values: tuple[Any, ...]) -> str:
     """The access line as `JsonFormatter` writes it, built without a log record."""
-    if len(values) == len(ACCESS_FIELDS):
-        request_id, method, path, status, key, duration = values
-        line = {
-            "time": _iso(time.time()), "level": "INFO", "logger": "turnout.access",
-            "event": "access", "request_id": request_id, "method": method, "path": path,
-            "status": status, "key": key, "duration_ms": duration,
-        }  # fmt: skip
-        return orjson.dumps(line, default=str).decode()
-    (
-        request_id, method, path, status, key, duration, route, target, provider, model,
-        attempts, failovers, overhead, inputs, outputs, cost, cache,
-    ) = values  # fmt: skip
-    line = {
-        "time": _iso(time.time()), "level": "INFO", "logger": "turnout.access", "event": "access",
-        "request_id": request_id, "method": method, "path": path, "status": status, "key": key,
-        "duration_ms": duration, "route": route, "target": target, "provider": provider,
-        "model": model, "attempts": attempts, "failovers": failovers, "overhead_ms": overhead,
-        "input_tokens": inputs, "output_tokens": outputs, "cost_usd": cost, "cache": cache,
-    }  # fmt: skip
+    line = {"time": _iso(time.time()), "level": "INFO", "logger": "turnout.access"}
+    line["event"] = "access"
+    line.update(zip(_ALL_FIELDS, values, strict=False))
     return orjson.dumps(line, default=str).decode()
 
 
@@ -277,7 +264,7 @@ def _text_access(values: tuple[Any, ...]) -> str:
         f" method={words.get(values[1]) or _word(values[1])}"
         f" path={words.get(values[2]) or _word(values[2])}"
         f" status={values[3]} key={words.get(values[4]) or _word(values[4])}"
-        f" duration_ms={values[5]}"
+        f" duration_ms={_millis_text(values[5])}"
     )
     if len(values) == len(ACCESS_FIELDS):
         return head
@@ -300,7 +287,7 @@ def _text_access(values: tuple[Any, ...]) -> str:
         f" provider={words.get(provider) or _word(provider)}"
         f" model={words.get(model) or _word(model)}"
         f" attempts={attempts} failovers={failovers}"
-        f" overhead_ms={'-' if overhead is None else overhead}"
+        f" overhead_ms={_millis_text(overhead)}"
         f" input_tokens={'-' if inputs is None else inputs}"
         f" output_tokens={'-' if outputs is None else outputs}"
         f" cost_usd={'-' if cost is None else cost}"
@@ -308,13 +295,29 @@ def _text_access(values: tuple[Any, ...]) -> str:
     )
 
 
+def _millis_text(value: Any) -> str:
+    """A duration in milliseconds as `str` writes it, from whole microseconds when it is one:
+    cheaper than writing a float out."""
+    if type(value) is float:
+        micros = int(value * 1000 + 0.5)
+        if 0 <= micros < _MICROS_LIMIT and micros / 1000 == value:
+            return f"{micros // 1000}.{_FRACTIONS[micros % 1000]}"
+    return _text_value(value)
+
+
+_FRACTIONS: Final = tuple(f"{micros:03d}".rstrip("0") or "0" for micros in range(1000))
+_MICROS_LIMIT: Final = 10**15  # below it, `str` of a float writes no exponent
+
 _WORDS: dict[Any, str] = {None: "-"}
-"""Text values rendered already (bounded by `_WORDS_LIMIT`)."""
+"""Text values rendered already (at most `_WORDS_LIMIT` of at most `_WORD_LENGTH` characters)."""
 _WORDS_LIMIT: Final = 4096
+_WORD_LENGTH: Final = 200
 
 
 def _word(value: Any) -> str:
     text = _text_value(value)
+    if len(text) > _WORD_LENGTH:  # a caller's long path is not worth keeping
+        return text
     words = _WORDS
     if len(words) >= _WORDS_LIMIT:
         words.clear()

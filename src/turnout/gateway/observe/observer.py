@@ -167,6 +167,7 @@ class Observer:
 
     def _request_done(self, exchange: Exchange) -> None:
         seconds = time.perf_counter() - exchange.began
+        duration_ms = _millis(seconds)
         record = exchange.record
         overhead = None
         if record is not None:
@@ -187,12 +188,12 @@ class Observer:
                 request_id=record.request_id if record is not None else exchange.reply_id(),
                 path=exchange.scope["path"],
                 status=exchange.status if not exchange.gone else 499,
-                duration_ms=round(seconds * 1000, 3),
+                duration_ms=duration_ms,
                 record=record,
                 failovers=0 if record is None else len(moves),
             )
         if ACCESS.isEnabledFor(logging.INFO):
-            log_access(_access_values(exchange, record, seconds, overhead))
+            log_access(_access_values(exchange, record, duration_ms, overhead))
 
     def _submit(
         self,
@@ -230,8 +231,13 @@ def _outcome(record: RoutingRecord) -> str:
     return "answered" if record.answered is not None or record.error is None else "failed"
 
 
+def _millis(seconds: float) -> float:
+    """`seconds` in milliseconds to the microsecond (as `round(ms, 3)`, without its cost)."""
+    return round(seconds * 1_000_000) / 1000
+
+
 def _access_values(
-    exchange: Exchange, record: RoutingRecord | None, seconds: float, overhead: float | None
+    exchange: Exchange, record: RoutingRecord | None, duration_ms: float, overhead: float | None
 ) -> tuple[Any, ...]:
     """The access line's values, in the order of `ACCESS_FIELDS` (and `ROUTED_FIELDS`)."""
     scope = exchange.scope
@@ -241,7 +247,7 @@ def _access_values(
         scope["path"],
         exchange.status if not exchange.gone else 499,
         exchange.key_name(),
-        round(seconds * 1000, 3),
+        duration_ms,
     )
     if record is None:
         return first
@@ -258,7 +264,7 @@ def _access_values(
         record.served_model,
         calls,
         record.fallbacks,
-        None if overhead is None else round(overhead * 1000, 3),
+        None if overhead is None else _millis(overhead),
         None if usage is None else usage.input_tokens,
         None if usage is None else usage.output_tokens,
         record.cost,
