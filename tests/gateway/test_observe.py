@@ -35,6 +35,10 @@ ROUTED = (
     "openai", "gpt 4o\nmini", 2, 1, 0.412, 42, 17, 1.65e-05, None,
 )  # fmt: skip
 REFUSED = ("req-2", "POST", "/v1/chat/completions", 401, None, 0.5)
+UNUSUAL = (
+    'r="3"', "GET", '/v1/a "b"', 499, "my key", 0.0, "", None, None, None, 12345, 0,
+    123456.789, 250_000, None, 12.5, "hit",
+)  # fmt: skip
 
 
 def _line(fields: dict[str, object]) -> logging.LogRecord:
@@ -125,8 +129,9 @@ def _logged(fmt: str, values: tuple[Any, ...], *, level: str = "info", plain: bo
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_access_line_is_the_line_logging_would_write(fmt: str) -> None:
     """Built without a log record, the access line is the one the formatter writes for the
-    same fields, for a routed request and for one refused before routing."""
-    for values in (ROUTED, REFUSED):
+    same fields: a routed request, one refused before routing, and unusual values (quotes,
+    spaces, an empty word, missing values, large counts)."""
+    for values in (ROUTED, REFUSED, UNUSUAL):
         assert _logged(fmt, values, plain=False) == _logged(fmt, values, plain=True)
 
 
