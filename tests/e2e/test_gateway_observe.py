@@ -95,8 +95,15 @@ async def oai(gateway: RunningGateway) -> AsyncIterator[openai.AsyncOpenAI]:
     await client.close()
 
 
+def _logged(stream: io.StringIO) -> str:
+    """What was logged so far: the log writer writes its lines out in batches, so flush first."""
+    for handler in logging.getLogger("turnout").handlers:
+        handler.flush()
+    return stream.getvalue()
+
+
 def _lines(stream: io.StringIO) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in stream.getvalue().splitlines()]
+    return [orjson.loads(line) for line in _logged(stream).splitlines()]
 
 
 async def _samples(gateway: RunningGateway) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -195,7 +202,7 @@ async def test_no_secret_in_any_log_line_or_metric(
         )
         metrics = (await client.get(f"{gateway.url}/metrics")).text
     assert refused.status_code == 401
-    logged = log_lines.getvalue()
+    logged = _logged(log_lines)
     assert logged.count('"event":"access"') >= 3
     for secret in SECRETS:
         assert secret not in logged

@@ -4,7 +4,8 @@ records, failovers per route by hour for a day, and usage and cost by day.
 Rule 1: everything is bounded: `capacity` recent requests, 24 hourly buckets per route (routes
 come from the configuration, so their number is bounded too), `days` daily usage buckets.
 Rule 2: `add` is cheap (a few dict operations, no I/O, the record kept as it is): it runs on
-every request.
+every request. It keeps what it was given as a tuple; the dashboard's `RecentRequest` is made
+from it when the dashboard asks (`recent`, `get`).
 Rule 3: times are wall-clock seconds (`clock`, default `time.time`), bucketed in UTC.
 """
 
@@ -14,7 +15,7 @@ import datetime as dt
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,6 +26,9 @@ __all__ = ["Activity", "RecentRequest"]
 
 _HOUR = 3600
 _DAY = 86400
+
+_Seen: TypeAlias = "tuple[str, float, str, int, float, int, RoutingRecord | None]"
+"""What `add` keeps: request id, when, path, status, duration, failovers, routing record."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +69,7 @@ class Activity:
         self._capacity = capacity
         self._days = days
         self._clock = clock
-        self._recent: OrderedDict[str, RecentRequest] = OrderedDict()
+        self._recent: OrderedDict[str, _Seen] = OrderedDict()
         self._failovers: dict[str, dict[int, int]] = {}  # route -> hour -> count
         self._usage: dict[int, _Day] = {}  # day number -> totals
 
@@ -81,28 +85,11 @@ class Activity:
     ) -> None:
         """Rule 2: remember one finished request."""
         now = self._clock()
-        usage = None if record is None else record.usage
-        entry = RecentRequest(
-            request_id=request_id,
-            at=now,
-            path=path,
-            status=status,
-            route=None if record is None else record.route,
-            requested_model=None if record is None else record.requested_model,
-            provider=None if record is None else record.served_provider,
-            model=None if record is None else record.served_model,
-            attempts=0 if record is None else sum(1 for e in record.attempts if e.is_call),
-            failovers=failovers,
-            duration_ms=duration_ms,
-            input_tokens=0 if usage is None else usage.input_tokens,
-            output_tokens=0 if usage is None else usage.output_tokens,
-            cost=None if record is None else record.cost,
-            record=record,
-        )
-        self._recent.pop(request_id, None)
-        self._recent[request_id] = entry
-        while len(self._recent) > self._capacity:
-            self._recent.popitem(last=False)
+        recent = self._recent
+        recent.pop(request_id, None)
+        recent[request_id] = (request_id, now, path, status, duration_ms, failovers, record)
+        while len(recent) > self._capacity:
+            recent.popitem(last=False)
         if record is None:
             return
         if failovers:
@@ -118,19 +105,22 @@ class Activity:
             for old in [d for d in self._usage if d <= day - self._days]:
                 del self._usage[old]
         totals.requests += 1
-        totals.input_tokens += entry.input_tokens
-        totals.output_tokens += entry.output_tokens
-        totals.cost += entry.cost or 0.0
+        usage = record.usage
+        if usage is not None:
+            totals.input_tokens += usage.input_tokens
+            totals.output_tokens += usage.output_tokens
+        if record.cost:
+            totals.cost += record.cost
 
     def recent(self, limit: int = 50) -> list[RecentRequest]:
         """The last `limit` requests, newest first."""
         items = list(self._recent.values())[-limit:]
-        items.reverse()
-        return items
+        return [_recent_request(seen) for seen in reversed(items)]
 
     def get(self, request_id: str) -> RecentRequest | None:
         """One remembered request, or None once it has been pushed out."""
-        return self._recent.get(request_id)
+        seen = self._recent.get(request_id)
+        return None if seen is None else _recent_request(seen)
 
     def failovers_by_hour(self) -> tuple[list[int], dict[str, list[int]]]:
         """The last 24 hours (each hour's start, epoch seconds, oldest first) and each route's
@@ -161,3 +151,30 @@ class Activity:
                 }
             )
         return rows
+
+
+def _recent_request(seen: _Seen) -> RecentRequest:
+    request_id, at, path, status, duration_ms, failovers, record = seen
+    if record is None:
+        return RecentRequest(
+            request_id, at, path, status, None, None, None, None, 0, failovers, duration_ms,
+            0, 0, None, None,
+        )  # fmt: skip
+    usage = record.usage
+    return RecentRequest(
+        request_id=request_id,
+        at=at,
+        path=path,
+        status=status,
+        route=record.route,
+        requested_model=record.requested_model,
+        provider=record.served_provider,
+        model=record.served_model,
+        attempts=sum(1 for entry in record.attempts if entry.is_call),
+        failovers=failovers,
+        duration_ms=duration_ms,
+        input_tokens=0 if usage is None else usage.input_tokens,
+        output_tokens=0 if usage is None else usage.output_tokens,
+        cost=record.cost,
+        record=record,
+    )

@@ -150,4 +150,6 @@ class Supervisor:
         except BaseException:  # noqa: BLE001 - a worker never returns into the parent's code
             traceback.print_exc()
         finally:
+            # `os._exit` skips the exit handlers: write out the log lines still buffered.
+            logging.shutdown()
             os._exit(status)
