@@ -106,8 +106,11 @@ async def test_changes_are_audited_newest_first_with_secrets_masked(
 async def test_health_and_upstreams_after_a_failover(admin: httpx.AsyncClient) -> None:
     """A 429 with Retry-After cools the first target: health shows the key cooling down with
     seconds left (and `turnout health` reads it so); upstreams shows the route's targets in
-    try order, the healthy one active, and the bindings that grant it."""
+    try order, the healthy one active, the bindings that grant it, and the request with its
+    failover in the route's last 24 hours."""
     chat = {"model": "pair", "messages": [{"role": "user", "content": "hi"}]}
+    before = (await admin.get("/admin/v1/upstreams")).json()
+    (earlier,) = [route for route in before["routes"] if route["route"] == "pair"]
     answered = await admin.post(
         "/v1/chat/completions", json=chat, headers={"authorization": f"Bearer {APP_KEY}"}
     )
@@ -125,6 +128,8 @@ async def test_health_and_upstreams_after_a_failover(admin: httpx.AsyncClient) -
     assert pair["healthy"] == ["second"]
     assert pair["active"] == "second"
     assert pair["granted_by"] == ["everyone-all", "platform-via-pair"]
+    assert pair["traffic_24h"] - earlier["traffic_24h"] == 1
+    assert pair["failovers_24h"] - earlier["failovers_24h"] == 1
     served = {p["provider"]: p["routes"] for p in upstreams["providers"]}
     assert served["mock-a"] == ["pair"]
     assert served["file-mock"] == ["file-route"]

@@ -76,3 +76,21 @@ def test_usage_is_summed_per_utc_day() -> None:
     assert rows[1]["cost"] == 0.75
     assert rows[1]["input_tokens"] == 20
     assert rows[1]["day"] == "1970-01-11"
+
+
+def test_a_routes_requests_and_failovers_over_the_last_day() -> None:
+    """`route_day` sums a route's requests and failovers over the current hour and the 23
+    before it, by route id; older hours and other routes are not counted."""
+    clock = Clock(10 * DAY)
+    activity = Activity(clock=clock)
+    _add(activity, "r1")
+    clock.now += 2 * HOUR
+    _add(activity, "r2")
+    _add(activity, "r3", route="other")
+    assert activity.route_day("main") == (2, 2)
+    assert activity.route_day("other") == (1, 1)
+    assert activity.route_day("nowhere") == (0, 0)
+    clock.now += 22 * HOUR  # r1's hour is now 24 hours ago
+    assert activity.route_day("main") == (1, 1)
+    _add(activity, "r4")
+    assert activity.route_day("main") == (2, 2)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
     from turnout.gateway.admin.context import AdminContext
+    from turnout.gateway.observe.activity import Activity
     from turnout.gateway.responses.respond import Reply
 
 __all__ = ["AdminApp", "admin_operations"]
@@ -56,8 +57,9 @@ def admin_operations() -> tuple[Operation, ...]:
 class AdminApp:
     """The admin API over `context` (see the module rules)."""
 
-    def __init__(self, context: AdminContext) -> None:
+    def __init__(self, context: AdminContext, *, activity: Activity | None = None) -> None:
         self.context = context
+        self.activity = activity
         self._document: dict[str, Any] | None = None
         operations = admin_operations()
         openapi = Operation(
@@ -117,7 +119,9 @@ class AdminApp:
             if read is None:
                 return None  # the caller left
             body = read
-        call = AdminCall(self.context, admin_key_id(key_hash), params, query_of(scope), body)
+        call = AdminCall(
+            self.context, admin_key_id(key_hash), params, query_of(scope), body, self.activity
+        )
         return await operation.handler(call)
 
     async def _openapi(self, call: AdminCall) -> Reply:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 
     from turnout.gateway.admin.context import AdminContext
+    from turnout.gateway.observe.activity import Activity
     from turnout.gateway.responses.respond import Reply
 
 __all__ = [
@@ -53,13 +54,15 @@ _PARAM: Final = re.compile(r"[!-~]{1,128}")
 @dataclass(frozen=True, slots=True)
 class AdminCall:
     """One admin request as a handler sees it: the context, the admin key's id (`actor`),
-    the path parameters, the query and the parsed body (an empty object without one)."""
+    the path parameters, the query, the parsed body (an empty object without one) and what
+    this process served lately (`activity`, None when the app keeps none)."""
 
     context: AdminContext
     actor: str
     params: Mapping[str, str]
     query: Mapping[str, str]
     body: dict[str, Any] = field(default_factory=dict)
+    activity: Activity | None = None
 
 
 @dataclass(frozen=True, slots=True)

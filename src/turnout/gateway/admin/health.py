@@ -6,8 +6,10 @@ never a route's override); a key reads as its provider and model (or route and t
 the registry's `health_key_by` says which, and `seconds_left` is rounded to milliseconds.
 Rule 2: upstreams lists each route with at least two targets, its targets in try order with
 their health, the healthy ones (`available` and not paused), the active one (the first
-healthy one in try order, None when none is) and the bindings that grant the route; and each
-provider with the routes whose targets use it.
+healthy one in try order, None when none is), the bindings that grant the route, and the
+requests it served and its failovers over the last 24 hours on this replica (`traffic_24h`,
+`failovers_24h`; both 0 when the app keeps no activity); and each provider with the routes
+whose targets use it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from turnout.gateway.runtime.describe import target_order, target_row
 if TYPE_CHECKING:
     from turnout.gateway.admin.dispatch import AdminCall
     from turnout.gateway.admin.served import ServedProject
+    from turnout.gateway.observe.activity import Activity
     from turnout.gateway.resolution.route_entry import RouteEntry
     from turnout.gateway.responses.respond import Reply
     from turnout.routing.health import HealthSnapshot, KeyHealth
@@ -81,7 +84,7 @@ async def get_upstreams(call: AdminCall) -> Reply:
         snapshot = project.runtime.health.snapshot()
         entries = list(project.runtime.routes.values())
         routes.extend(
-            _upstream_route(project, entry, snapshot)
+            _upstream_route(project, entry, snapshot, call.activity)
             for entry in entries
             if len(entry.route.targets) >= 2
         )
@@ -97,9 +100,13 @@ def _uses(target: Any, provider: str) -> bool:
 
 
 def _upstream_route(
-    project: ServedProject, entry: RouteEntry, snapshot: HealthSnapshot
+    project: ServedProject,
+    entry: RouteEntry,
+    snapshot: HealthSnapshot,
+    activity: Activity | None,
 ) -> dict[str, Any]:
     route = entry.route
+    traffic, failovers = (0, 0) if activity is None else activity.route_day(route.route_id)
     targets = []
     for index in target_order(route):
         row = target_row(route, index)
@@ -118,6 +125,8 @@ def _upstream_route(
         "healthy": healthy_names,
         "active": healthy_names[0] if healthy_names else None,
         "granted_by": list(project.runtime.access.granted_by(entry.name)),
+        "traffic_24h": traffic,
+        "failovers_24h": failovers,
     }
 
 

@@ -189,7 +189,8 @@ class TargetView(_Response):
 
 class UpstreamRoute(_Response):
     """A route with at least two targets: its targets in try order, the healthy ones, the
-    one a request starts at now (`active`), and the bindings that grant it."""
+    one a request starts at now (`active`), the bindings that grant it, and the requests it
+    served and its failovers over the last 24 hours on this replica."""
 
     project: str
     project_id: str | None
@@ -200,6 +201,8 @@ class UpstreamRoute(_Response):
     healthy: list[str]
     active: str | None
     granted_by: list[str]
+    traffic_24h: int
+    failovers_24h: int
 
 
 class UpstreamProvider(_Response):

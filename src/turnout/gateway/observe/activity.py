@@ -1,5 +1,6 @@
-"""What this process served lately, for the dashboard: the last requests with their routing
-records, failovers per route by hour for a day, and usage and cost by day.
+"""What this process served lately, for the dashboard and the admin API: the last requests
+with their routing records, failovers per route by hour for a day, each route's requests and
+failovers over the last 24 hours (by its id), and usage and cost by day.
 
 Rule 1: everything is bounded: `capacity` recent requests, 24 hourly buckets per route (routes
 come from the configuration, so their number is bounded too), `days` daily usage buckets.
@@ -71,6 +72,8 @@ class Activity:
         self._clock = clock
         self._recent: OrderedDict[str, _Seen] = OrderedDict()
         self._failovers: dict[str, dict[int, int]] = {}  # route -> hour -> count
+        # route id -> hour -> [requests, failovers]
+        self._traffic: dict[str, dict[int, list[int]]] = {}
         self._usage: dict[int, _Day] = {}  # day number -> totals
 
     def add(
@@ -92,12 +95,22 @@ class Activity:
             recent.popitem(last=False)
         if record is None:
             return
+        hour = int(now // _HOUR)
         if failovers:
             hours = self._failovers.setdefault(record.route, {})
-            hour = int(now // _HOUR)
             hours[hour] = hours.get(hour, 0) + failovers
             for old in [h for h in hours if h <= hour - 24]:
                 del hours[old]
+        traffic = self._traffic.get(record.route_id)
+        if traffic is None:
+            traffic = self._traffic[record.route_id] = {}
+        counts = traffic.get(hour)
+        if counts is None:
+            counts = traffic[hour] = [0, 0]
+            for old in [h for h in traffic if h <= hour - 24]:
+                del traffic[old]
+        counts[0] += 1
+        counts[1] += failovers
         day = int(now // _DAY)
         totals = self._usage.get(day)
         if totals is None:
@@ -133,6 +146,20 @@ class Activity:
             if any(buckets.get(h, 0) for h in hours)
         }
         return [h * _HOUR for h in hours], counts
+
+    def route_day(self, route_id: str) -> tuple[int, int]:
+        """The requests a route (by its id) served and its failovers over the last 24 hours
+        (the current hour and the 23 before it)."""
+        hours = self._traffic.get(route_id)
+        if not hours:
+            return 0, 0
+        since = int(self._clock() // _HOUR) - 23
+        requests = failovers = 0
+        for hour, (served, moved) in hours.items():
+            if hour >= since:
+                requests += served
+                failovers += moved
+        return requests, failovers
 
     def usage_by_day(self) -> list[dict[str, Any]]:
         """Requests, tokens and cost per UTC day for the last `days` days, oldest first."""

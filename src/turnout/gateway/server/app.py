@@ -302,7 +302,7 @@ class GatewayApp:
             from turnout.gateway.admin.app import AdminApp  # noqa: PLC0415 - on first use
 
             assert self._admin_context is not None
-            self._admin = AdminApp(self._admin_context)
+            self._admin = AdminApp(self._admin_context, activity=self.observer.activity)
         return self._admin
 
     async def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:
