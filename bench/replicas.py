@@ -10,8 +10,8 @@
    failing target are counted for 1 replica and 3 replicas sharing Redis (about the same: one
    half-open probe across the replicas), and for 3 replicas with `state: memory` (each probes
    on its own).
-3. Gateway CPU per request with Redis-shared health: not measured here; see
-   `bench/gateway.py --state redis://…`.
+3. Gateway CPU per request with Redis-shared health: not measured here; `bench/gateway.py`
+   gives its cost over `state: memory` in its table of each part's cost.
 
 Rule 1: each run creates a database of its own on `--postgres`'s server and drops it after,
 and flushes the Redis database of `--redis` before and after each phase.
@@ -251,9 +251,9 @@ async def main() -> None:
         folder = Path(name)
         results["propagation"] = await _propagation(folder, db, args.redis, args.changes)
         results["outage"] = await _outage(folder, args.redis, args.rate, seconds)
-    print("3. gateway CPU per request with Redis-shared health: run")
-    print("   python bench/gateway.py --state redis://127.0.0.1:6379/<db>  (beside --state memory)")
-    results["cpu"] = "see bench/gateway.py --state"
+    print("3. gateway CPU per request with Redis-shared health: see the `redis` row of")
+    print("   python bench/gateway.py  (each part's cost over a bare gateway)")
+    results["cpu"] = "see bench/gateway.py, part redis"
     if args.json:
         print(json.dumps(results, indent=2))
 
