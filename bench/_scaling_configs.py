@@ -49,8 +49,9 @@ def config_text(
     stream_routes: int = 0,
 ) -> str:
     """A configuration: `providers` openai-kind providers at `upstream` (a base URL ending in
-    /v1), `routes` routes as Rule 1 says (one target each, at the first provider, asking it
-    for gpt-4o-mini), `stream_routes` routes `s<p>` that pass the requested model on to
+    /v1) that may each hold 12,000 connections (an open stream holds one), `routes` routes as
+    Rule 1 says (one target each, at the first provider, asking it for gpt-4o-mini),
+    `stream_routes` routes `s<p>` that pass the requested model on to
     provider `p<p % providers>` (their patterns `s<p>` and `s<p>/*` carry mock fault specs),
     and with `keys` > 0 `server.auth: keys` and that many keys (else `auth: open`)."""
     auth = "keys" if keys else "open"
@@ -61,7 +62,8 @@ def config_text(
         "providers:",
     ]
     lines += [
-        f"  - {{name: p{p}, kind: openai, api_key: sk-up, base_url: '{upstream}'}}"
+        f"  - {{name: p{p}, kind: openai, api_key: sk-up, base_url: '{upstream}',"
+        " max_connections: 12000}"
         for p in range(providers)
     ]
     lines.append("routes:")

@@ -374,9 +374,8 @@ def _pct(values: list[float], share: float) -> float:
 
 def open_curve(args: argparse.Namespace, upstream: int, tmp: Path) -> list[OpenPoint]:
     """Curve 3: for each N of `args.open`, a fresh gateway, N stamped streams held open."""
-    # A provider keeps at most 100 connections to its upstream: one stream route per 90 streams.
-    providers = max(1, math.ceil(max(args.open) / 90))
-    text = configs.config_text(_base(upstream), providers=providers, stream_routes=providers)
+    # One provider carries every stream: its `max_connections` is raised past the largest N.
+    text = configs.config_text(_base(upstream), providers=1, stream_routes=1)
     config = configs.write_config(tmp / "open.yaml", text)
     points = []
     for count in args.open:
@@ -386,7 +385,7 @@ def open_curve(args: argparse.Namespace, upstream: int, tmp: Path) -> list[OpenP
         # closes them. (The mock builds a stream's events up front: no more than needed.)
         chunks = math.ceil(STREAM_SECONDS / interval)
         spec = f"fault:stamp;chunks={chunks};chunk_delay={interval}"
-        through = [f"s{i % providers}/{spec}" for i in range(count)]
+        through = [f"s0/{spec}"] * count
         with running(config, tmp / f"gateway-open-{count}.log") as (process, port, _, _):
             run(client.streams(port, f"{configs.MODEL}/fault:chunks=5", 20, 4))  # warm-up
             time.sleep(0.3)

@@ -104,3 +104,16 @@ def test_every_provider_scrubs_every_configured_secret() -> None:
         "b": expected,
     }
     assert "0123456789" not in repr(providers["a"].options)
+
+
+def test_max_connections_reaches_the_client() -> None:
+    """`max_connections` caps the provider's connections at that number instead of 100."""
+    adapter = build_provider(provider("openai", max_connections=6000))
+    assert adapter.options.max_connections == 6000
+    assert adapter._transport._max_connections == 6000
+
+
+def test_max_connections_below_one_is_refused_by_name() -> None:
+    """A cap of 0 connections is a configuration error that names the field."""
+    with pytest.raises(ValueError, match="max_connections"):
+        provider("openai", max_connections=0)

@@ -172,6 +172,14 @@ class ProviderConfig(Model):
         description="Seconds to open a connection to the provider. A call that cannot connect "
         "in time fails as `timeout`.",
     )
+    max_connections: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="The most connections open at once to this provider, per worker process; "
+        "a call past it waits for one to be free, within `connect_timeout`. Each open stream "
+        "holds a connection, so raise it to carry more streams at once.",
+    )
     headers: dict[str, str] = Field(
         default_factory=dict, description="Extra HTTP headers sent with every call."
     )

@@ -87,11 +87,12 @@ served without a store)."""
 
 def build_http_options(config: ProviderConfig, *, secrets: Sequence[str] = ()) -> HttpOptions:
     """The HTTP options of a configured provider: its `headers`, its `connect_timeout`
-    (seconds) with the default read timeout and connection cap, its `max_response_bytes`, and
-    `secrets` to scrub from its errors (`configured_secrets`)."""
+    (seconds) with the default read timeout, its `max_connections`, its `max_response_bytes`,
+    and `secrets` to scrub from its errors (`configured_secrets`)."""
     return HttpOptions(
         headers=config.headers,
         timeouts=HttpTimeouts(connect=config.connect_timeout),
+        max_connections=config.max_connections,
         max_response_bytes=config.max_response_bytes,
         secrets=tuple(secrets),
     )
