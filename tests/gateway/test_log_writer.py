@@ -8,8 +8,12 @@ import logging
 import subprocess
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from turnout.gateway.observe.log_writer import LogWriter
+
+if TYPE_CHECKING:
+    import pytest
 
 
 class Stream(io.StringIO):
@@ -133,3 +137,17 @@ def test_a_process_that_exits_writes_its_buffered_lines() -> None:
         [sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=60, check=True
     )
     assert "access request_id=req-exit " in done.stderr
+
+
+def test_a_closed_stream_and_a_closed_stderr_do_not_raise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writing to a stream that was closed, with stderr closed too (nowhere to report the
+    failure), drops the lines instead of raising into the caller or the writer thread."""
+    stream = Stream()
+    writer = _writer(stream)
+    writer.add("lost")
+    stream.close()
+    closed = io.StringIO()
+    closed.close()
+    monkeypatch.setattr(sys, "stderr", closed)
+    writer.flush()
+    writer.add("also lost", urgent=True)

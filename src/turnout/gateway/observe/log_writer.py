@@ -16,6 +16,7 @@ log record (`turnout.gateway.observe.logs`); everything else goes through `emit`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -106,7 +107,10 @@ class LogWriter(logging.Handler):
                 self.stream.write("\n".join(lines))
                 self.stream.flush()
             except Exception:  # noqa: BLE001 - a stream that fails must not fail the gateway
-                self.handleError(_failed_write(len(lines) - 1))
+                # Reported as `logging` reports a failed write; when that fails too (stderr
+                # closed as well), the lines are dropped: there is nowhere left to say so.
+                with contextlib.suppress(Exception):
+                    self.handleError(_failed_write(len(lines) - 1))
 
     def close(self) -> None:
         """Write out what is buffered and stop the writer thread (the stream stays open)."""
