@@ -299,13 +299,7 @@ def rewrite(
         if isinstance(metadata, dict):
             body["metadata"] = dict(metadata)
     else:
-        try:
-            loaded = orjson.loads(source)
-        except orjson.JSONDecodeError as exc:
-            raise MalformedRequest(f"request body: invalid JSON ({exc})") from exc
-        if not isinstance(loaded, dict):
-            raise invalid("request body", "a JSON object")
-        body = loaded
+        body = dict(load_request(source))
     if not edit(body):
         return source
     return orjson.dumps(body)
