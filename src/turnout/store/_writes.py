@@ -8,11 +8,14 @@ goes up as it is (the service functions look for dependents before they delete).
 Rule 4: a write given a validation hook calls it after its changes are flushed and before they
 commit; whatever the hook raises rolls the whole write back.
 Rule 5: objects from the config file (`source` `file`) are changed only by the file's sync.
+Rule 6: writes made inside `one_transaction(store)` share its transaction: they commit together
+when it ends, and any error rolls every one of them back (each still audited and versioned).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -45,6 +48,7 @@ __all__ = [
     "current_version",
     "get_row",
     "merge_patch",
+    "one_transaction",
     "refuse_file_managed",
     "require_project",
     "stamps",
@@ -53,14 +57,39 @@ __all__ = [
 ]
 
 _Row = TypeVar("_Row")
+_SHARED: ContextVar[tuple[Store, Session] | None] = ContextVar("_SHARED", default=None)
 
 
 @contextmanager
 def write(store: Store) -> Iterator[Session]:
-    """A session in one transaction, committed on success; a unique-index clash is `NameTaken`."""
+    """A session in one transaction, committed on success; a unique-index clash is `NameTaken`.
+    Inside `one_transaction(store)`, its session (Rule 6)."""
+    shared = _SHARED.get()
+    if shared is not None and shared[0] is store:
+        with _named_clash():
+            yield shared[1]
+        return
+    with _named_clash(), store.sessions.begin() as session:
+        yield session
+
+
+@contextmanager
+def one_transaction(store: Store) -> Iterator[None]:
+    """Rule 6: every write to `store` in this block, in one transaction."""
+    if _SHARED.get() is not None:
+        raise RuntimeError("one_transaction: already inside one")
+    with _named_clash(), store.sessions.begin() as session:
+        token = _SHARED.set((store, session))
+        try:
+            yield
+        finally:
+            _SHARED.reset(token)
+
+
+@contextmanager
+def _named_clash() -> Iterator[None]:
     try:
-        with store.sessions.begin() as session:
-            yield session
+        yield
     except IntegrityError as exc:
         if _is_unique_clash(exc):
             raise NameTaken("the name is already used in this project") from exc

@@ -1,5 +1,6 @@
 """The store's service functions, in one place for the admin API to call: every read and write
-of stored objects goes through these (each write in one transaction, audited, version bumped).
+of stored objects goes through these (each write in one transaction, audited, version bumped;
+writes made inside `one_transaction(store)` commit together or not at all).
 
 Every write takes `validate`, a hook called with the project as the write leaves it (inside the
 transaction: raising rolls the write back), and `actor`, the admin key id for the audit row.
@@ -7,7 +8,7 @@ Updates and deletes of providers and routes take `allow_file`, for the config fi
 
 from __future__ import annotations
 
-from turnout.store._writes import current_version
+from turnout.store._writes import current_version, one_transaction
 from turnout.store.changes import list_changes
 from turnout.store.consumers import (
     create_consumer,
@@ -54,6 +55,7 @@ __all__ = [
     "list_keys",
     "list_objects",
     "list_projects",
+    "one_transaction",
     "provider_secret",
     "revoke_key",
     "update_consumer",

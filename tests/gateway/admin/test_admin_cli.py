@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
@@ -269,6 +269,77 @@ def test_import_refuses_when_a_variable_is_not_set(
     store.close()
 
 
+def _stored_project(store: Store, project_id: str) -> dict[str, list[dict[str, Any]]]:
+    """The project's providers, routes, bindings and policies, without their time stamps."""
+    kinds: tuple[service.ObjectKind, ...] = ("provider", "route", "binding", "policy")
+    return {
+        kind: [
+            {k: v for k, v in found.items() if k not in ("created_at", "updated_at")}
+            for found in service.list_objects(store, kind, project_id)
+        ]
+        for kind in kinds
+    }
+
+
+def _project_with_a_clash(store: Store) -> str:
+    """A project `default` whose provider `openai` the import replaces, and whose route serves
+    `claude-sonnet`: the import's last route is refused after four writes."""
+    pid: str = service.create_project(store, {"name": "default"})["id"]
+    service.create_object(store, "provider", pid,
+                          {"name": "openai", "kind": "mock", "api_key": "the-old-key"})  # fmt: skip
+    service.create_object(store, "provider", pid, {"name": "local", "kind": "mock"})
+    route = {"name": "other", "models": ["claude-sonnet"], "targets": [{"provider": "local"}]}
+    service.create_object(store, "route", pid, route)
+    return pid
+
+
+def test_an_import_that_fails_midway_leaves_the_store_unchanged(
+    store_url: str, capsys: pytest.CaptureFixture[str], secret_env: None
+) -> None:
+    """With --store, a write refused after others were made (a route the project's validator
+    refuses, once a provider was replaced and two routes created) rolls every write back, the
+    audit rows and version bump included, and the error names the route and the rule."""
+    store = opened(store_url)
+    migrate(store)
+    pid = _project_with_a_clash(store)
+    before, version = _stored_project(store, pid), service.current_version(store)
+    fixture = f"{FIXTURES}/openai_anthropic_failover.yaml"
+    status, out, err = run(capsys, "import", "litellm", fixture, "--into-store",
+                           "--store", store_url, "--replace")  # fmt: skip
+    assert status == 1, out
+    assert "routes[3].name" in err
+    assert '"claude-sonnet"' in err
+    assert "nothing was written" in err
+    assert _stored_project(store, pid) == before
+    assert service.provider_secret(store, pid, before["provider"][0]["id"]) == "the-old-key"
+    assert service.current_version(store) == version
+    status, _, err = run(capsys, "import", "litellm", fixture, "--into-store",
+                         "--store", store_url, "--project", "fresh")  # fmt: skip
+    assert status == 0, err
+    store.close()
+
+
+def test_an_import_that_fails_midway_through_the_admin_api_is_undone(
+    store: Store, capsys: pytest.CaptureFixture[str], secret_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """With --url, where each write commits on its own, the writes made before the refused one
+    are undone: created objects deleted, the replaced provider's fields restored; its replaced
+    key cannot be read back, and the error says so."""
+    monkeypatch.setenv("TURNOUT_ADMIN_KEY", ADMIN_KEY)
+    pid = _project_with_a_clash(store)
+    before = _stored_project(store, pid)
+    fixture = f"{FIXTURES}/openai_anthropic_failover.yaml"
+    with running_in_thread(StoreContext(store, file_config())) as url:
+        status, out, err = run(capsys, "import", "litellm", fixture, "--into-store",
+                               "--url", url, "--project", pid, "--replace")  # fmt: skip
+    assert status == 1, out
+    assert '"claude-sonnet"' in err
+    assert "after 4 writes; they were undone" in err
+    assert "openai.api_key" in err
+    assert _stored_project(store, pid) == before
+
+
 def test_import_through_the_admin_api(
     store: Store, capsys: pytest.CaptureFixture[str], secret_env: None,
     monkeypatch: pytest.MonkeyPatch,
@@ -303,7 +374,8 @@ def test_import_reports_the_validators_problems_and_a_missing_secret_key(
     assert status == 1
     assert "routes[" in err
     assert '"chat"' in err
-    assert "2 objects were written" in err
+    assert "nothing was written" in err
+    assert [r["name"] for r in service.list_objects(store, "route", pid)] == ["other"]
     monkeypatch.delenv("TURNOUT_SECRET_KEY")
     status, _, err = run(capsys, "import", "litellm", fixture, "--into-store", "--store", url,
                          "--project", "fresh")  # fmt: skip

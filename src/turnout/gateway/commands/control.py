@@ -60,6 +60,8 @@ class ControlPlane(Protocol):
     def update(
         self, plural: str, project_id: str, object_id: str, patch: dict[str, Any]
     ) -> dict[str, Any]: ...
+    def delete(self, plural: str, project_id: str, object_id: str) -> None: ...
+    def delete_project(self, project_id: str) -> None: ...
     def revoke_key(self, project_id: str, key_id: str) -> dict[str, Any]: ...
     def close(self) -> None: ...
 
@@ -188,6 +190,28 @@ class StoreControl:
                 actor=ACTOR, validate=_validate,
             )  # fmt: skip
 
+    def delete(self, plural: str, project_id: str, object_id: str) -> None:
+        from turnout.store import service  # noqa: PLC0415
+
+        with self._named():
+            service.delete_object(
+                self.store, _KINDS[plural], project_id, object_id, actor=ACTOR, validate=_validate
+            )
+
+    def delete_project(self, project_id: str) -> None:
+        from turnout.store import service  # noqa: PLC0415
+
+        with self._named():
+            service.delete_project(self.store, project_id, actor=ACTOR)
+
+    @contextmanager
+    def one_transaction(self) -> Iterator[None]:
+        """Every write in this block commits together when it ends, or none does."""
+        from turnout.store import service  # noqa: PLC0415
+
+        with self._named(), service.one_transaction(self.store):
+            yield
+
     def revoke_key(self, project_id: str, key_id: str) -> dict[str, Any]:
         from turnout.store import service  # noqa: PLC0415
 
@@ -274,6 +298,12 @@ class ApiControl:
     ) -> dict[str, Any]:
         path = f"{_at(project_id)}/{plural}/{urllib.parse.quote(object_id, safe='')}"
         return self._call("PATCH", path, patch)
+
+    def delete(self, plural: str, project_id: str, object_id: str) -> None:
+        self._call("DELETE", f"{_at(project_id)}/{plural}/{urllib.parse.quote(object_id, safe='')}")
+
+    def delete_project(self, project_id: str) -> None:
+        self._call("DELETE", _at(project_id))
 
     def revoke_key(self, project_id: str, key_id: str) -> dict[str, Any]:
         path = f"{_at(project_id)}/keys/{urllib.parse.quote(key_id, safe='')}/revoke"

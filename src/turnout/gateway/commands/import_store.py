@@ -18,6 +18,13 @@ cleared). A name taken by an object of another kind (a route named like an impor
 refuses even with `--replace`.
 Rule 5: routes are written without their fallbacks first, then their fallbacks, so routes
 that fall back on each other can be written one by one.
+Rule 6: the import is all or nothing. With `--store`, every write (the project's creation
+included) is made in one transaction: a write that fails rolls them all back, and the error
+names what failed (the object, and each validation problem with its path). Through the admin
+API (`--url`), where each write commits on its own, the writes already made are undone in
+reverse order (objects created are deleted, the project too if the import created it, objects
+updated get their fields back); a stored secret the import replaced cannot be read back, so the
+error names it as keeping the imported value, and names any undo that failed.
 """
 
 from __future__ import annotations
@@ -38,10 +45,10 @@ from turnout.gateway.commands.control import (
     open_control,
 )
 from turnout.store import SECRET_KEY_VARIABLE
+from turnout.store.provider_secrets import MASK
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
 
     from turnout.gateway.commands.control import ControlPlane
 
@@ -52,6 +59,7 @@ _SHARED_NAMES: Final = frozenset({"providers", "routes"})
 _READ_ONLY: Final = frozenset(
     {"id", "project_id", "kind", "name", "source", "created_at", "updated_at"}
 )
+_STAMPS: Final = frozenset({"id", "project_id", "source", "created_at", "updated_at"})
 _PREFIX: Final = "turnout import litellm"
 
 
@@ -114,7 +122,7 @@ def _converted(path: str) -> tuple[dict[str, list[dict[str, Any]]], list[str], l
 def _load(
     control: ControlPlane, args: argparse.Namespace, sections: dict[str, list[dict[str, Any]]]
 ) -> tuple[dict[str, Any], _Counts]:
-    """Rules 1, 4 and 5."""
+    """Rules 1 and 6."""
     if (
         isinstance(control, StoreControl)
         and not control.store.secrets.has_key
@@ -125,59 +133,119 @@ def _load(
             "(set it as the gateway has it); nothing was written"
         )
     project = find_project(control, args.project)
+    if project is None and args.project.startswith("proj_"):
+        raise ControlError(f"--project: no project with the id {args.project!r}")
+    undo = _Undo(project_id=project["id"] if project is not None else "")
+    try:
+        if isinstance(control, StoreControl):
+            with control.one_transaction():
+                return _import(control, args, sections, project, undo)
+        return _import(control, args, sections, project, undo)
+    except ControlError as exc:
+        if isinstance(control, StoreControl) or not (undo.steps or undo.created_project):
+            raise ControlError(f"{exc}\n(the import stopped there; nothing was written)") from None
+        raise ControlError(f"{exc}\n{undo.run(control)}") from None
+
+
+def _import(
+    control: ControlPlane,
+    args: argparse.Namespace,
+    sections: dict[str, list[dict[str, Any]]],
+    project: dict[str, Any] | None,
+    undo: _Undo,
+) -> tuple[dict[str, Any], _Counts]:
+    """Rules 1, 4 and 5, each write noted in `undo` with what reverses it."""
     if project is None:
-        if args.project.startswith("proj_"):
-            raise ControlError(f"--project: no project with the id {args.project!r}")
         project = control.create_project(args.project)
         project["created"] = True
+        undo.project_id, undo.created_project = project["id"], True
+        existing: dict[str, list[dict[str, Any]]] = {plural: [] for plural in _STORED}
+    else:
+        existing = {plural: control.list(plural, project["id"]) for plural in _STORED}
     pid = project["id"]
-    existing = {plural: control.list(plural, pid) for plural in _STORED}
     matches = _clashes(existing, sections, replace=args.replace)
     counts = _Counts()
+    ids: dict[tuple[str, str], str] = {}
 
     def put(plural: str, body: dict[str, Any]) -> None:
-        found = matches.get((plural, body["name"].lower()))
+        key = (plural, body["name"].lower())
+        found = matches.get(key)
         if found is None:
-            control.create(plural, pid, body)
+            ids[key] = control.create(plural, pid, body)["id"]
+            undo.steps.append((plural, ids[key], None))
             counts.created[plural] += 1
             return
         stale = set(found) - _READ_ONLY - set(body)
-        control.update(plural, pid, found["id"], body | dict.fromkeys(stale))
+        patch = body | dict.fromkeys(stale)
+        control.update(plural, pid, found["id"], patch)
+        ids[key] = found["id"]
+        undo.steps.append((plural, found["id"], _restoring(found, patch, undo)))
         counts.updated[plural] += 1
 
-    try:
-        _write_all(control, pid, sections, matches, put)
-    except ControlError as exc:
-        done = sum(counts.created.values()) + sum(counts.updated.values())
-        raise ControlError(
-            f"{exc}\n(the import stopped there: {done} objects were written before it)"
-        ) from None
-    return project, counts
-
-
-def _write_all(
-    control: ControlPlane,
-    pid: str,
-    sections: dict[str, list[dict[str, Any]]],
-    matches: dict[tuple[str, str], dict[str, Any]],
-    put: Callable[[str, dict[str, Any]], None],
-) -> None:
-    """Rule 5: providers, routes without fallbacks, the fallbacks, bindings, policies."""
     for body in sections["providers"]:
         put("providers", body)
     for body in sections["routes"]:
         put("routes", {k: v for k, v in body.items() if k != "fallbacks"})
-    routes: list[dict[str, Any]] | None = None
     for body in sections["routes"]:
         if body.get("fallbacks"):
-            route = matches.get(("routes", body["name"].lower()))
-            if route is None:
-                routes = routes if routes is not None else control.list("routes", pid)
-                route = next(r for r in routes if r["name"] == body["name"])
-            control.update("routes", pid, route["id"], {"fallbacks": body["fallbacks"]})
+            route_id = ids["routes", body["name"].lower()]
+            control.update("routes", pid, route_id, {"fallbacks": body["fallbacks"]})
+            undo.steps.append(("routes", route_id, {"fallbacks": None}))
     for plural in ("bindings", "policies"):
         for body in sections[plural]:
             put(plural, body)
+    return project, counts
+
+
+def _restoring(found: dict[str, Any], patch: dict[str, Any], undo: _Undo) -> dict[str, Any]:
+    """The patch that gives an updated object its fields back. A stored secret reads masked and
+    cannot be sent back: when the import replaced one, undoing leaves the imported one."""
+    restore = {name: found.get(name) for name in (set(patch) | set(found)) - _STAMPS}
+    for name, value in list(restore.items()):
+        if value == MASK:
+            del restore[name]
+            if patch.get(name) is not None:
+                undo.kept_secrets.append(f"{found['name']}.{name}")
+    return restore
+
+
+@dataclass(slots=True)
+class _Undo:
+    """Rule 6, through the admin API: the writes made so far, each with what reverses it (a
+    patch, or None: delete the object)."""
+
+    project_id: str = ""
+    created_project: bool = False
+    steps: list[tuple[str, str, dict[str, Any] | None]] = field(default_factory=list)
+    kept_secrets: list[str] = field(default_factory=list)
+
+    def run(self, control: ControlPlane) -> str:
+        """Reverse the writes, newest first; returns what it did."""
+        steps = self.steps
+        if self.created_project:  # deleting the new project deletes all it holds
+            steps = [("projects", self.project_id, None)]
+        failed: list[str] = []
+        for plural, object_id, patch in reversed(steps):
+            try:
+                if plural == "projects":
+                    control.delete_project(object_id)
+                elif patch is None:
+                    control.delete(plural, self.project_id, object_id)
+                else:
+                    control.update(plural, self.project_id, object_id, patch)
+            except ControlError as exc:
+                failed.append(f"  {plural[:-1]} {object_id}: {exc}")
+        head = f"(the import stopped there, after {len(self.steps)} writes"
+        if failed:
+            listed = "\n".join(failed)
+            return f"{head}; undoing them failed for these objects:\n{listed})"
+        kept = ""
+        if self.kept_secrets:
+            kept = (
+                "; these stored secrets keep the imported value (a stored secret cannot be "
+                f"read back to restore it): {', '.join(self.kept_secrets)}"
+            )
+        return f"{head}; they were undone{kept})"
 
 
 def _clashes(
