@@ -28,12 +28,17 @@ __all__ = [
 
 @dataclass(slots=True, frozen=True)
 class Usage:
-    """Token usage of one call. Cache counts are part of, not added to, `input_tokens`' peers."""
+    """Token usage of one call. The cache counts are part of `input_tokens`, and
+    `reasoning_tokens` (the model's thinking, as the vendor reports it apart: OpenAI's
+    `reasoning_tokens`, Gemini's `thoughtsTokenCount`) is part of `output_tokens`, billed as
+    output: none of them is to be added to its total. Anthropic counts thinking in its output
+    tokens without a separate count, so its `reasoning_tokens` stays 0."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -41,6 +46,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
     def as_dict(self) -> dict[str, int]:
@@ -50,6 +56,7 @@ class Usage:
             "output_tokens": self.output_tokens,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
         }
 
 

@@ -106,6 +106,7 @@ def test_as_dict_is_json_ready_with_every_spec_field() -> None:
         "output_tokens": 2,
         "cache_read_tokens": 0,
         "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
     }
 
 

@@ -221,6 +221,17 @@ async def test_answer_round_trips_through_the_store(state: StateStore) -> None:
     assert hit.stored_at is not None
 
 
+def test_reasoning_tokens_survive_and_older_entries_still_read() -> None:
+    """An answer's reasoning tokens are stored with its usage; an entry stored without them
+    (four counts) reads back with none."""
+    usage = Usage(120, 90, 100, 0, reasoning_tokens=64)
+    encoded = CachedAnswer.from_response(answer(usage=usage), provider="openai").encode()
+    assert CachedAnswer.decode(encoded).usage == usage
+    older = encoded.replace(b"[120,90,100,0,64]", b"[120,90,100,0]")
+    assert older != encoded
+    assert CachedAnswer.decode(older).usage == Usage(120, 90, 100, 0)
+
+
 async def test_a_miss_is_none(state: StateStore) -> None:
     """A key never stored reads as a miss."""
     assert await ResponseCache(state).get("0" * 64) is None

@@ -299,7 +299,7 @@ def test_golden_response_decodes() -> None:
         "c2lnbmF0dXJlLTE=",
     )
     assert response.finish_reason == "stop"
-    assert response.usage == Usage(120, 54, 64, 0)
+    assert response.usage == Usage(120, 54, 64, 0, reasoning_tokens=40)
     assert (response.model, response.id) == ("gemini-2.5-flash", "mK9Xab2dLs-Hz7IPkqvD4Aw")
     assert response.raw == fixture("generate_response.json")
     assert response.raw_format == "gemini-generate"
@@ -406,7 +406,7 @@ def test_golden_stream_decodes() -> None:
     assert [c.delta for c in chunks] == ["Hello", " from", " Gemini."]
     assert all(c.has_content for c in chunks)
     assert [c.finish_reason for c in chunks] == [None, None, "stop"]
-    assert decoder.usage == Usage(7, 8, 0, 0)
+    assert decoder.usage == Usage(7, 8, 0, 0, reasoning_tokens=5)
     assert decoder.done
     assert chunks[0].raw is not None
     assert chunks[0].raw.startswith(b"data: ")

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnout.errors import InvalidRequest, ProviderError, ProviderUnavailable
-from turnout.wire import openai_chat
+from turnout.wire import _openai_response, openai_chat
 from turnout.wire.model import ChatChunk, ImagePart, ThinkingPart, ToolCallDelta, Usage
 from turnout.wire.sse import SSEDecoder, SSEEvent
 
@@ -200,6 +200,23 @@ def test_unknown_part_types_are_kept_verbatim_for_openai() -> None:
 
 
 # --- responses ------------------------------------------------------------------------------
+
+
+def test_usage_keeps_reasoning_tokens_within_the_completion_tokens() -> None:
+    """`completion_tokens_details.reasoning_tokens` is decoded as a part of the output tokens,
+    never added to them, and encoded back in the same place."""
+    body = {
+        "prompt_tokens": 20,
+        "completion_tokens": 100,
+        "total_tokens": 120,
+        "completion_tokens_details": {"reasoning_tokens": 64, "audio_tokens": 0},
+    }
+    usage = _openai_response.decode_usage(body)
+    assert usage == Usage(input_tokens=20, output_tokens=100, reasoning_tokens=64)
+    encoded = _openai_response.encode_usage(usage)
+    assert encoded["completion_tokens"] == 100
+    assert encoded["total_tokens"] == 120
+    assert encoded["completion_tokens_details"] == {"reasoning_tokens": 64}
 
 
 def test_decode_response_fixture_with_cached_tokens() -> None:

@@ -187,12 +187,14 @@ def test_forward_body_replaces_only_the_model() -> None:
 
 
 def test_decode_response_fixture_with_reasoning_and_cached_tokens() -> None:
-    """Output items, usage (cached tokens) and status of the response fixture."""
+    """Output items, usage (cached and reasoning tokens) and status of the response fixture."""
     response = openai_responses.decode_response(fixture("responses_response.json"))
     assert response.content[0] == ThinkingPart("The user asks for a haiku; keep it short.")
     assert response.text.startswith("Quiet autumn rain")
     assert response.finish_reason == "stop"
-    assert response.usage == Usage(input_tokens=328, output_tokens=52, cache_read_tokens=128)
+    assert response.usage == Usage(
+        input_tokens=328, output_tokens=52, cache_read_tokens=128, reasoning_tokens=18
+    )
     assert response.raw_format == "openai-responses"
     assert response.model == "gpt-5-mini-2025-08-07"
 
@@ -275,7 +277,7 @@ def test_stream_fixture_decodes_the_same_at_any_split(cuts: list[int]) -> None:
     assert b"".join(c.raw or b"" for c in chunks) == data
     assert decoder.done
     assert decoder.finish_reason == "stop"
-    assert decoder.usage == Usage(input_tokens=37, output_tokens=22)
+    assert decoder.usage == Usage(input_tokens=37, output_tokens=22, reasoning_tokens=12)
     assert decoder.id == "resp_68af5a2c3e6481969d5cf0b6d1a7d8c1"
     first = next(i for i, c in enumerate(chunks) if c.has_content)
     assert json.loads(events_of(data)[first].data)["type"] == (

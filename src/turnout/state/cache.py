@@ -152,6 +152,7 @@ class CachedAnswer:
                     usage.output_tokens,
                     usage.cache_read_tokens,
                     usage.cache_write_tokens,
+                    usage.reasoning_tokens,
                 ],
                 "p": self.provider,
                 "m": self.model,

@@ -8,7 +8,8 @@ engine treats as a refusal.
 Rule 2: a candidate whose parts hold a `functionCall` finishes `tool_calls` (Gemini says `STOP`).
 Rule 3: usage: `input_tokens` is `promptTokenCount` (cached tokens included, as OpenAI counts
 them), `output_tokens` is `candidatesTokenCount` + `thoughtsTokenCount` (thinking is billed as
-output), `cache_read_tokens` is `cachedContentTokenCount`.
+output; `reasoning_tokens` is `thoughtsTokenCount`), `cache_read_tokens` is
+`cachedContentTokenCount`.
 Rule 4: a model part with `thought: true` is a thinking part; its `thoughtSignature` is kept as
 the thinking part's signature.
 """
@@ -113,11 +114,12 @@ def decode_usage(usage: object) -> Usage | None:
     """Gemini `usageMetadata` -> neutral (Rule 3)."""
     if not isinstance(usage, OBJECT):
         return None
+    thoughts = _count(usage.get("thoughtsTokenCount"))
     return Usage(
         input_tokens=_count(usage.get("promptTokenCount")),
-        output_tokens=_count(usage.get("candidatesTokenCount"))
-        + _count(usage.get("thoughtsTokenCount")),
+        output_tokens=_count(usage.get("candidatesTokenCount")) + thoughts,
         cache_read_tokens=_count(usage.get("cachedContentTokenCount")),
+        reasoning_tokens=thoughts,
     )
 
 
@@ -126,9 +128,11 @@ def encode_usage(usage: Usage | None) -> dict[str, Any]:
     usage = usage or Usage()
     out = {
         "promptTokenCount": usage.input_tokens,
-        "candidatesTokenCount": usage.output_tokens,
+        "candidatesTokenCount": usage.output_tokens - usage.reasoning_tokens,
         "totalTokenCount": usage.input_tokens + usage.output_tokens,
     }
+    if usage.reasoning_tokens:
+        out["thoughtsTokenCount"] = usage.reasoning_tokens
     if usage.cache_read_tokens:
         out["cachedContentTokenCount"] = usage.cache_read_tokens
     return out

@@ -71,7 +71,8 @@ def decode_usage(usage: object) -> Usage | None:
     """OpenAI `usage` -> neutral; `input_tokens` includes cached tokens (as `prompt_tokens` does).
 
     Cached tokens come from `prompt_tokens_details.cached_tokens`, or DeepSeek's
-    `prompt_cache_hit_tokens` when that is what the server sends.
+    `prompt_cache_hit_tokens` when that is what the server sends; reasoning tokens (part of
+    `completion_tokens`) from `completion_tokens_details.reasoning_tokens`.
     """
     if not isinstance(usage, OBJECT):
         return None
@@ -79,10 +80,14 @@ def decode_usage(usage: object) -> Usage | None:
     cached = _count(details.get("cached_tokens")) if isinstance(details, OBJECT) else 0
     if not cached:
         cached = _count(usage.get("prompt_cache_hit_tokens"))
+    output = usage.get("completion_tokens_details")
     return Usage(
         input_tokens=_count(usage.get("prompt_tokens")),
         output_tokens=_count(usage.get("completion_tokens")),
         cache_read_tokens=cached,
+        reasoning_tokens=_count(output.get("reasoning_tokens"))
+        if isinstance(output, OBJECT)
+        else 0,
     )
 
 
@@ -94,6 +99,7 @@ def encode_usage(usage: Usage | None) -> dict[str, Any]:
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.input_tokens + usage.output_tokens,
         "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
     }
 
 

@@ -67,27 +67,31 @@ def _count(value: object) -> int:
 
 
 def decode_usage(usage: object) -> Usage | None:
-    """Responses `usage` -> neutral (cached tokens from `input_tokens_details`)."""
+    """Responses `usage` -> neutral (cached tokens from `input_tokens_details`, reasoning
+    tokens, part of `output_tokens`, from `output_tokens_details`)."""
     if not isinstance(usage, OBJECT):
         return None
     details = usage.get("input_tokens_details")
     cached = _count(details.get("cached_tokens")) if isinstance(details, OBJECT) else 0
+    output = usage.get("output_tokens_details")
     return Usage(
         input_tokens=_count(usage.get("input_tokens")),
         output_tokens=_count(usage.get("output_tokens")),
         cache_read_tokens=cached,
+        reasoning_tokens=_count(output.get("reasoning_tokens"))
+        if isinstance(output, OBJECT)
+        else 0,
     )
 
 
 def encode_usage(usage: Usage | None) -> dict[str, Any]:
-    """Neutral usage -> Responses `usage` (zeros when unknown; reasoning tokens 0: the neutral
-    model does not count them apart)."""
+    """Neutral usage -> Responses `usage` (zeros when unknown)."""
     usage = usage or Usage()
     return {
         "input_tokens": usage.input_tokens,
         "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
         "output_tokens": usage.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.input_tokens + usage.output_tokens,
     }
 
