@@ -307,6 +307,7 @@ def test_an_import_that_fails_midway_leaves_the_store_unchanged(
     status, out, err = run(capsys, "import", "litellm", fixture, "--into-store",
                            "--store", store_url, "--replace")  # fmt: skip
     assert status == 1, out
+    assert "writing route 'claude-sonnet' (routes[2] of the import) failed" in err
     assert "routes[3].name" in err
     assert '"claude-sonnet"' in err
     assert "nothing was written" in err

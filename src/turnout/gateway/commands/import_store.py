@@ -18,9 +18,9 @@ cleared). A name taken by an object of another kind (a route named like an impor
 refuses even with `--replace`.
 Rule 5: routes are written without their fallbacks first, then their fallbacks, so routes
 that fall back on each other can be written one by one.
-Rule 6: the import is all or nothing. With `--store`, every write (the project's creation
-included) is made in one transaction: a write that fails rolls them all back, and the error
-names what failed (the object, and each validation problem with its path). Through the admin
+Rule 6: the import is all or nothing, and a refused write's error names the imported object it
+was writing and each problem with its path. With `--store`, every write (the project's creation
+included) is made in one transaction: a write that fails rolls them all back. Through the admin
 API (`--url`), where each write commits on its own, the writes already made are undone in
 reverse order (objects created are deleted, the project too if the import created it, objects
 updated get their fields back); a stored secret the import replaced cannot be read back, so the
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
@@ -49,6 +50,7 @@ from turnout.store.provider_secrets import MASK
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
     from turnout.gateway.commands.control import ControlPlane
 
@@ -167,34 +169,45 @@ def _import(
     counts = _Counts()
     ids: dict[tuple[str, str], str] = {}
 
-    def put(plural: str, body: dict[str, Any]) -> None:
+    def put(plural: str, index: int, body: dict[str, Any]) -> None:
         key = (plural, body["name"].lower())
         found = matches.get(key)
-        if found is None:
-            ids[key] = control.create(plural, pid, body)["id"]
-            undo.steps.append((plural, ids[key], None))
-            counts.created[plural] += 1
-            return
-        stale = set(found) - _READ_ONLY - set(body)
-        patch = body | dict.fromkeys(stale)
-        control.update(plural, pid, found["id"], patch)
+        with _naming(f"{plural[:-1]} {body['name']!r} ({plural}[{index}] of the import)"):
+            if found is None:
+                ids[key] = control.create(plural, pid, body)["id"]
+                undo.steps.append((plural, ids[key], None))
+                counts.created[plural] += 1
+                return
+            stale = set(found) - _READ_ONLY - set(body)
+            patch = body | dict.fromkeys(stale)
+            control.update(plural, pid, found["id"], patch)
         ids[key] = found["id"]
         undo.steps.append((plural, found["id"], _restoring(found, patch, undo)))
         counts.updated[plural] += 1
 
-    for body in sections["providers"]:
-        put("providers", body)
-    for body in sections["routes"]:
-        put("routes", {k: v for k, v in body.items() if k != "fallbacks"})
-    for body in sections["routes"]:
+    for index, body in enumerate(sections["providers"]):
+        put("providers", index, body)
+    for index, body in enumerate(sections["routes"]):
+        put("routes", index, {k: v for k, v in body.items() if k != "fallbacks"})
+    for index, body in enumerate(sections["routes"]):
         if body.get("fallbacks"):
             route_id = ids["routes", body["name"].lower()]
-            control.update("routes", pid, route_id, {"fallbacks": body["fallbacks"]})
+            with _naming(f"route {body['name']!r} (routes[{index}].fallbacks of the import)"):
+                control.update("routes", pid, route_id, {"fallbacks": body["fallbacks"]})
             undo.steps.append(("routes", route_id, {"fallbacks": None}))
     for plural in ("bindings", "policies"):
-        for body in sections[plural]:
-            put(plural, body)
+        for index, body in enumerate(sections[plural]):
+            put(plural, index, body)
     return project, counts
+
+
+@contextmanager
+def _naming(what: str) -> Iterator[None]:
+    """Rule 6: a refused write's error, naming the imported object it was writing."""
+    try:
+        yield
+    except ControlError as exc:
+        raise ControlError(f"writing {what} failed: {exc}") from None
 
 
 def _restoring(found: dict[str, Any], patch: dict[str, Any], undo: _Undo) -> dict[str, Any]:
