@@ -42,3 +42,10 @@ def test_a_stored_route_clashing_with_a_file_route_is_a_problem() -> None:
     clash = STORED_ROUTE.model_copy(update={"name": "main"})
     problems = project_problems(FILE, ProjectSnapshot(id="proj_1", name="acme", routes=(clash,)))
     assert any("main" in message for _, message in problems)
+
+
+def test_a_project_with_nothing_stored_is_the_file_itself() -> None:
+    """With nothing stored in the file's project, its configuration is the file's own object,
+    which the validator accepted when the file was loaded and does not check again."""
+    project = ProjectSnapshot(id="proj_1", name="acme")
+    assert project_config(FILE, project) is FILE

@@ -9,7 +9,7 @@ import pytest
 from turnout.access.keys import KeyRing
 from turnout.config.load import parse_config
 from turnout.errors import AuthenticationFailed, ConfigError
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.runtime.live import Runtime, StoredFacts
 from turnout.mock_upstream.answers import MODELS
 from turnout.providers import Anthropic, AzureOpenAI, MockProvider, OpenAI, OpenAICompatible
 from turnout.routing.clock import FakeClock
@@ -545,6 +545,34 @@ def test_from_config_runs_the_one_validator() -> None:
     assert info.value.errors == (
         ("routes[0].targets[0].provider", "no provider named 'ghost' in the project"),
     )
+
+
+def test_a_loaded_configuration_is_validated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file loader's check stands for the runtime built from the same configuration: the
+    rules run once. A changed copy, or the same configuration with a stored default route, is
+    checked again, and a broken copy is still refused with its errors."""
+    from turnout.config import rules
+
+    runs: list[int] = []
+    check_names = rules._check_names
+
+    def counted(config: FileConfig) -> list[tuple[str, str]]:
+        runs.append(len(config.routes))
+        return check_names(config)
+
+    monkeypatch.setattr(rules, "_check_names", counted)
+    route = {"name": "chat", "models": ["chat"], "targets": [{"provider": "openai"}]}
+    config = parse_config({"providers": [OPENAI], "routes": [route]}, env={})
+    assert runs == [1]
+    Runtime.from_config(config)
+    assert runs == [1]
+    Runtime.from_config(config, stored=StoredFacts(default_route="chat"))
+    assert runs == [1, 1]
+    broken = config.model_copy(update={"routes": (*config.routes, config.routes[0])})
+    with pytest.raises(ConfigError) as info:
+        Runtime.from_config(broken)
+    assert runs == [1, 1, 2]
+    assert info.value.errors == (("routes[1].name", "name 'chat' is already taken by routes[0]"),)
 
 
 def test_embedded_without_keys_serves_the_mock_on_every_endpoint() -> None:

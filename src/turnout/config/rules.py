@@ -7,12 +7,18 @@ the field and the rule. `default_route` is a stored project's default route (the
 `check_config_warnings(config)` returns what loads but deserves a word (a route capped below
 its static attempt total, a provider that gets no implicit route, a target excluded from
 `/v1/messages`), in the same form.
+
+A configuration is immutable (frozen models, tuples), so `check_config` remembers each one it
+accepted (by identity, for the `default_route` it was checked with, for as long as it lives)
+and does not check it again: the file loader checks a configuration and the runtime built from
+it then finds it accepted. A copy with changes (`model_copy`) is another object, checked anew.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib.util
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.bindings import RouteModels, check_bindings, route_models
@@ -46,10 +52,27 @@ __all__ = ["check_config", "check_config_warnings", "mock_script_steps"]
 
 Problems = list[tuple[str, str]]
 
+_ACCEPTED: weakref.WeakValueDictionary[tuple[int, str | None], FileConfig] = (
+    weakref.WeakValueDictionary()
+)
+"""The configurations `check_config` accepted, by `(id, default_route)`; an entry goes when its
+configuration does, so an id reused by a later object never matches it."""
+
 
 def check_config(config: FileConfig, *, default_route: str | None = None) -> Problems:
     """Every cross-object violation in `config`, grouped by rule, in file order within each.
-    `default_route`: the route consumers without an assignment inherit (None: none)."""
+    `default_route`: the route consumers without an assignment inherit (None: none). A
+    configuration already accepted with this `default_route` is not checked again."""
+    key = (id(config), default_route)
+    if _ACCEPTED.get(key) is config:
+        return []
+    errors = _violations(config, default_route)
+    if not errors:
+        _ACCEPTED[key] = config
+    return errors
+
+
+def _violations(config: FileConfig, default_route: str | None) -> Problems:
     served_routes = find_served_routes(config)
     errors: Problems = []
     errors.extend(_check_not_supported(config))

@@ -38,6 +38,8 @@ def project_config(file: FileConfig | None, project: ProjectSnapshot) -> FileCon
     }
     # Only sections the store adds to are touched: a section counts as set once updated.
     update = {name: (*getattr(base, name), *items) for name, items in stored.items() if items}
+    if not update:  # the configuration itself, which the validator may have accepted already
+        return base
     return base.model_copy(update=update)
 
 

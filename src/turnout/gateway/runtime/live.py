@@ -3,8 +3,9 @@
 
 Rule 1: a `Runtime` never changes after it is built: a new configuration builds a new one, with
 empty caches, and the old one is closed (`aclose`) once its requests are done.
-Rule 2: it is built only from a configuration the one validator accepts (`check_config`); what
-loads with a remark is in `warnings`.
+Rule 2: it is built only from a configuration the one validator accepts (`check_config`, which
+does not check again a configuration the file loader already accepted); what loads with a
+remark is in `warnings`.
 Rule 3: with shared state (`state: redis://…`), `start()` shares its health with every replica
 on that store (`turnout.state.shared_health`); `aclose` stops sharing before closing the store.
 """
