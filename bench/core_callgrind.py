@@ -1,20 +1,23 @@
 """Instructions per request of the bare gateway: every part off, counted by callgrind.
 
-Run: ``python bench/core_callgrind.py [--requests N] [--warm N] [--concurrency 64 1] [--keep DIR]``
-(needs ``valgrind``; about a minute per concurrency, most of it the interpreter starting).
+Run: ``python bench/core_callgrind.py [--requests N] [--warm N] [--idle S] [--concurrency 64 1]
+[--keep DIR]`` (needs ``valgrind``; about a minute and a half per concurrency, most of it the
+interpreter starting).
 
 Wall-clock and CPU-time numbers move with whatever else the machine runs; an instruction count
-does not. For each concurrency, ``turnout serve`` runs under ``valgrind --tool=callgrind`` (the
-gateway process only: ``--trace-children=no``) with every part off as in ``gateway.py``'s bare
-row (no access lines, the per-request metrics count a no-op, no audit, ``state: memory``), in
-front of ``turnout mock-upstream``. Callgrind starts with its counting off, so start-up costs
-nothing; a load generator in this process sends ``--warm`` non-streaming chat completions over
-that many keep-alive connections (the connections to the upstream open, the interpreter's
-caches fill), then ``callgrind_control`` turns counting on, exactly ``--requests`` more are
-sent, and the counts are dumped. Instructions per request are that dump's total over
-``--requests``: the gateway's user-space work (the kernel's side of its system calls is not
-counted). The interpreter's hash seed is fixed, so two runs of the same code agree to about
-0.1%.
+barely does. For each concurrency, ``turnout serve`` runs under ``valgrind --tool=callgrind``
+(the gateway process only: ``--trace-children=no``) with every part off as in ``gateway.py``'s
+bare row (no access lines, the per-request metrics count a no-op, no audit, ``state: memory``),
+in front of ``turnout mock-upstream``. Callgrind starts with its counting off, so start-up
+costs nothing. A load generator in this process sends ``--warm`` non-streaming chat completions
+over ``--concurrency`` keep-alive connections (the connections to the upstream open, the
+interpreter's caches fill); then ``callgrind_control`` turns counting on, exactly
+``--requests`` more are sent and the counts are dumped; then ``--idle`` seconds without a
+request are counted and dumped. The gateway does some work on a timer (it polls its store each
+second), which a window of requests counts in proportion to the seconds it took: the idle
+window's rate over those seconds is subtracted. What is left, over ``--requests``, is the
+gateway's user-space work per request (the kernel's side of its system calls is not counted).
+The interpreter's hash seed is fixed; two runs of the same code agree within about 1%.
 
 The dumps are kept in ``--keep`` (a temporary folder by default, named in the output):
 ``callgrind_annotate --inclusive=yes <dump>`` ranks the C functions by their cost.
