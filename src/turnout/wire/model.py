@@ -62,6 +62,23 @@ class TextPart:
     cache_control: dict[str, Any] | None = None
     type: Literal["text"] = "text"
 
+    def __init__(
+        self,
+        text: str,
+        cache_control: dict[str, Any] | None = None,
+        type: Literal["text"] = "text",  # noqa: A002 - the field's name, as the dataclass has it
+    ) -> None:
+        # Made several times per request: the slots are set directly, at half the cost of the
+        # frozen dataclass's own __init__ (object.__setattr__ per field). Same fields, same order.
+        _set_text(self, text)
+        _set_text_cache_control(self, cache_control)
+        _set_text_type(self, type)
+
+
+_set_text, _set_text_cache_control, _set_text_type = (
+    vars(TextPart)[name].__set__ for name in ("text", "cache_control", "type")
+)
+
 
 @dataclass(slots=True, frozen=True)
 class ImagePart:
@@ -201,6 +218,26 @@ class RawBody:
     headers: tuple[tuple[str, str], ...] = ()
     parsed: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     relay: bool = False
+
+    def __init__(
+        self,
+        format: WireFormat,  # noqa: A002 - the field's name, as the dataclass has it
+        body: bytes,
+        headers: tuple[tuple[str, str], ...] = (),
+        parsed: Mapping[str, Any] | None = None,
+        relay: bool = False,
+    ) -> None:
+        # Made on every request: set as `TextPart` sets its slots. Same fields, same order.
+        _set_raw_format(self, format)
+        _set_raw_body(self, body)
+        _set_raw_headers(self, headers)
+        _set_raw_parsed(self, parsed)
+        _set_raw_relay(self, relay)
+
+
+_set_raw_format, _set_raw_body, _set_raw_headers, _set_raw_parsed, _set_raw_relay = (
+    vars(RawBody)[name].__set__ for name in ("format", "body", "headers", "parsed", "relay")
+)
 
 
 @dataclass(slots=True)
