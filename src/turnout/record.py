@@ -46,6 +46,7 @@ class Usage:
         output_tokens: int = 0,
         cache_read_tokens: int = 0,
         cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
     ) -> None:
         # Made on every call: the slots are set directly, at half the cost of the frozen
         # dataclass's own __init__ (object.__setattr__ per field). Same fields, same order.
@@ -53,6 +54,7 @@ class Usage:
         _set_output(self, output_tokens)
         _set_cache_read(self, cache_read_tokens)
         _set_cache_write(self, cache_write_tokens)
+        _set_reasoning(self, reasoning_tokens)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -74,10 +76,13 @@ class Usage:
         }
 
 
-_set_input, _set_output, _set_cache_read, _set_cache_write = (
+_set_input, _set_output, _set_cache_read, _set_cache_write, _set_reasoning = (
     vars(Usage)[name].__set__
-    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-)
+    for name in (
+        "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+        "reasoning_tokens",
+    )
+)  # fmt: skip
 
 
 OUTCOMES: Final = (
