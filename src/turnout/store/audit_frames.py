@@ -9,8 +9,13 @@ its arguments or environment, where other users of the machine could read it.
 Rule 2: every later frame to the child is a batch: `[seq, flush, requests]`, `seq` counting up
 from 1 in the serving process, `flush` true when the serving process waits for the batch (and
 everything before it) to be written, each request the fields of a `FinishedRequest` with its
-routing record as plain JSON and its usage id already minted (so a batch sent twice bills
-once). A record the fast encoder refuses (an integer past 64 bits) travels as its JSON text.
+usage id already minted (so a batch sent twice bills once), then how its routing record
+travels, then the record: `values` (a `RoutingRecord` object as its fields' values in their
+declared order, its attempt entries likewise: taken in one step each on the event loop; the
+child builds the object again and makes it plain JSON with `as_dict`, so the JSON is exactly
+what the serving process would have made), `plain` (a record that was plain JSON already), or
+`text` (its JSON text, when the fast encoder refuses a value, such as an integer past 64
+bits).
 Rule 3: each frame from the child is a report (`Report`): the last batch whose requests are all
 written, rejected or spilled (`written`, -1 for none yet), the last `flush` batch it went
 through (`flushed`), and its writer's counters.
@@ -18,17 +23,19 @@ through (`flushed`), and its writer's counters.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import operator
 import struct
 from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 import orjson
 
-from turnout.record import RoutingRecord
+from turnout.record import AttemptEntry, RoutingRecord, Usage
 from turnout.store.audit_rows import FinishedRequest, IdMint
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
 __all__ = [
     "HEADER",
@@ -38,6 +45,8 @@ __all__ = [
     "encode_batch",
     "frame",
     "held_requests",
+    "record_from_values",
+    "record_values",
 ]
 
 HEADER: Final = struct.Struct(">I")
@@ -73,28 +82,69 @@ def frame(body: bytes) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def _plain_row(done: FinishedRequest, mint: IdMint) -> list[Any]:
+_RECORD_FIELDS: Final = tuple(field.name for field in dataclasses.fields(RoutingRecord))
+_ENTRY_FIELDS: Final = tuple(field.name for field in dataclasses.fields(AttemptEntry))
+_ATTEMPTS: Final = _RECORD_FIELDS.index("attempts")
+_record_values = operator.attrgetter(*_RECORD_FIELDS)
+_entry_values = operator.attrgetter(*_ENTRY_FIELDS)
+_VALUES, _PLAIN, _TEXT = "values", "plain", "text"
+
+
+def record_values(record: RoutingRecord) -> list[Any]:
+    """Rule 2: `record` as its fields' values, its attempt entries likewise (a `Usage` stays
+    an object: the encoder writes it as an object of its fields)."""
+    values = list(_record_values(record))
+    values[_ATTEMPTS] = [_entry_values(entry) for entry in record.attempts]
+    return values
+
+
+def _usage(fields: dict[str, int] | None) -> Usage | None:
+    return None if fields is None else Usage(**fields)
+
+
+def record_from_values(values: list[Any]) -> RoutingRecord:
+    """Rule 2: the routing record `record_values` gave, once it went through JSON."""
+    fields = dict(zip(_RECORD_FIELDS, values, strict=True))
+    attempts = []
+    for entry_values in values[_ATTEMPTS]:
+        entry = dict(zip(_ENTRY_FIELDS, entry_values, strict=True))
+        entry["usage"] = _usage(entry["usage"])
+        entry["shadow"] = tuple(entry["shadow"])
+        attempts.append(AttemptEntry(**entry))
+    fields["attempts"] = attempts
+    fields["usage"] = _usage(fields["usage"])
+    fields["discarded_usage"] = _usage(fields["discarded_usage"])
+    return RoutingRecord(**fields)
+
+
+def _row(done: FinishedRequest, mint: IdMint) -> list[Any]:
     record = done.record
-    plain = record.as_dict() if isinstance(record, RoutingRecord) else record
-    usage_id = done.usage_id or (mint() if plain.get("usage") else None)
+    carried: list[Any] | Mapping[str, Any]
+    if isinstance(record, RoutingRecord):
+        kind, used, carried = _VALUES, record.usage is not None, record_values(record)
+    else:
+        kind, used, carried = _PLAIN, bool(record.get("usage")), record
+    usage_id = done.usage_id or (mint() if used else None)
     return [done.at, done.project, done.key_name, done.endpoint, done.status, done.outcome,
-            done.latency_ms, usage_id, plain]  # fmt: skip
+            done.latency_ms, usage_id, kind, carried]  # fmt: skip
 
 
 def encode_batch(seq: int, flush: bool, requests: Iterable[FinishedRequest], mint: IdMint) -> bytes:
     """Rule 2: the frame of batch `seq`; usage ids not minted yet come from `mint`."""
-    rows = [_plain_row(done, mint) for done in requests]
+    pairs = [(done, _row(done, mint)) for done in requests]
     try:
-        return frame(orjson.dumps([seq, flush, rows]))
+        return frame(orjson.dumps([seq, flush, [row for _, row in pairs]]))
     except orjson.JSONEncodeError:
-        return frame(orjson.dumps([seq, flush, [_encodable(row) for row in rows]]))
+        return frame(orjson.dumps([seq, flush, [_encodable(done, row) for done, row in pairs]]))
 
 
-def _encodable(row: list[Any]) -> list[Any]:
+def _encodable(done: FinishedRequest, row: list[Any]) -> list[Any]:
     try:
         orjson.dumps(row)
     except orjson.JSONEncodeError:
-        return [*row[:-1], json.dumps(row[-1], default=str)]
+        record = done.record
+        plain = record.as_dict() if isinstance(record, RoutingRecord) else record
+        return [*row[:-2], _TEXT, json.dumps(plain, default=str)]
     return row
 
 
@@ -102,8 +152,11 @@ def decode_batch(body: bytes) -> tuple[int, bool, list[FinishedRequest]]:
     """Rule 2: a batch frame's `seq`, `flush` and requests (routing records as plain JSON)."""
     seq, flush, rows = orjson.loads(body)
     requests = []
-    for *fields, record in rows:
-        plain = json.loads(record) if isinstance(record, str) else record
+    for *fields, kind, carried in rows:
+        if kind == _VALUES:
+            plain = record_from_values(carried).as_dict()
+        else:
+            plain = json.loads(carried) if kind == _TEXT else carried
         requests.append(FinishedRequest(plain, *fields))
     return int(seq), bool(flush), requests
 

@@ -124,6 +124,7 @@ class AuditPipe:
         self._seq = 0
         self._sent = 0
         self._flushed = 0
+        self._gone = 0
         self._mint = IdMint()
         self._process: asyncio.subprocess.Process | None = None
         self._stdin: asyncio.StreamWriter | None = None
@@ -158,11 +159,6 @@ class AuditPipe:
         """Requests not confirmed written yet."""
         fallback = 0 if self.fallback is None else self.fallback.queued
         return len(self._pending) + self._held + fallback
-
-    @property
-    def is_child_ready(self) -> bool:
-        """Whether a child process is up and has reported."""
-        return self._stdin is not None and bool(self._report)
 
     @property
     def child_pid(self) -> int | None:
@@ -285,6 +281,7 @@ class AuditPipe:
             gone = frames.popleft()
             self._held -= gone.size
             self.unprotected += gone.size
+            self._gone = gone.seq
             if not self._letting_go:
                 self._letting_go = True
                 logger.warning(
@@ -369,6 +366,8 @@ class AuditPipe:
             for name in self._ended:
                 self._ended[name] += int(self._report.get(name, 0))
             self._report = {}
+            # Frames let go cannot be sent to the next child: a flush waiting for one is over.
+            self._flushed = max(self._flushed, self._gone)
             self._progress.set()
         return ready, code
 
