@@ -121,9 +121,10 @@ async def child_cost(store: Store, spill: Path, rounds: int, label: str) -> None
         await pipe.flush()  # the child is up, and its first flush ran retention
         pid = pipe.child_pid
         assert pid is not None
+        records = [_record(10_000 + round_ * 1000 + number) for number in range(1000)]
         began, began_child = time.process_time(), _child_cpu(pid)
-        for number in range(1000):
-            _submit(pipe, _record(10_000 + round_ * 1000 + number))  # type: ignore[arg-type]
+        for record in records:
+            _submit(pipe, record)  # type: ignore[arg-type]
         await pipe.flush()
         own.append((time.process_time() - began) * 1e6 / 1000)
         child.append((_child_cpu(pid) - began_child) * 1e6 / 1000)

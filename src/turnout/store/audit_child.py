@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -152,6 +153,9 @@ async def serve(stdin: int = 0, stdout: int = 1) -> None:
             max_queue=settings["max_queue"],
             cleanup_seconds=settings["cleanup_seconds"],
         )
+        # What start-up made lives as long as the process: out of the collector's way, so the
+        # many short-lived objects of each batch do not make it walk them again and again.
+        gc.freeze()
         child = _Child(writer, stdout)
         child.report(ready=True)
         await writer.recover()
