@@ -38,6 +38,7 @@ from _gateway_procs import (
     gateway_command,
     pin,
     scrape,
+    settle_below,
     spawn,
     spawn_all,
     start_upstream,
@@ -194,6 +195,7 @@ def part_costs(
         ]
         for port, _ in sides:
             load(port, 64, 1.0, args.script)
+        settle_below([process.pid for process in started])
         seconds = args.parts_seconds
         print("  measuring each part at concurrency 64 ...", flush=True)
         c64 = rounds(lambda port: load(port, 64, seconds, args.script), sides, args.rounds)

@@ -135,6 +135,20 @@ def cpu_of(pids: Sequence[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def settle_below(pids: Sequence[int], limit: float = 15.0) -> None:
+    """Wait (at most `limit` seconds) until the descendants of `pids` idle: the audit writer
+    processes have started (their imports cost about half a CPU second), so that start-up is
+    not counted as work per request."""
+    began = time.perf_counter()
+    before = cpu_of([d for pid in pids for d in descendants(pid)])
+    while time.perf_counter() - began < limit:
+        time.sleep(0.5)
+        now = cpu_of([d for pid in pids for d in descendants(pid)])
+        if now - before < 0.02:
+            return
+        before = now
+
+
 def switches(pids: Sequence[int]) -> int:
     """Context switches (voluntary + nonvoluntary) of every thread of the processes `pids`."""
     total = 0

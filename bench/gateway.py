@@ -98,6 +98,7 @@ from _gateway_procs import (
     pinned,
     scrape,
     serve_args,
+    settle_below,
     spawn,
     start_upstream,
     status_kib,
@@ -235,6 +236,7 @@ def run(args: argparse.Namespace, load: Load) -> Report:
         ports = (upstream_port, port)
         for warm in ports:
             load(warm, 64, 1.0, args.script)
+        settle_below([gateway.pid])
         print("measuring concurrency 1 ...", flush=True)
         c1 = measure(load, ports, gateway.pid, 1, args)
         print("measuring concurrency 64 ...", flush=True)

@@ -28,7 +28,7 @@ from turnout.store.ledger import AuditWriter
 from turnout.store.models import RequestAttempt, RequestAudit, UsageEntry
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import AsyncIterator, Iterator
     from pathlib import Path
 
 # A child that dies once (the first one to run, which leaves the marker file) right after its
@@ -79,8 +79,24 @@ def store(url_store: Store) -> Store:
     return url_store
 
 
+_MADE: list[AuditPipe] = []
+
+
+@pytest.fixture(autouse=True)
+async def _closed_pipes() -> AsyncIterator[None]:
+    """Every pipe a test made is closed after it, so a test that fails leaves no child."""
+    yield
+    while _MADE:
+        pipe = _MADE.pop()
+        if not pipe._closing:
+            pipe.close_seconds = 5.0
+            await pipe.aclose()
+
+
 def _pipe(store: Store, tmp_path: Path, **options: Any) -> AuditPipe:
-    return AuditPipe(store, spill_dir=tmp_path / "spill", **options)
+    pipe = AuditPipe(store, spill_dir=tmp_path / "spill", **options)
+    _MADE.append(pipe)
+    return pipe
 
 
 def _submit_many(sink: AuditPipe | AuditWriter, prefix: str, count: int) -> None:
