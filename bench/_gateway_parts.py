@@ -6,7 +6,9 @@ Rule 1: the gateways compared run side by side and are loaded in alternating rou
 change in the machine's load falls on all of them alike.
 Rule 2: a gateway's CPU per request is its CPU time from before its first round to a moment
 `SETTLE` after its last one (its audit writer finishes the last batch by then), divided by the
-requests answered in its rounds; between its rounds it idles while the others are loaded.
+requests answered in its rounds; between its rounds it idles while the others are loaded. Its
+CPU is its own process's plus its descendants' (the audit writer process), each also given
+alone, as are its context switches per request (every thread of both).
 """
 
 from __future__ import annotations
@@ -28,16 +30,20 @@ from _gateway_procs import (
     Run,
     count_events,
     count_files,
+    cpu_of,
     cpu_seconds,
+    descendants,
     flush_redis,
     free_port,
     gateway_command,
     pin,
     scrape,
+    settle_below,
     spawn,
     spawn_all,
     start_upstream,
     stop,
+    switches,
     write_config,
     wrk,
     wrk_script,
@@ -58,11 +64,28 @@ class Loaded:
 
     runs: list[Run] = field(default_factory=list)
     cpus: list[float] = field(default_factory=list)  # per process loaded, in `sides` order
+    below: float = 0.0  # CPU seconds of their descendants (audit writer processes)
+    switched: int = 0  # context switches of the processes and their descendants
 
     @property
     def cpu(self) -> float:
-        """CPU seconds of every process counted."""
-        return sum(self.cpus)
+        """CPU seconds of every process counted, their audit writer processes included."""
+        return sum(self.cpus) + self.below
+
+    @property
+    def own_cpu_ms(self) -> float:
+        """CPU milliseconds per request of the serving processes alone."""
+        return sum(self.cpus) / max(self.requests, 1) * 1000
+
+    @property
+    def below_cpu_ms(self) -> float:
+        """CPU milliseconds per request of their descendants (the audit writer processes)."""
+        return self.below / max(self.requests, 1) * 1000
+
+    @property
+    def switches_per_request(self) -> float:
+        """Context switches per request, every thread of every process counted."""
+        return self.switched / max(self.requests, 1)
 
     @property
     def requests(self) -> int:
@@ -92,6 +115,13 @@ def rounds(
     child processes too (worker processes)."""
     out = [Loaded() for _ in sides]
     before = [[cpu_seconds(p, children=children) for p in pids] for _, pids in sides]
+    # Descendants counted apart (when `children` does not count them already).
+    below = [[] if children else [d for p in pids for d in descendants(p)] for _, pids in sides]
+    below_before = [cpu_of(pids) for pids in below]
+    every = [[*pids, *more] for (_, pids), more in zip(sides, below, strict=True)]
+    if children:
+        every = [[*pids, *(d for p in pids for d in descendants(p))] for _, pids in sides]
+    switched_before = [switches(pids) for pids in every]
     for _ in range(count):
         for side, (port, _pids) in enumerate(sides):
             result = load(port)
@@ -102,6 +132,8 @@ def rounds(
     for side, (_, pids) in enumerate(sides):
         after = [cpu_seconds(p, children=children) for p in pids]
         out[side].cpus = [a - b for a, b in zip(after, before[side], strict=True)]
+        out[side].below = cpu_of(below[side]) - below_before[side]
+        out[side].switched = switches(every[side]) - switched_before[side]
     return out
 
 
@@ -118,6 +150,8 @@ class PartCost:
     rps_c64: float
     counted: Counted
     checked: bool  # each part counted exactly when it was on
+    audit_process_c64: float = 0.0  # of cpu_c64: the audit writer process's share
+    switches_c64: float = 0.0  # context switches per request at c64
 
 
 def _check(parts: Parts, counted: Counted) -> bool:
@@ -161,6 +195,7 @@ def part_costs(
         ]
         for port, _ in sides:
             load(port, 64, 1.0, args.script)
+        settle_below([process.pid for process in started])
         seconds = args.parts_seconds
         print("  measuring each part at concurrency 64 ...", flush=True)
         c64 = rounds(lambda port: load(port, 64, seconds, args.script), sides, args.rounds)
@@ -176,8 +211,11 @@ def part_costs(
         if not (checked := _check(parts, counted)):
             print(f"warning: the gateway with {name} did not count as its parts say: {counted}")
         costs.append(
-            PartCost(name, c64[i].cpu_ms, c1[i].cpu_ms, c64[i].median().rps, counted, checked)
-        )
+            PartCost(
+                name, c64[i].cpu_ms, c1[i].cpu_ms, c64[i].median().rps, counted, checked,
+                c64[i].below_cpu_ms, c64[i].switches_per_request,
+            )
+        )  # fmt: skip
     return costs
 
 
@@ -192,7 +230,8 @@ def parts_table(costs: list[PartCost]) -> str:
     """Each part's CPU per request and its cost over the bare gateway, in microseconds."""
     bare = costs[0]
     head = ("gateway", "CPU/req c64 (us)", "cost c64 (us)", "CPU/req c1 (us)", "cost c1 (us)",
-            "req/s c64", "counted (log, metrics, audit, redis)")  # fmt: skip
+            "req/s c64", "audit proc c64 (us)", "switches/req c64",
+            "counted (log, metrics, audit, redis)")  # fmt: skip
     lines = [head]
     for cost in costs:
         first = cost is bare
@@ -203,13 +242,15 @@ def parts_table(costs: list[PartCost]) -> str:
             f"{cost.cpu_c1 * 1000:.1f}",
             "" if first else f"{(cost.cpu_c1 - bare.cpu_c1) * 1000:+.1f}",
             f"{cost.rps_c64:,.0f}",
+            f"{cost.audit_process_c64 * 1000:.1f}",
+            f"{cost.switches_c64:.3f}",
             _counted(cost),
         ))  # fmt: skip
     parts = costs[1:-1]
     lines.append((
         "sum of the parts alone", "",
         f"{sum(c.cpu_c64 - bare.cpu_c64 for c in parts) * 1000:+.1f}", "",
-        f"{sum(c.cpu_c1 - bare.cpu_c1 for c in parts) * 1000:+.1f}", "", "",
+        f"{sum(c.cpu_c1 - bare.cpu_c1 for c in parts) * 1000:+.1f}", "", "", "", "",
     ))  # fmt: skip
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join(
@@ -257,11 +298,11 @@ def stream_cpu(
     begun = cpu_seconds(upstream)
     direct_run = load(ports[0], concurrency, seconds, direct)
     upstream_direct = cpu_seconds(upstream) - begun
-    begun, gateway_begun = cpu_seconds(upstream), cpu_seconds(gateway)
+    begun, gateway_begun = cpu_seconds(upstream), cpu_seconds(gateway, children=True)
     through_run = load(ports[1], concurrency, seconds, through)
     upstream_through = cpu_seconds(upstream) - begun
     time.sleep(SETTLE)
-    gateway_cpu = cpu_seconds(gateway) - gateway_begun
+    gateway_cpu = cpu_seconds(gateway, children=True) - gateway_begun
     for run in (direct_run, through_run):
         if run.errors:
             print(f"warning: {run.errors} non-2xx answers to streams", flush=True)

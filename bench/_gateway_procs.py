@@ -4,10 +4,13 @@ with some of its parts turned off), their CPU time, the generated configs, and t
 Rule 1: every process listens on 127.0.0.1; whoever starts one stops it (`stop`), also when the
 benchmark fails.
 Rule 2: CPU time is utime + stime of /proc/<pid>/stat (every thread), summed over a process
-and its children (the workers of `--workers N`).
+and, where said, its descendants: the workers of `--workers N` and each serving process's audit
+writer process. Context switches are voluntary + nonvoluntary of /proc/<pid>/task/*/status,
+summed over every thread.
 Rule 3: a part is turned off only by the bench's own launcher (`SERVE_PARTS`): the product has
-no switch for the audit or the metrics, so the launcher replaces the audit writer with one that
-takes nothing and makes the per-request metrics count a no-op, then runs `turnout serve` as is.
+no switch for the audit or the metrics, so the launcher never starts the audit writer (nor,
+so, its process) and hands it nothing, and makes the per-request metrics count a no-op, then
+runs `turnout serve` as is.
 Access lines are turned off with `--log-level warning`; shared health is `state: memory`
 against a Redis URL.
 """
@@ -85,12 +88,14 @@ def pinned(cpu: int | None) -> list[str]:
 
 
 def pin(pid: int, cpu: int) -> None:
-    """Move every thread of the running process `pid` to `cpu` (threads it starts later
-    inherit it), when pinning is possible."""
+    """Move every thread of the running process `pid` and of its descendants (its audit
+    writer process) to `cpu` (threads and processes started later inherit it), when pinning
+    is possible."""
     if can_pin():
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(ProcessLookupError):
-                os.sched_setaffinity(int(task.name), {cpu})
+        for one in (pid, *descendants(pid)):
+            for task in Path(f"/proc/{one}/task").iterdir():
+                with contextlib.suppress(ProcessLookupError):
+                    os.sched_setaffinity(int(task.name), {cpu})
 
 
 def _children(pid: int) -> list[int]:
@@ -105,16 +110,56 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def descendants(pid: int) -> list[int]:
+    """The live processes below `pid`: its children, theirs, and so on."""
+    found = _children(pid)
+    for child in list(found):
+        found += descendants(child)
+    return found
+
+
 def cpu_seconds(pid: int, *, children: bool = False) -> float:
     """User + system CPU seconds of process `pid` so far (every thread; with `children`, plus
-    its live child processes')."""
-    pids = [pid, *(_children(pid) if children else ())]
+    its live descendants')."""
+    pids = [pid, *(descendants(pid) if children else ())]
+    return cpu_of(pids)
+
+
+def cpu_of(pids: Sequence[int]) -> float:
+    """User + system CPU seconds of the processes `pids` so far (every thread)."""
     total = 0
     for one in pids:
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def settle_below(pids: Sequence[int], limit: float = 15.0) -> None:
+    """Wait (at most `limit` seconds) until the descendants of `pids` idle: the audit writer
+    processes have started (their imports cost about half a CPU second), so that start-up is
+    not counted as work per request."""
+    began = time.perf_counter()
+    before = cpu_of([d for pid in pids for d in descendants(pid)])
+    while time.perf_counter() - began < limit:
+        time.sleep(0.5)
+        now = cpu_of([d for pid in pids for d in descendants(pid)])
+        if now - before < 0.02:
+            return
+        before = now
+
+
+def switches(pids: Sequence[int]) -> int:
+    """Context switches (voluntary + nonvoluntary) of every thread of the processes `pids`."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    for line in (task / "status").read_text().splitlines():
+                        if "ctxt_switches:" in line:
+                            total += int(line.split()[1])
+    return total
 
 
 def children_cpu_seconds() -> float:
@@ -378,17 +423,10 @@ SERVE_PARTS = """\
 import sys
 off = set(filter(None, sys.argv.pop(1).split(",")))
 if "audit" in off:
+    # The audit writer is made but never started (so no process of its own) nor handed a request.
     import turnout.gateway.server.audit as audit
-    import turnout.store.ledger as ledger
-    assert hasattr(ledger, "audit_sink") and hasattr(audit, "Observer"), "audit seams moved"
-
-    class NoAudit:
-        dropped = 0
-        def submit(self, record, **fields): pass
-        async def start(self): pass
-        async def aclose(self): pass
-
-    ledger.audit_sink = lambda store, **options: NoAudit()
+    assert hasattr(audit, "AuditedControl") and hasattr(audit, "Observer"), "audit seams moved"
+    audit.AuditedControl = lambda control, writer: control
     observer = audit.Observer
     audit.Observer = lambda *args, sink=None, **options: observer(*args, **options)
 if "metrics" in off:

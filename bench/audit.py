@@ -4,7 +4,11 @@ Run: ``python bench/audit.py [--postgres URL] [--rounds N]``. In-process:
 
 - ``as_dict``: turning a finished routing record (three attempt entries) into plain JSON, which
   the observer does once per request;
-- ``submit``: `AuditWriter.submit`, the only audit work on the event loop;
+- ``submit``: `AuditWriter.submit`, the only work of the writer in the serving process on the
+  event loop;
+- ``pipe``: what the serving process does per request when the writer runs in a process of its
+  own (`AuditPipe`): `submit`, then making the request plain JSON and framing it
+  (`encode_batch`), all on the event loop; and the frame's bytes per request;
 - ``flush 1,000``: writing 1,000 requests (1,000 audit rows, 3,000 attempt rows, 1,000 usage
   entries) in the writer's default batches, on SQLite (a temporary file) and, with
   ``--postgres``, PostgreSQL (a temporary schema, dropped at the end): the wall time, and the
@@ -12,6 +16,10 @@ Run: ``python bench/audit.py [--postgres URL] [--rounds N]``. In-process:
   the event loop only waits, divided by the requests). Requests are submitted as the gateway
   submits them, as routing record objects, so the writer's CPU includes making them plain JSON.
   The database server's own CPU (PostgreSQL) is not counted: it is not the gateway's.
+- ``through the audit process``: the same 1,000 requests through an `AuditPipe` (its child
+  process started and ready first), until `flush` returns: this process's CPU per request
+  (submit, plain JSON, frames, reading the reports) and the child's (utime + stime of
+  /proc/<pid>/stat), each given alone.
 
 Medians over ``--rounds``. Wall times mean little on a loaded machine; CPU times much more.
 Nothing leaves the machine.
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -29,9 +38,13 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from turnout.record import AttemptEntry, RoutingRecord, Usage
 from turnout.store import SecretBox, Store, migrate, open_store
+from turnout.store.audit_frames import encode_batch
+from turnout.store.audit_pipe import AuditPipe
+from turnout.store.audit_rows import IdMint
 from turnout.store.ledger import AuditWriter
 
 
@@ -77,8 +90,50 @@ def hand_off(rounds: int, spill: Path, store: Store) -> None:
     for _ in range(rounds):
         writer = AuditWriter(store, spill_dir=spill, max_queue=1_000_000, batch_size=10**9)
         submits.append(_per_call_us(lambda w=writer: _submit(w, plain), 10_000))
+    framed, size = [], 0
+    for _ in range(rounds):
+        pipe = AuditPipe(store, spill_dir=spill)
+        mint = IdMint()
+        began = time.process_time()
+        for number in range(10):
+            for _ in range(1000):
+                _submit(pipe, record)  # type: ignore[arg-type]
+            size = len(encode_batch(number, False, pipe._pending, mint))
+            pipe._pending = []
+        framed.append((time.process_time() - began) / 10_000 * 1e6)
     print(f"as_dict (3 attempt entries): {statistics.median(as_dict):.2f} µs per request")
     print(f"submit:                      {statistics.median(submits):.2f} µs per request")
+    print(f"pipe (submit, plain, frame): {statistics.median(framed):.2f} µs per request, "
+          f"{size / 1000:.0f} bytes")  # fmt: skip
+
+
+def _child_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def child_cost(store: Store, spill: Path, rounds: int, label: str) -> None:
+    """Print the CPU per request of this process and of the audit process, through a pipe."""
+    own, child = [], []
+    for round_ in range(rounds):
+        pipe = AuditPipe(store, spill_dir=spill)
+        await pipe.start()
+        await pipe.flush()  # the child is up, and its first flush ran retention
+        pid = pipe.child_pid
+        assert pid is not None
+        records = [_record(10_000 + round_ * 1000 + number) for number in range(1000)]
+        began, began_child = time.process_time(), _child_cpu(pid)
+        for record in records:
+            _submit(pipe, record)  # type: ignore[arg-type]
+        await pipe.flush()
+        own.append((time.process_time() - began) * 1e6 / 1000)
+        child.append((_child_cpu(pid) - began_child) * 1e6 / 1000)
+        if pipe.spilled or pipe.queued:
+            raise RuntimeError("the store refused a batch; the number would not be a write")
+        await pipe.aclose()
+    print(f"through the audit process, {label + ':':<12} this process "
+          f"{statistics.median(own):5.1f} µs, the audit process {statistics.median(child):6.1f} "
+          "µs per request")  # fmt: skip
 
 
 async def flush_cost(store: Store, spill: Path, rounds: int, label: str) -> None:
@@ -105,7 +160,9 @@ def _postgres(url: str, box: SecretBox) -> tuple[Store, Store, str]:
     admin = open_store(url, secrets=box)
     with admin.engine.begin() as connection:
         connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    store = open_store(url, secrets=box, connect_args={"options": f"-csearch_path={schema}"})
+    # In the URL itself, so that the audit process, which gets the URL alone, writes there too.
+    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    store = open_store(scoped.render_as_string(hide_password=False), secrets=box)
     return admin, store, schema
 
 
@@ -121,12 +178,14 @@ async def main() -> None:
         migrate(sqlite)
         hand_off(args.rounds, spill, sqlite)
         await flush_cost(sqlite, spill, args.rounds, "SQLite")
+        await child_cost(sqlite, spill, args.rounds, "SQLite")
         sqlite.close()
         if args.postgres:
             admin, store, schema = _postgres(args.postgres, box)
             try:
                 migrate(store)
                 await flush_cost(store, spill, args.rounds, "PostgreSQL")
+                await child_cost(store, spill, args.rounds, "PostgreSQL")
             finally:
                 store.close()
                 with admin.engine.begin() as connection:

@@ -22,9 +22,11 @@ Measured, every part on:
 
 - latency p50/p99 at concurrency 1, and req/s and p99 at concurrency 64, direct and through
   (``--rounds`` alternating rounds; the median round of each side is kept);
-- gateway CPU milliseconds per proxied request: /proc/<pid>/stat utime+stime from before the
-  first round to just after the last (its audit writer finishes the last batch), divided by the
-  requests answered through it;
+- gateway CPU milliseconds per proxied request: /proc/<pid>/stat utime+stime of the serving
+  process and of its audit writer process (its child, on the same CPU) from before the first
+  round to just after the last (the audit writer finishes the last batch), divided by the
+  requests answered through it; each process's share and the context switches per request
+  (every thread of both) are printed under the table;
 - streaming time to first token added: a small aiohttp client timing the first SSE event
   that carries content, alternating direct and through, concurrency 1;
 - the CPU of a ten-event stream: many streams in a loop, gateway CPU ÷ streams, beside the
@@ -96,6 +98,7 @@ from _gateway_procs import (
     pinned,
     scrape,
     serve_args,
+    settle_below,
     spawn,
     start_upstream,
     status_kib,
@@ -148,8 +151,11 @@ class Sides:
 
     direct: Run
     through: Run
-    cpu_ms: float
+    cpu_ms: float  # the serving process and its audit writer process
     cpu_share: float  # gateway CPU seconds per second of the through windows
+    own_ms: float = 0.0  # the serving process alone
+    audit_ms: float = 0.0  # its audit writer process alone
+    switches: float = 0.0  # context switches per request, every thread of both
 
 
 def measure(
@@ -168,6 +174,9 @@ def measure(
         through.median(by_latency),
         through.cpu_ms,
         through.cpu / max(elapsed, 1e-9),
+        through.own_cpu_ms,
+        through.below_cpu_ms,
+        through.switches_per_request,
     )
 
 
@@ -193,6 +202,8 @@ class Report:
     cpu_ms_per_request_c1: float
     cpu_ms_per_request_c64: float
     gateway_cpu_share_c64: float
+    split_c64: tuple[float, float, float]  # serving process ms, audit process ms, switches
+    split_c1: tuple[float, float, float]
     ttft_direct: float
     ttft_through: float
     stream: StreamCost
@@ -225,6 +236,7 @@ def run(args: argparse.Namespace, load: Load) -> Report:
         ports = (upstream_port, port)
         for warm in ports:
             load(warm, 64, 1.0, args.script)
+        settle_below([gateway.pid])
         print("measuring concurrency 1 ...", flush=True)
         c1 = measure(load, ports, gateway.pid, 1, args)
         print("measuring concurrency 64 ...", flush=True)
@@ -270,6 +282,8 @@ def run(args: argparse.Namespace, load: Load) -> Report:
         cpu_ms_per_request_c1=c1.cpu_ms,
         cpu_ms_per_request_c64=c64.cpu_ms,
         gateway_cpu_share_c64=c64.cpu_share,
+        split_c64=(c64.own_ms, c64.audit_ms, c64.switches),
+        split_c1=(c1.own_ms, c1.audit_ms, c1.switches),
         ttft_direct=ttft[0],
         ttft_through=ttft[1],
         stream=stream,
@@ -450,7 +464,14 @@ def preamble(report: Report) -> str:
 def epilogue(report: Report) -> str:
     """What the gateway counted, the stream's numbers, the part table, the workers' numbers."""
     c, s = report.counted, report.stream
+    split = "".join(
+        f"\n  {name}: serving process {own:.3f} + audit process {audit:.3f} = "
+        f"{own + audit:.3f} ms per request; {switched:.3f} context switches per request"
+        for name, (own, audit, switched) in (("c64", report.split_c64), ("c1", report.split_c1))
+    )
     text = (
+        f"gateway CPU per request, counted in the serving process and its audit writer process:"
+        f"{split}\n"
         f"counted by the everything-on gateway: {c.metrics_requests:,} routed requests in "
         f"/metrics, {c.access_lines:,} JSON access lines, {c.audit_rows:,} audit rows, "
         f"{c.audit_dropped:,} audit rows dropped\n"

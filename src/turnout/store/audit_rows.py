@@ -13,7 +13,9 @@ holds none either, so nothing here can carry a secret.
 Rule 2: usage is billed on the provider and model that served, as the routing record says, at
 the record's cost (the serving call's usage at that provider's prices); never on the route.
 Rule 3: a usage entry gets its `id` when it is made, once, so writing it twice writes one row.
-Ids come from an `IdMint`: a start time and random bits drawn once per mint, then a counter, so
+A finished request may carry that id already (`usage_id`, minted where it was made, so that
+handing it over twice, to a writer in another process, still bills it once). Ids come from an
+`IdMint`: a start time and random bits drawn once per mint, then a counter, so
 ids of one mint never repeat, ids of two mints differ in their random part, and one mint's ids
 grow in order (the ledger's index on them is appended to, not split at random places).
 """
@@ -82,8 +84,9 @@ UsageRow = tuple[Any, ...]
 class FinishedRequest(NamedTuple):
     """One request the gateway finished: its routing record (Rule 1), when it ended
     (`at`, epoch seconds), the caller's project and key name, the endpoint (path), the status
-    sent (499 when the caller left), the outcome (`answered`, `failed`, `cancelled`) and the
-    time it took (`latency_ms`)."""
+    sent (499 when the caller left), the outcome (`answered`, `failed`, `cancelled`), the
+    time it took (`latency_ms`) and, when its usage entry's id was minted already, that id
+    (Rule 3; None: minted when the entry is made)."""
 
     record: Mapping[str, Any] | RoutingRecord
     at: float
@@ -93,6 +96,7 @@ class FinishedRequest(NamedTuple):
     status: int
     outcome: str
     latency_ms: int
+    usage_id: str | None = None
 
 
 class IdMint:
@@ -191,7 +195,7 @@ def attempt_rows(record: Mapping[str, Any]) -> list[AttemptRow]:
 
 def usage_entry(done: FinishedRequest, record: Mapping[str, Any], mint: IdMint) -> UsageRow | None:
     """Rules 2 and 3: the usage entry of `done` (whose routing record as plain JSON is
-    `record`) with a new id from `mint`, or None when it used no token."""
+    `record`) with its `usage_id`, else a new id from `mint`; None when it used no token."""
     tokens = _tokens(record)
     if not any(tokens):
         return None
@@ -199,7 +203,7 @@ def usage_entry(done: FinishedRequest, record: Mapping[str, Any], mint: IdMint) 
         done.at,
         done.project,
         done.key_name,
-        mint(),
+        done.usage_id or mint(),
         record["request_id"],
         record.get("served_provider"),
         record.get("served_model"),

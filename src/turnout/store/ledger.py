@@ -164,8 +164,13 @@ class AuditWriter:
         `FinishedRequest`)."""
         # The named tuple made as a plain one: its generated constructor costs several times more.
         done: FinishedRequest = tuple.__new__(
-            FinishedRequest, (record, at, project, key_name, endpoint, status, outcome, latency_ms)
+            FinishedRequest,
+            (record, at, project, key_name, endpoint, status, outcome, latency_ms, None),
         )
+        self.submit_finished(done)
+
+    def submit_finished(self, done: FinishedRequest) -> None:
+        """Rule 1: queue one finished request made already (its usage id minted, or not)."""
         pending = self._pending
         if len(pending) + len(self._retries) >= self.max_queue:
             entry = usage_entry(done, record_of(done), self._mint)
@@ -179,10 +184,15 @@ class AuditWriter:
 
     async def start(self) -> None:
         """Write what earlier writers spilled (Rule 4), then start the worker."""
-        async with self._lock:
-            await asyncio.to_thread(self._recover)
+        await self.recover()
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def recover(self) -> None:
+        """Rule 4: adopt the spill files of writers that ended, and write what they spilled
+        (the first part of `start`, for a caller that runs `flush` itself)."""
+        async with self._lock:
+            await asyncio.to_thread(self._recover)
 
     async def aclose(self) -> None:
         """Rule 6: stop the worker and write what is queued."""

@@ -12,6 +12,7 @@ from turnout.store.models import RequestAttempt, RequestAudit, UsageEntry
 
 if TYPE_CHECKING:
     from turnout.store import Store
+    from turnout.store.audit_pipe import AuditPipe
     from turnout.store.ledger import AuditWriter
 
 NOW = 1_790_000_000.0
@@ -43,7 +44,7 @@ def record(
 
 
 def submit(
-    writer: AuditWriter,
+    writer: AuditWriter | AuditPipe,
     request_id: str,
     *,
     at: float = NOW,

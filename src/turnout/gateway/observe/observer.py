@@ -8,8 +8,8 @@ Rule 2: health transitions arrive through `Health.observe`; the engine knows no 
 Rule 3: with shared state, the store's health (watched about once a second by the health
 sharing) is the `turnout_shared_state_up` gauge.
 Rule 4: with a sink (the store's audit writer), each request with a routing record is handed to
-it once, as the finished record object (the sink turns it into plain JSON off the event loop);
-the sink queues it without I/O. Its count of
+it once, as the finished record object (the sink turns it into plain JSON later, not in the
+request's own path); the sink queues it without I/O. Its count of
 dropped audit rows feeds `turnout_audit_dropped_total`. A request refused before it was routed
 (no routing record: a missing or unknown key, a bad body) is handed over too, as a record of its
 request id and error code alone, with the outcome `refused`.
@@ -56,7 +56,8 @@ FAILOVER_OUTCOMES: Final = frozenset({"failed", "refused", "rejected", "paused",
 
 
 class RequestSink(Protocol):
-    """Where finished requests go (the store's `AuditWriter`): `submit` must not block."""
+    """Where finished requests go (the store's `AuditPipe` or `AuditWriter`): `submit` must
+    not block."""
 
     @property
     def dropped(self) -> int:

@@ -2,10 +2,12 @@
 and the writer's life beside the control plane.
 
 Rule 1: each serving process (each pre-forked worker, after the fork) has one audit writer, the
-sink of its app's observer. It starts at lifespan startup, once the control plane has loaded
-the store and before the listener accepts, and replays what earlier processes spilled; it is
-closed at lifespan shutdown, after the listener stopped and before the store closes, so what
-is queued is written (or its usage spilled).
+sink of its app's observer: an `AuditPipe`, whose writing runs in a child process of that
+serving process (`audit_process`), logging as it does; with an in-memory store, a writer in the
+process itself. It starts at lifespan startup, once the control plane has loaded the store and
+before the listener accepts, without waiting for the child; the child replays what earlier
+processes spilled. It is closed at lifespan shutdown, after the listener stopped and before the
+store closes, so what is queued is written (or its usage spilled).
 Rule 2: the spill folder is `audit_spill_dir` when set (a relative path is resolved against
 the configuration file's folder, or the working directory without a file); else, with an
 SQLite store file, `<file>-spill` beside it (`turnout.db-spill`); else (PostgreSQL, an
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -35,13 +38,15 @@ if TYPE_CHECKING:
 
     from turnout.gateway.runtime.control import ControlPlane
     from turnout.gateway.runtime.served import ServedProjects
+    from turnout.store.audit_pipe import AuditPipe
     from turnout.store.engine import Store
-    from turnout.store.ledger import AuditWriter
 
 __all__ = ["AuditedControl", "spill_folder", "store_app"]
 
 logger = logging.getLogger("turnout.gateway")
 
+CHILD_COMMAND: Final = (sys.executable, "-m", "turnout.gateway.server.audit_process")
+"""The command line of a serving process's audit writer process (Rule 1)."""
 SPILL_FOLDER: Final = "turnout-spill"
 """The spill folder's name when the store is not an SQLite file (Rule 2)."""
 
@@ -63,7 +68,7 @@ class AuditedControl:
     """A control plane whose serving process audits its requests (Rule 1): the app's runtime
     source, starting and closing the `writer` around the control plane's own life."""
 
-    def __init__(self, control: ControlPlane, writer: AuditWriter) -> None:
+    def __init__(self, control: ControlPlane, writer: AuditPipe) -> None:
         self.control = control
         self.writer = writer
 
@@ -88,14 +93,15 @@ class AuditedControl:
 def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
     """The app of one serving process over `control`, auditing its requests into the store
     (Rule 1). `config_path` is the configuration file (None: the embedded defaults)."""
-    from turnout.store.ledger import audit_sink  # noqa: PLC0415 - the database layer, lazily
+    from turnout.store.audit_pipe import AuditPipe  # noqa: PLC0415 - the database layer, lazily
 
     base = Path(config_path).resolve().parent if config_path else Path.cwd()
     file = control.file
-    writer = audit_sink(
+    writer = AuditPipe(
         control.store,
         spill_dir=spill_folder(control.store.engine.url, file.audit_spill_dir, base),
         retention_days=file.audit_retention_days,
+        command=CHILD_COMMAND,
     )
     app = GatewayApp(
         control=AuditedControl(control, writer),

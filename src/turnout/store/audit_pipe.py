@@ -1,0 +1,399 @@
+"""The serving process's side of the audit writer process: finished requests go, in batches
+down a pipe, to a child process (`audit_child`) that writes them to the store, so the serving
+process's event loop never shares its interpreter lock with the store's writes.
+
+Rule 1: `submit` runs on the event loop, does no I/O and takes constant time: it appends the
+request. Every `send_seconds` (0.05), or once `frame_size` requests wait, they are made plain
+(the routing record as plain JSON, the usage entry's id minted here) and sent as one frame; the
+write never blocks the loop (past 16 MiB waiting in the pipe, frames wait here instead).
+Rule 2: the child starts beside serving (`start` returns at once); requests submitted before it
+is up wait here. It gets the store's URL and the writer's options in its first frame, on its
+standard input. Each serving process (each pre-forked worker) has a child of its own.
+Rule 3: a frame is kept here until the child reports it written (every request written,
+rejected for its data, or dropped with its usage spilled, by the writer's rules). Past
+`max_queue` requests kept, the oldest frames the child has received already are let go
+(`unprotected` counts their requests; the child still writes them, unless it dies).
+Rule 4: when the child dies, an ERROR line says so, a new child is started and every frame
+kept is sent to it again. Sending twice bills once: a usage entry's id was minted here, and
+the store skips an audit row or a usage entry it holds already.
+Rule 5: when no child can be started (or one exits before it is ready), or the store lives in
+this process's memory (`:memory:`, which no other process can open), the requests are written
+by an `AuditWriter` in this process instead (on a thread), from the frames kept on; one line
+says why.
+Rule 6: `flush` sends what waits and returns once the child has gone through it (written, or
+refused by the store and kept for later as the writer's rules say). `aclose` sends what waits,
+closes the child's input and waits up to `close_seconds` for it to write everything and exit;
+then it kills it, and an ERROR line counts the requests not confirmed written.
+Rule 7: `dropped`, `rejected`, `spilled` are the child's counters as last reported (summed
+over the children this process started), so the metric of dropped audit rows stays right.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+import orjson
+
+from turnout.store.audit_child import read_frame
+from turnout.store.audit_frames import Settings, encode_batch, frame, held_requests
+from turnout.store.audit_rows import FinishedRequest, IdMint
+from turnout.store.ledger import AuditWriter
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from turnout.record import RoutingRecord
+    from turnout.store.engine import Store
+
+__all__ = ["CHILD_COMMAND", "AuditPipe"]
+
+logger = logging.getLogger("turnout.store")
+
+CHILD_COMMAND: Final = (sys.executable, "-m", "turnout.store.audit_child")
+"""The child process's command line (it holds no setting)."""
+_PIPE_LIMIT: Final = 16 * 1024 * 1024
+"""Bytes waiting in the pipe past which frames wait here (Rule 1)."""
+
+
+_RESTART_SECONDS: Final = 0.5
+"""The pause before a child that died is replaced, so a child that keeps dying does not
+take a CPU (Rule 4)."""
+
+
+class _Frame(NamedTuple):
+    seq: int
+    size: int
+    data: bytes
+
+
+class AuditPipe:
+    """The audit writer of `store`, in a child process (see the module's rules).
+
+    `spill_dir`, `retention_days`, `batch_size`, `flush_seconds`, `max_queue` and
+    `cleanup_seconds` as for `AuditWriter` (the child's writer takes them; `max_queue` also
+    bounds the requests kept here, Rule 3). `send_seconds` (0.05): the longest a request waits
+    here before it is sent. `frame_size` (1,000): requests per frame at most. `close_seconds`
+    (30): how long `aclose` waits for the child. `command`: the child's command line.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        spill_dir: Path,
+        retention_days: float = 30,
+        batch_size: int = 2000,
+        flush_seconds: float = 1.0,
+        max_queue: int = 10_000,
+        cleanup_seconds: float = 3600.0,
+        send_seconds: float = 0.05,
+        frame_size: int = 1000,
+        close_seconds: float = 30.0,
+        command: Sequence[str] = CHILD_COMMAND,
+    ) -> None:
+        self.store = store
+        self.settings: Settings = {
+            "url": store.engine.url.render_as_string(hide_password=False),
+            "spill_dir": str(spill_dir),
+            "retention_days": retention_days,
+            "batch_size": batch_size,
+            "flush_seconds": flush_seconds,
+            "max_queue": max_queue,
+            "cleanup_seconds": cleanup_seconds,
+        }
+        self.max_queue = max_queue
+        self.send_seconds = send_seconds
+        self.frame_size = frame_size
+        self.close_seconds = close_seconds
+        self.command = tuple(command)
+        self.unprotected = 0
+        """Requests let go while the child had not reported them written (Rule 3)."""
+        self.fallback: AuditWriter | None = None
+        """The writer in this process, once requests are written here (Rule 5)."""
+        self._report: dict[str, Any] = {}
+        self._ended = {"dropped": 0, "rejected": 0}
+        self._pending: list[FinishedRequest] = []
+        self._frames: deque[_Frame] = deque()
+        self._held = 0
+        self._seq = 0
+        self._sent = 0
+        self._flushed = 0
+        self._gone = 0
+        self._mint = IdMint()
+        self._process: asyncio.subprocess.Process | None = None
+        self._stdin: asyncio.StreamWriter | None = None
+        self._wake = asyncio.Event()
+        self._progress = asyncio.Event()
+        self._sender: asyncio.Task[None] | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._closing = False
+        self._letting_go = False
+
+    @property
+    def dropped(self) -> int:
+        """Audit rows the writers dropped because their queue was full (Rule 7)."""
+        fallback = 0 if self.fallback is None else self.fallback.dropped
+        return self._ended["dropped"] + int(self._report.get("dropped", 0)) + fallback
+
+    @property
+    def rejected(self) -> int:
+        """Audit rows the writers dropped because the store rejected their data (Rule 7)."""
+        fallback = 0 if self.fallback is None else self.fallback.rejected
+        return self._ended["rejected"] + int(self._report.get("rejected", 0)) + fallback
+
+    @property
+    def spilled(self) -> int:
+        """Usage entries in the current writer's spill file, as last reported."""
+        if self.fallback is not None:
+            return self.fallback.spilled
+        return int(self._report.get("spilled", 0))
+
+    @property
+    def queued(self) -> int:
+        """Requests not confirmed written yet."""
+        fallback = 0 if self.fallback is None else self.fallback.queued
+        return len(self._pending) + self._held + fallback
+
+    @property
+    def child_pid(self) -> int | None:
+        """The current child process's id (None when there is none)."""
+        return None if self._process is None else self._process.pid
+
+    def submit(
+        self,
+        record: Mapping[str, Any] | RoutingRecord,
+        *,
+        at: float,
+        project: str | None,
+        key_name: str | None,
+        endpoint: str,
+        status: int,
+        outcome: str,
+        latency_ms: int,
+    ) -> None:
+        """Rule 1: take one finished request (as `AuditWriter.submit`)."""
+        if self.fallback is not None:
+            self.fallback.submit(record, at=at, project=project, key_name=key_name,
+                                 endpoint=endpoint, status=status, outcome=outcome,
+                                 latency_ms=latency_ms)  # fmt: skip
+            return
+        pending = self._pending
+        pending.append(
+            tuple.__new__(
+                FinishedRequest,
+                (record, at, project, key_name, endpoint, status, outcome, latency_ms, None),
+            )
+        )
+        if len(pending) >= self.frame_size:
+            self._wake.set()
+
+    async def start(self) -> None:
+        """Rule 2: start the child (or Rule 5: the writer in this process) and return."""
+        if self._supervisor is not None or self.fallback is not None:
+            return
+        database = self.store.engine.url.database
+        if not self.store.is_postgres and (not database or database == ":memory:"):
+            await self._fall_back("the store is in this process's memory", level=logging.INFO)
+            return
+        loop = asyncio.get_running_loop()
+        self._supervisor = loop.create_task(self._supervise())
+        self._sender = loop.create_task(self._send_often())
+
+    async def flush(self) -> None:
+        """Rule 6: send what waits; return once the child went through it."""
+        if self._supervisor is None and self.fallback is None:
+            await self.start()
+        if self.fallback is None:
+            seq = self._pack(flush=True)
+            self._push()
+            while self._flushed < seq and self.fallback is None and self._is_supervised():
+                self._progress.clear()
+                await self._progress.wait()
+        if self.fallback is not None:
+            await self.fallback.flush()
+
+    async def aclose(self) -> None:
+        """Rule 6: send what waits, then let the child write it and exit."""
+        self._closing = True
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sender
+        if self.fallback is None and self._supervisor is not None:
+            self._pack(flush=True)
+            self._push(everything=True)
+            self._end_input()
+            await self._await_child()
+            held = len(self._pending) + self._held
+            if held:
+                logger.error("audit: %d requests not confirmed written at shutdown", held)
+        if self.fallback is not None:
+            await self.fallback.aclose()
+
+    def _is_supervised(self) -> bool:
+        return self._supervisor is not None and not self._supervisor.done()
+
+    async def _await_child(self) -> None:
+        supervisor = self._supervisor
+        assert supervisor is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(supervisor), self.close_seconds)
+        if not supervisor.done():
+            logger.error("audit: the audit process did not finish in %s s; stopped",
+                         self.close_seconds)  # fmt: skip
+            if self._process is not None and self._process.returncode is None:
+                self._process.kill()
+            await supervisor
+
+    async def _send_often(self) -> None:
+        """Rule 1: every `send_seconds`, or when a frame's worth waits, send a frame."""
+        while not self._closing and self.fallback is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.send_seconds)
+            self._wake.clear()
+            if self._pending:
+                self._pack(flush=False)
+            self._push()
+
+    def _pack(self, *, flush: bool) -> int:
+        """The waiting requests as the next frame(s), kept (Rule 3); the last one's seq."""
+        pending, self._pending = self._pending, []
+        for start in range(0, max(len(pending), 1), self.frame_size):
+            part = pending[start : start + self.frame_size]
+            self._seq += 1
+            last = start + self.frame_size >= len(pending)
+            data = encode_batch(self._seq, flush and last, part, self._mint)
+            self._frames.append(_Frame(self._seq, len(part), data))
+            self._held += len(part)
+        self._let_go()
+        return self._seq
+
+    def _let_go(self) -> None:
+        """Rule 3: past `max_queue` requests kept, forget the oldest frames already sent."""
+        frames = self._frames
+        while self._held > self.max_queue and frames and frames[0].seq <= self._sent:
+            gone = frames.popleft()
+            self._held -= gone.size
+            self.unprotected += gone.size
+            self._gone = gone.seq
+            if not self._letting_go:
+                self._letting_go = True
+                logger.warning(
+                    "audit: more than %d requests wait for the audit process; the oldest are "
+                    "no longer kept to be sent again",
+                    self.max_queue,
+                )
+
+    def _push(self, *, everything: bool = False) -> None:
+        """Write the frames the child has not received yet, without blocking (Rule 1)."""
+        stdin = self._stdin
+        frames = self._frames
+        if stdin is None or stdin.is_closing() or not frames:
+            return
+        transport = stdin.transport
+        for index in range(max(self._sent + 1 - frames[0].seq, 0), len(frames)):
+            if not everything and transport.get_write_buffer_size() > _PIPE_LIMIT:
+                break
+            stdin.write(frames[index].data)
+            self._sent = frames[index].seq
+
+    def _end_input(self) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.close()
+
+    def _take(self, report: dict[str, Any]) -> None:
+        """A report from the child (Rules 3 and 7)."""
+        self._report = report
+        frames = self._frames
+        while frames and frames[0].seq <= report["written"]:
+            self._held -= frames.popleft().size
+        if self._held <= self.max_queue:
+            self._letting_go = False
+        self._flushed = max(self._flushed, report["flushed"])
+        self._progress.set()
+
+    async def _supervise(self) -> None:
+        """Rules 2, 4 and 5: run a child; start another when it dies."""
+        while True:
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+                )
+            except OSError as exc:
+                await self._fall_back(f"the audit process could not start ({exc})")
+                return
+            ready, code = await self._run_child(process)
+            if self._closing:
+                return
+            if not ready:
+                await self._fall_back(f"the audit process exited (status {code}) before it "
+                                      "was ready")  # fmt: skip
+                return
+            logger.error(
+                "audit: the audit process exited (status %s); starting another and sending it "
+                "the %d requests not confirmed written",
+                code,
+                self._held,
+            )
+            await asyncio.sleep(_RESTART_SECONDS)
+
+    async def _run_child(self, process: asyncio.subprocess.Process) -> tuple[bool, int]:
+        """Feed one child and read its reports until it exits: whether it was ready, its
+        exit status."""
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self._process = process
+        process.stdin.write(frame(orjson.dumps(self.settings)))
+        self._stdin = process.stdin
+        self._sent = self._frames[0].seq - 1 if self._frames else self._seq
+        self._push(everything=self._closing)
+        if self._closing:
+            self._end_input()
+        ready = False
+        try:
+            while (body := await read_frame(process.stdout)) is not None:
+                ready = True
+                self._take(orjson.loads(body))
+        finally:
+            self._stdin = None
+            code = await process.wait()
+            for name in self._ended:
+                self._ended[name] += int(self._report.get(name, 0))
+            self._report = {}
+            # Frames let go cannot be sent to the next child: a flush waiting for one is over.
+            self._flushed = max(self._flushed, self._gone)
+            self._progress.set()
+        return ready, code
+
+    async def _fall_back(self, why: str, *, level: int = logging.WARNING) -> None:
+        """Rule 5: write in this process from now on, beginning with the requests kept."""
+        logger.log(level, "audit: writing the audit in this process: %s", why)
+        writer = AuditWriter(
+            self.store,
+            spill_dir=Path(self.settings["spill_dir"]),
+            retention_days=self.settings["retention_days"],
+            batch_size=self.settings["batch_size"],
+            flush_seconds=self.settings["flush_seconds"],
+            max_queue=self.settings["max_queue"],
+            cleanup_seconds=self.settings["cleanup_seconds"],
+        )
+        kept = [done for kept in self._frames for done in held_requests(kept.data)]
+        kept += self._pending
+        self._frames.clear()
+        self._held, self._pending = 0, []
+        self.fallback = writer
+        self._progress.set()
+        for done in kept:
+            writer.submit_finished(done)
+        if self._closing:
+            return
+        try:
+            await writer.start()
+        except Exception:  # serving goes on: the writer's flush retries
+            logger.exception("audit: the audit writer could not start")

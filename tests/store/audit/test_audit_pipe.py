@@ -1,0 +1,304 @@
+"""The audit writer in a child process, on both backends, with real child processes: the rows it
+writes, flush and close, a child that dies (killed, or between writing and reporting), a store
+that refuses, the fallback to a writer in this process, and the counters."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pytest
+from sqlalchemy import delete, text
+
+from tests.store.audit._support import counts, record, submit
+from tests.store.conftest import SECRET_KEY
+from turnout.store import SecretBox, Store, migrate, open_store
+from turnout.store.audit_child import read_frame
+from turnout.store.audit_frames import encode_batch, frame
+from turnout.store.audit_pipe import AuditPipe
+from turnout.store.audit_rows import FinishedRequest, IdMint
+from turnout.store.ledger import AuditWriter
+from turnout.store.models import RequestAttempt, RequestAudit, UsageEntry
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+    from pathlib import Path
+
+# A child that dies once (the first one to run, which leaves the marker file) right after its
+# first write, before it reports it: as if it were killed between the two.
+_DIES_AFTER_WRITING = """
+import os, sys
+from turnout.store import audit_child
+marker = sys.argv[1]
+first = not os.path.exists(marker)
+open(marker, "a").close()
+report = audit_child._Child.report
+def dying(self, *, ready=False):
+    if first and not ready:
+        os._exit(9)
+    report(self, ready=ready)
+audit_child._Child.report = dying
+audit_child.main()
+"""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A store without tables whose URL alone opens it again (a child process gets the URL
+    only): an SQLite file, or a PostgreSQL schema named in the URL's options."""
+    box = SecretBox(SECRET_KEY)
+    if request.param == "sqlite":
+        store = open_store(f"sqlite:///{tmp_path}/db/turnout.db", secrets=box)
+        yield store
+        store.close()
+        return
+    base: str = request.getfixturevalue("postgres_url")
+    schema = f"p_{uuid.uuid4().hex[:12]}"
+    setup = open_store(base)
+    with setup.engine.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    store = open_store(f"{base}?options=-csearch_path%3D{schema}", secrets=box)
+    yield store
+    store.close()
+    with setup.engine.begin() as connection:
+        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    setup.close()
+
+
+@pytest.fixture
+def store(url_store: Store) -> Store:
+    """The store of `url_store`, migrated."""
+    migrate(url_store)
+    return url_store
+
+
+_MADE: list[AuditPipe] = []
+
+
+@pytest.fixture(autouse=True)
+async def _closed_pipes() -> AsyncIterator[None]:
+    """Every pipe a test made is closed after it, so a test that fails leaves no child."""
+    yield
+    while _MADE:
+        pipe = _MADE.pop()
+        if not pipe._closing:
+            pipe.close_seconds = 5.0
+            await pipe.aclose()
+
+
+def _pipe(store: Store, tmp_path: Path, **options: Any) -> AuditPipe:
+    pipe = AuditPipe(store, spill_dir=tmp_path / "spill", **options)
+    _MADE.append(pipe)
+    return pipe
+
+
+def _submit_many(sink: AuditPipe | AuditWriter, prefix: str, count: int) -> None:
+    for number in range(count):  # now: the child's retention must not delete them
+        submit(sink, f"{prefix}{number}", at=time.time(), tokens=(10 + number, 2))
+
+
+def _rows(store: Store) -> list[list[tuple[Any, ...]]]:
+    """Every audit, attempt and usage row, without the columns the writer makes up (row
+    numbers, usage ids), sorted."""
+    tables = []
+    with store.engine.connect() as connection:
+        for model in (RequestAudit, RequestAttempt, UsageEntry):
+            columns = [c for c in model.__table__.columns if c.name != "id"]
+            rows = connection.execute(model.__table__.select().with_only_columns(*columns))
+            tables.append(sorted((tuple(row) for row in rows), key=repr))
+    return tables
+
+
+def _empty(store: Store) -> None:
+    with store.engine.begin() as connection:
+        for model in (RequestAttempt, RequestAudit, UsageEntry):
+            connection.execute(delete(model))
+
+
+async def test_the_child_writes_the_rows_the_thread_writer_writes(
+    store: Store, tmp_path: Path
+) -> None:
+    """The same requests, written once by a writer in this process and once through the
+    child, leave the same audit, attempt and usage rows."""
+    at = time.time()
+    writer = AuditWriter(store, spill_dir=tmp_path / "spill")
+    for number in range(30):
+        submit(writer, f"r{number}", at=at + number, tokens=(number % 3, 5 * (number % 2)))
+    await writer.aclose()
+    by_thread = _rows(store)
+    _empty(store)
+    pipe = _pipe(store, tmp_path)
+    await pipe.start()
+    for number in range(30):
+        submit(pipe, f"r{number}", at=at + number, tokens=(number % 3, 5 * (number % 2)))
+    await pipe.aclose()
+    assert [len(rows) for rows in by_thread] == [30, 60, 25]
+    assert _rows(store) == by_thread
+
+
+async def test_flush_returns_once_the_child_wrote(store: Store, tmp_path: Path) -> None:
+    """flush sends what waits and returns after the child wrote it (its own timer would
+    wait an hour), with nothing kept and the counters reported."""
+    pipe = _pipe(store, tmp_path, flush_seconds=3600.0, send_seconds=3600.0)
+    await pipe.start()
+    _submit_many(pipe, "r", 25)
+    await pipe.flush()
+    assert counts(store) == (25, 50, 25)
+    assert (pipe.queued, pipe.dropped, pipe.spilled, pipe.rejected) == (0, 0, 0, 0)
+    assert pipe.child_pid is not None
+    assert pipe.fallback is None
+    await pipe.aclose()
+
+
+async def test_a_killed_child_is_replaced_and_nothing_is_lost(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGKILL to the child while requests flow: an ERROR line, a new child, every request
+    written once, every usage entry once."""
+    pipe = _pipe(store, tmp_path, send_seconds=0.01)
+    await pipe.start()
+    _submit_many(pipe, "a", 200)
+    await pipe.flush()
+    first = pipe.child_pid
+    assert first is not None
+    _submit_many(pipe, "b", 300)
+    await asyncio.sleep(0.05)  # let some of them go down the pipe
+    os.kill(first, signal.SIGKILL)
+    _submit_many(pipe, "c", 300)
+    with caplog.at_level(logging.ERROR, logger="turnout.store"):
+        await pipe.flush()
+    assert counts(store) == (800, 1600, 800)
+    assert pipe.child_pid not in (None, first)
+    assert "the audit process exited" in caplog.text
+    await pipe.aclose()
+
+
+async def test_a_batch_sent_again_bills_once(store: Store, tmp_path: Path) -> None:
+    """A child that dies after writing a batch but before reporting it: the next child gets
+    the batch again and writes nothing twice (the usage ids were minted here)."""
+    marker = tmp_path / "died-once"
+    command = (sys.executable, "-c", _DIES_AFTER_WRITING, str(marker))
+    pipe = _pipe(store, tmp_path, command=command)
+    await pipe.start()
+    _submit_many(pipe, "r", 40)
+    await pipe.flush()
+    assert marker.exists()
+    assert counts(store) == (40, 80, 40)
+    assert pipe.queued == 0
+    await pipe.aclose()
+
+
+async def test_a_refusing_store_has_usage_spilled_by_the_child(
+    url_store: Store, tmp_path: Path
+) -> None:
+    """Against a store without its tables the child spills the usage and reports nothing
+    written (the requests stay kept here); once the store takes writes, a flush writes all."""
+    pipe = _pipe(url_store, tmp_path)
+    await pipe.start()
+    _submit_many(pipe, "r", 5)
+    await pipe.flush()
+    assert (pipe.queued, pipe.spilled) == (5, 5)
+    assert len(list((tmp_path / "spill").glob("usage-*.jsonl"))) == 1
+    migrate(url_store)
+    await pipe.flush()
+    assert counts(url_store) == (5, 10, 5)
+    assert (pipe.queued, pipe.spilled) == (0, 0)
+    await pipe.aclose()
+
+
+async def test_aclose_writes_what_waits_and_the_child_exits(store: Store, tmp_path: Path) -> None:
+    """Closing sends what waits, and the child writes it and exits on its own."""
+    pipe = _pipe(store, tmp_path, flush_seconds=3600.0, send_seconds=3600.0)
+    await pipe.start()
+    _submit_many(pipe, "r", 12)
+    await pipe.aclose()
+    process = pipe._process
+    assert counts(store) == (12, 24, 12)
+    assert process is not None
+    assert process.returncode == 0
+    assert pipe.queued == 0
+
+
+async def test_the_child_ends_when_its_input_ends(store: Store, tmp_path: Path) -> None:
+    """A child whose input closes (its serving process gone) writes what it read, reports
+    it written, and exits with status 0."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "turnout.store.audit_child",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdin is not None
+    assert process.stdout is not None
+    pipe = _pipe(store, tmp_path)  # only for its settings
+    process.stdin.write(frame(orjson.dumps(pipe.settings)))
+    done = [
+        FinishedRequest(record, time.time(), "default", "app", "/v1/messages", 200, "answered", 9)
+        for record in [record(f"r{number}") for number in range(3)]
+    ]
+    process.stdin.write(encode_batch(1, False, done, IdMint()))
+    process.stdin.close()
+    reports = []
+    while (body := await read_frame(process.stdout)) is not None:
+        reports.append(orjson.loads(body))
+    assert await process.wait() == 0
+    assert reports[0]["ready"]
+    assert reports[-1]["written"] == 1
+    assert counts(store) == (3, 6, 3)
+
+
+async def test_an_in_memory_store_is_written_in_this_process(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """No child can open `:memory:`: the requests go to a writer in this process, and one
+    line says why."""
+    store = open_store("sqlite:///:memory:")
+    pipe = _pipe(store, tmp_path)
+    with caplog.at_level(logging.INFO, logger="turnout.store"):
+        await pipe.start()
+    assert pipe.child_pid is None
+    assert pipe.fallback is not None
+    submit(pipe, "r1")
+    assert pipe.fallback.queued == 1
+    assert "in this process's memory" in caplog.text
+    await pipe.aclose()
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "command", [("/nonexistent/python",), (sys.executable, "-c", "pass")], ids=["spawn", "exit"]
+)
+async def test_a_child_that_cannot_start_leaves_the_writing_here(
+    store: Store, tmp_path: Path, command: tuple[str, ...], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A child that cannot be started, or exits before it is ready: the requests kept so far
+    and those after are written by a writer in this process."""
+    pipe = _pipe(store, tmp_path, command=command)
+    _submit_many(pipe, "a", 4)
+    with caplog.at_level(logging.WARNING, logger="turnout.store"):
+        await pipe.start()
+        await pipe.flush()
+    _submit_many(pipe, "b", 3)
+    await pipe.flush()
+    assert pipe.fallback is not None
+    assert counts(store) == (7, 14, 7)
+    assert "writing the audit in this process" in caplog.text
+    await pipe.aclose()
+
+
+async def test_audit_rows_the_child_drops_are_counted_here(store: Store, tmp_path: Path) -> None:
+    """Eight requests reach a child whose writer holds five at most: three audit rows are
+    dropped (their usage is kept) and `dropped` here says three."""
+    pipe = _pipe(store, tmp_path, max_queue=5, flush_seconds=3600.0, send_seconds=3600.0)
+    await pipe.start()
+    _submit_many(pipe, "r", 8)
+    await pipe.flush()
+    assert counts(store) == (5, 10, 8)
+    assert pipe.dropped == 3
+    await pipe.aclose()
+    assert pipe.dropped == 3
