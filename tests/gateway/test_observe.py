@@ -274,3 +274,40 @@ def test_pending_counts_reach_metrics_as_observe_would_add_them() -> None:
     assert value("turnout_overhead_seconds_sum") == pytest.approx(0.0045)
     assert value("turnout_route_calls_total", route="triage", outcome="answered") == 5
     assert _samples(metrics) == samples
+
+
+def test_each_call_counts_under_its_own_labels() -> None:
+    """Calls of different kinds keep their counts apart: each token kind under its own
+    `kind`, the cost under the answered call only, durations under each call's outcome, and
+    a call with no provider or model under empty labels."""
+    metrics = Metrics()
+    for _ in range(2):
+        record = _record("failed", "answered")
+        record.attempts[0].usage = Usage(input_tokens=1, output_tokens=2)
+        record.attempts[1].usage = Usage(
+            input_tokens=3, output_tokens=4, cache_read_tokens=5, cache_write_tokens=6
+        )
+        record.cost = 0.5
+        metrics.count_request(record, "answered", [record.attempts[0]], None)
+    record = _record("answered")
+    record.attempts[0].provider = record.attempts[0].model = None
+    metrics.count_request(record, "answered", [], None)
+    samples = _samples(metrics)
+
+    def value(name: str, **labels: str) -> float | None:
+        return samples.get((name, frozenset(labels.items())))
+
+    tokens = "turnout_tokens_total"
+    assert value(tokens, provider="openai", model="m0", kind="input") == 2
+    assert value(tokens, provider="openai", model="m0", kind="output") == 4
+    assert value(tokens, provider="openai", model="m0", kind="cache_read") is None
+    kinds = {"input": 6, "output": 8, "cache_read": 10, "cache_write": 12}
+    for kind, tokens_counted in kinds.items():
+        assert value(tokens, provider="openai", model="m1", kind=kind) == tokens_counted
+    assert value("turnout_cost_usd_total", provider="openai", model="m1") == 1.0
+    assert value("turnout_cost_usd_total", provider="openai", model="m0") is None
+    calls = "turnout_attempt_duration_seconds_count"
+    assert value(calls, provider="openai", model="m0", outcome="failed") == 2
+    assert value(calls, provider="openai", model="m1", outcome="answered") == 2
+    assert value(calls, provider="", model="", outcome="answered") == 1
+    assert value("turnout_route_calls_total", route="triage", outcome="answered") == 3

@@ -247,10 +247,24 @@ def log_access(values: tuple[Any, ...]) -> None:
 
 
 def _json_access(values: tuple[Any, ...]) -> str:
-    """The access line as `JsonFormatter` writes it, built without a log record."""
-    line = {"time": _iso(time.time()), "level": "INFO", "logger": "turnout.access"}
-    line["event"] = "access"
-    line.update(zip(_ALL_FIELDS, values, strict=False))
+    """The access line as `JsonFormatter` writes it, built without a log record: a routed
+    request's object made in one go (keys in the order of `ACCESS_FIELDS` and `ROUTED_FIELDS`;
+    a dict grown key by key is resized on the way)."""
+    if len(values) == len(_ALL_FIELDS):
+        (request_id, method, path, status, key, duration, route, target, provider, model,
+         attempts, failovers, overhead, inputs, outputs, cost, cache) = values  # fmt: skip
+        line = {
+            "time": _iso(time.time()), "level": "INFO", "logger": "turnout.access",
+            "event": "access", "request_id": request_id, "method": method, "path": path,
+            "status": status, "key": key, "duration_ms": duration, "route": route,
+            "target": target, "provider": provider, "model": model, "attempts": attempts,
+            "failovers": failovers, "overhead_ms": overhead, "input_tokens": inputs,
+            "output_tokens": outputs, "cost_usd": cost, "cache": cache,
+        }  # fmt: skip
+    else:
+        line = {"time": _iso(time.time()), "level": "INFO", "logger": "turnout.access"}
+        line["event"] = "access"
+        line.update(zip(_ALL_FIELDS, values, strict=False))
     return orjson.dumps(line, default=str).decode()
 
 

@@ -37,7 +37,7 @@ from turnout.gateway.observe.workers import MULTIPROC_ENV
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
-    from turnout.record import AttemptEntry, RoutingRecord, Usage
+    from turnout.record import AttemptEntry, RoutingRecord
 
 __all__ = ["CONTENT_TYPE", "FLUSH_AFTER", "MULTIPROC_ENV", "Metrics"]
 
@@ -121,6 +121,8 @@ class Metrics:
             registry=registry,
         )
         self._children: dict[Hashable, Any] = {}
+        self._calls: dict[tuple[str, str], Any] = {}  # (route, outcome) -> its calls child
+        self._calls_of: dict[tuple[str | None, str | None, str], _Call] = {}
         self._counts: dict[Any, float] = {}  # counter child -> amount not yet added
         # histogram child -> [sum, count per bucket...] not yet added
         self._observed: dict[Any, list[float]] = {}
@@ -188,38 +190,43 @@ class Metrics:
         overhead: float | None,
     ) -> None:
         """Count one finished request: its outcome, failovers, hedges, each call's duration,
-        the tokens and cost, and (when known) the gateway's own time."""
+        the tokens and cost, and (when known) the gateway's own time. Rule 2: one lookup of
+        the route's counter and one of each call's children (`_Call`), then additions."""
+        counts = self._counts
+        if not counts and not self._observed:
+            self._pending()
         route = record.route
-        self._add(self._child(self.calls, route, outcome), 1.0)
+        calls = self._calls.get((route, outcome))
+        if calls is None:
+            calls = self._calls[(route, outcome)] = self.calls.labels(route, outcome)
+        counts[calls] = counts.get(calls, 0.0) + 1.0
         for entry in failovers:
             self._add(self._child(self.failovers, route, entry.error_class or entry.outcome), 1.0)
         if record.hedges:
             self._add(self._child(self.hedges, route), record.hedges)
         for entry in record.attempts:
-            if entry.duration_ms is None:
+            duration = entry.duration_ms
+            if duration is None:
                 continue
-            provider, model = entry.provider or "", entry.model or ""
-            self._observe(
-                self._child(self.attempt_seconds, provider, model, entry.outcome),
-                entry.duration_ms / 1000,
-            )
+            key = (entry.provider, entry.model, entry.outcome)
+            call = self._calls_of.get(key)
+            if call is None:
+                call = self._calls_of[key] = _Call(self, *key)
+            self._observe(call.seconds, duration / 1000)
             usage = entry.usage
             if usage is not None:
-                self._count_tokens(provider, model, usage)
-            if entry.outcome == "answered" and record.cost:
-                self._add(self._child(self.cost, provider, model), record.cost)
+                for kind, count in enumerate(
+                    (usage.input_tokens, usage.output_tokens,
+                     usage.cache_read_tokens, usage.cache_write_tokens)
+                ):  # fmt: skip
+                    if count:
+                        child = call.tokens[kind] or call.token_child(kind)
+                        counts[child] = counts.get(child, 0.0) + count
+            if call.answered and record.cost:
+                child = call.cost or call.cost_child()
+                counts[child] = counts.get(child, 0.0) + record.cost
         if overhead is not None:
             self._observe(self.overhead, overhead)
-
-    def _count_tokens(self, provider: str, model: str, usage: Usage) -> None:
-        for kind, count in (
-            ("input", usage.input_tokens),
-            ("output", usage.output_tokens),
-            ("cache_read", usage.cache_read_tokens),
-            ("cache_write", usage.cache_write_tokens),
-        ):
-            if count:
-                self._add(self._child(self.tokens, provider, model, kind), count)
 
     def count_transition(self, key: str, to: str) -> None:
         """Count one health transition of `key` (`provider/model`)."""
@@ -242,3 +249,39 @@ class Metrics:
             MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
             return generate_latest(registry)
         return generate_latest(self.registry)
+
+
+_TOKEN_KINDS: Final = ("input", "output", "cache_read", "cache_write")
+"""The `kind` label of `turnout_tokens`, in the order `count_request` reads a usage."""
+
+
+class _Call:
+    """The label children of one kind of upstream call (provider, model, outcome): its
+    duration histogram's at once, its token and cost counters' when they first count (a
+    series is rendered from its first count on, as before)."""
+
+    __slots__ = ("_metrics", "_model", "_provider", "answered", "cost", "seconds", "tokens")
+
+    def __init__(
+        self, metrics: Metrics, provider: str | None, model: str | None, outcome: str
+    ) -> None:
+        self._metrics = metrics
+        self._provider = provider or ""
+        self._model = model or ""
+        self.answered = outcome == "answered"
+        self.seconds = metrics._child(metrics.attempt_seconds, self._provider, self._model, outcome)
+        self.tokens: list[Any] = [None] * len(_TOKEN_KINDS)
+        self.cost: Any = None
+
+    def token_child(self, kind: int) -> Any:
+        """The counter of `_TOKEN_KINDS[kind]` tokens (made on first use)."""
+        metrics = self._metrics
+        child = metrics._child(metrics.tokens, self._provider, self._model, _TOKEN_KINDS[kind])
+        self.tokens[kind] = child
+        return child
+
+    def cost_child(self) -> Any:
+        """The cost counter (made on first use)."""
+        metrics = self._metrics
+        self.cost = metrics._child(metrics.cost, self._provider, self._model)
+        return self.cost
