@@ -128,6 +128,7 @@ class _Child:
                 self.written = max(self.written, upto)
             self.flushed = asked
             self.report()
+            gc.collect()  # the collector runs here only: see `serve`
             if self.ended and not self.waiting:
                 return
 
@@ -156,6 +157,9 @@ async def serve(stdin: int = 0, stdout: int = 1) -> None:
         # What start-up made lives as long as the process: out of the collector's way, so the
         # many short-lived objects of each batch do not make it walk them again and again.
         gc.freeze()
+        # The requests of a batch hold no cycle, but their many objects made the collector
+        # run again and again while they waited: it runs once after each write instead.
+        gc.disable()
         child = _Child(writer, stdout)
         child.report(ready=True)
         await writer.recover()
@@ -166,6 +170,7 @@ async def serve(stdin: int = 0, stdout: int = 1) -> None:
         child.report()
         store.close()
     finally:
+        gc.enable()
         transport.close()
 
 
