@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 from sqlalchemy import String, delete, select
 
+from turnout.record import epoch_parts
 from turnout.store.audit_rows import ATTEMPT_FIELDS, AUDIT_FIELDS, USAGE_FIELDS
 from turnout.store.models import Base, Key, Project, RequestAttempt, RequestAudit, UsageEntry
 
@@ -186,8 +187,10 @@ class IdsByName:
 
 
 def _stored_time(epoch: float) -> str:
-    """`epoch` as the text SQLAlchemy stores an aware UTC time as on SQLite."""
-    return datetime.fromtimestamp(epoch, UTC).isoformat(" ", "microseconds")[:26]
+    """`epoch` as the text SQLAlchemy stores an aware UTC time as on SQLite
+    (`datetime.fromtimestamp(epoch, UTC).isoformat(" ", "microseconds")[:26]`)."""
+    text, micro = epoch_parts(epoch)
+    return f"{text[:10]} {text[11:]}.{micro:06d}"
 
 
 def _moment(epoch: float) -> datetime:
