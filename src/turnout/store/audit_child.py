@@ -31,9 +31,10 @@ import gc
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
@@ -42,6 +43,8 @@ from turnout.store.engine import open_store
 from turnout.store.ledger import AuditWriter
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from turnout.store.audit_rows import FinishedRequest
 
 __all__ = ["main", "serve"]
@@ -176,6 +179,11 @@ async def serve(stdin: int = 0, stdout: int = 1) -> None:
 
 def main() -> None:
     """Rules 4 and 5: the process's entry point."""
+    # The sqlite3 module binds None only after asking, for each such value, whether it adapts
+    # itself (two failed attribute lookups, their error messages formatted), more than the
+    # rest of the value's binding. An adapter of None found at once (`{}.get(None)` is None)
+    # binds the same NULL. Global to the process: set here, where the process is the writer's.
+    sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     out = os.dup(1)
