@@ -36,7 +36,7 @@ from turnout.record import AttemptEntry, RoutingRecord, Usage, iso_utc
 from turnout.store.audit_rows import FinishedRequest, IdMint
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 __all__ = [
     "HEADER",
@@ -149,11 +149,20 @@ _FAST: Final = (
 """Rule 2's shortcut holds: `as_dict` copies each field's value under the field's name (a
 `Usage` as an object of its fields in their order, which is how it travels), but for the
 attempt entries (made likewise) and an entry's `started_at` (from `started_wall`)."""
+
+
+def _maker(shape: tuple[tuple[str, ...], tuple[int, ...]]) -> Callable[[list[Any]], dict[str, Any]]:
+    """A function making the object of `shape`'s keys (in order), each the value at its place
+    in a list of values: one dict display, several times faster than `dict(zip(...))`."""
+    keys, places = shape
+    items = ", ".join(f"{key!r}: values[{place}]" for key, place in zip(keys, places, strict=True))
+    # Of the record's own field names and positions, known at import: no value is part of it.
+    return eval(f"lambda values: {{{items}}}")  # type: ignore[no-any-return]  # noqa: S307
+
+
 if _FAST:
-    _record_keys, _record_places = _RECORD_SHAPE  # type: ignore[misc]
-    _entry_keys, _entry_places = _ENTRY_SHAPE  # type: ignore[misc]
-    _record_taken = operator.itemgetter(*_record_places)
-    _entry_taken = operator.itemgetter(*_entry_places)
+    _plain_record = _maker(_RECORD_SHAPE)  # type: ignore[arg-type]
+    _plain_entry = _maker(_ENTRY_SHAPE)  # type: ignore[arg-type]
 
 
 def plain_from_values(values: list[Any]) -> dict[str, Any]:
@@ -163,12 +172,12 @@ def plain_from_values(values: list[Any]) -> dict[str, Any]:
     `started_wall`."""
     if not _FAST or len(values) != len(_RECORD_FIELDS):
         return record_from_values(values).as_dict()
-    plain = dict(zip(_record_keys, _record_taken(values), strict=True))
+    plain = _plain_record(values)
     attempts = []
     for entry_values in values[_ATTEMPTS]:
         if len(entry_values) != len(_ENTRY_FIELDS):
             return record_from_values(values).as_dict()
-        entry = dict(zip(_entry_keys, _entry_taken(entry_values), strict=True))
+        entry = _plain_entry(entry_values)
         wall = entry["started_at"]
         if wall is not None:
             entry["started_at"] = iso_utc(wall)
