@@ -237,9 +237,13 @@ def _write_sqlite(
             times[row[0]] = time = _stored_time(row[0])
             values.append((time, project_id, key_id, *row[1:]))
         run(_SQLITE_AUDIT, values)
-        added = run("SELECT request_id FROM request_audit WHERE id > ?", (before,))
-        stored = set(added.scalars())
-        kept = [row for row in attempts if row[0] in stored]
+        added = run("SELECT count(*) FROM request_audit WHERE id > ?", (before,)).scalar_one()
+        if added == len(audits):  # as a rule: every request id was new, every attempt row kept
+            kept = attempts
+        else:
+            taken = run("SELECT request_id FROM request_audit WHERE id > ?", (before,))
+            stored = set(taken.scalars())
+            kept = [row for row in attempts if row[0] in stored]
         if kept:
             run(_SQLITE_ATTEMPTS, kept)
     if usage:

@@ -154,6 +154,25 @@ async def test_a_reused_request_id_keeps_the_first_audit_row(store: Store, tmp_p
     await writer.aclose()
 
 
+async def test_a_reused_request_id_adds_no_attempt_row_of_its_own(
+    store: Store, tmp_path: Path
+) -> None:
+    """A later request reusing an `x-request-id`, with more attempt entries than the first,
+    beside a new request in its batch: the first request keeps its two attempt rows alone."""
+    writer = _writer(store, tmp_path)
+    submit(writer, "same")
+    await writer.flush()
+    longer = record("same")
+    longer["attempts"].append({**longer["attempts"][-1], "index": 3})
+    writer.submit(longer, at=NOW, project="default", key_name="app",
+                  endpoint="/v1/chat/completions", status=200, outcome="answered",
+                  latency_ms=5)  # fmt: skip
+    submit(writer, "new")
+    await writer.flush()
+    assert counts(store) == (2, 4, 3)
+    await writer.aclose()
+
+
 async def test_retention_deletes_only_old_audit_rows_about_hourly(
     store: Store, tmp_path: Path
 ) -> None:
