@@ -46,6 +46,7 @@ from turnout.store.audit_rows import (
     attempt_rows,
     audit_row,
     record_of,
+    tokens_of,
     usage_dict,
     usage_entry,
     usage_tuple,
@@ -282,13 +283,14 @@ class AuditWriter:
         mint = self._mint
         for finished in batch.requests:
             record = record_of(finished)
-            entry = usage_entry(finished, record, mint)
+            tokens = tokens_of(record)
+            entry = usage_entry(finished, record, mint, tokens)
             if entry is not None:
                 usage.append(entry)
             request_id = record["request_id"]
             if request_id not in seen:
                 seen.add(request_id)
-                rows.append((audit_row(finished, record), attempt_rows(record)))
+                rows.append((audit_row(finished, record, tokens), attempt_rows(record)))
         audits = [audit for audit, _ in rows]
         attempts = [attempt for _, some in rows for attempt in some]
         try:
