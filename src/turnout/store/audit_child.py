@@ -100,8 +100,7 @@ class _Child:
         while (body := await read_frame(reader)) is not None:
             seq, flush, requests = decode_batch(body)
             if len(self.waiting) >= self.writer.max_queue:
-                for done in requests:  # Rule 2: the writer's bound applies
-                    self.writer.submit_finished(done)
+                self.writer.submit_all(requests)  # Rule 2: the writer's bound applies
             else:
                 self.waiting.extend(requests)
             self.received = seq
@@ -121,8 +120,7 @@ class _Child:
             self.wake.clear()
             taken, upto, asked = self.waiting, self.received, self.flush_asked
             self.waiting = []
-            for done in taken:
-                writer.submit_finished(done)
+            writer.submit_all(taken)
             try:
                 await writer.flush()
             except Exception:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tests.store.audit._support import DAY, NOW, counts, record, submit
 from turnout.store import migrate
+from turnout.store.audit_rows import FinishedRequest
 from turnout.store.audit_writes import delete_expired_audit
 from turnout.store.ledger import AuditWriter, audit_sink
 from turnout.store.spill import read_spill
@@ -138,6 +139,28 @@ async def test_a_full_queue_drops_audit_rows_but_keeps_usage(
     assert counts(store) == (2, 4, 5)
     warnings = [r for r in caplog.records if "queue is full" in r.getMessage()]
     assert len(warnings) == 1
+    await writer.aclose()
+
+
+async def test_requests_submitted_at_once_keep_the_queue_bound(
+    store: Store, tmp_path: Path
+) -> None:
+    """With room for three, one request then four at once, then two more at once: the queue
+    takes two of the four and none of the two; four audit rows are dropped, every usage entry
+    is written, and a full batch wakes the worker."""
+    writer = _writer(store, tmp_path, max_queue=3, batch_size=3)
+    submit(writer, "r0")
+    made = [
+        FinishedRequest(record(f"r{n}"), NOW, "default", "app", "/v1/chat/completions", 200,
+                        "answered", 5)
+        for n in range(1, 7)
+    ]  # fmt: skip
+    writer.submit_all(made[:4])
+    assert (writer.queued, writer.dropped, writer._wake.is_set()) == (3, 2, True)
+    writer.submit_all(made[4:])
+    assert (writer.queued, writer.dropped) == (3, 4)
+    await writer.flush()
+    assert counts(store) == (3, 6, 7)
     await writer.aclose()
 
 
