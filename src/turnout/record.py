@@ -13,6 +13,7 @@ Rule 3: `error_class` is None on the answering entry and on entries that are not
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -111,9 +112,37 @@ SKIP_OUTCOMES: Final = frozenset({"cooling_down", "breaker_open", "parked"})
 """Outcomes of a health skip; their reason is the seconds left."""
 
 
+_SECONDS: dict[int, str] = {}
+"""The text of whole epoch seconds met lately (`2026-01-01T00:00:00`): most times of a batch
+share their second."""
+
+
+def epoch_parts(epoch: float) -> tuple[str, int]:
+    """`epoch` seconds as the ISO 8601 UTC text of its whole second (`2026-01-01T00:00:00`) and
+    its microseconds, both exactly as `datetime.fromtimestamp(epoch, UTC)` has them (its
+    microseconds rounded half to even, a carry into the second)."""
+    fraction, whole = math.modf(epoch)
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        micro -= 1_000_000
+        whole += 1.0
+    elif micro < 0:
+        micro += 1_000_000
+        whole -= 1.0
+    second = int(whole)
+    text = _SECONDS.get(second)
+    if text is None:
+        if len(_SECONDS) >= 4096:
+            _SECONDS.clear()
+        text = _SECONDS[second] = dt.datetime.fromtimestamp(second, dt.UTC).isoformat()[:19]
+    return text, micro
+
+
 def iso_utc(epoch: float) -> str:
-    """`epoch` seconds as ISO 8601 UTC with milliseconds (`2026-01-01T00:00:00.000Z`)."""
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    """`epoch` seconds as ISO 8601 UTC with milliseconds (`2026-01-01T00:00:00.000Z`), the
+    microseconds cut as `isoformat(timespec="milliseconds")` cuts them."""
+    text, micro = epoch_parts(epoch)
+    return f"{text}.{micro // 1000:03d}Z"
 
 
 @dataclass(slots=True, eq=False)

@@ -31,9 +31,10 @@ import gc
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
@@ -42,6 +43,8 @@ from turnout.store.engine import open_store
 from turnout.store.ledger import AuditWriter
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from turnout.store.audit_rows import FinishedRequest
 
 __all__ = ["main", "serve"]
@@ -97,8 +100,7 @@ class _Child:
         while (body := await read_frame(reader)) is not None:
             seq, flush, requests = decode_batch(body)
             if len(self.waiting) >= self.writer.max_queue:
-                for done in requests:  # Rule 2: the writer's bound applies
-                    self.writer.submit_finished(done)
+                self.writer.submit_all(requests)  # Rule 2: the writer's bound applies
             else:
                 self.waiting.extend(requests)
             self.received = seq
@@ -118,8 +120,7 @@ class _Child:
             self.wake.clear()
             taken, upto, asked = self.waiting, self.received, self.flush_asked
             self.waiting = []
-            for done in taken:
-                writer.submit_finished(done)
+            writer.submit_all(taken)
             try:
                 await writer.flush()
             except Exception:
@@ -128,6 +129,7 @@ class _Child:
                 self.written = max(self.written, upto)
             self.flushed = asked
             self.report()
+            gc.collect()  # the collector runs here only: see `serve`
             if self.ended and not self.waiting:
                 return
 
@@ -156,6 +158,9 @@ async def serve(stdin: int = 0, stdout: int = 1) -> None:
         # What start-up made lives as long as the process: out of the collector's way, so the
         # many short-lived objects of each batch do not make it walk them again and again.
         gc.freeze()
+        # The requests of a batch hold no cycle, but their many objects made the collector
+        # run again and again while they waited: it runs once after each write instead.
+        gc.disable()
         child = _Child(writer, stdout)
         child.report(ready=True)
         await writer.recover()
@@ -166,11 +171,17 @@ async def serve(stdin: int = 0, stdout: int = 1) -> None:
         child.report()
         store.close()
     finally:
+        gc.enable()
         transport.close()
 
 
 def main() -> None:
     """Rules 4 and 5: the process's entry point."""
+    # The sqlite3 module binds None only after asking, for each such value, whether it adapts
+    # itself (two failed attribute lookups, their error messages formatted), more than the
+    # rest of the value's binding. An adapter of None found at once (`{}.get(None)` is None)
+    # binds the same NULL. Global to the process: set here, where the process is the writer's.
+    sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     out = os.dup(1)

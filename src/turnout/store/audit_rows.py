@@ -43,11 +43,13 @@ __all__ = [
     "AuditRow",
     "FinishedRequest",
     "IdMint",
+    "Tokens",
     "UsageRow",
     "attempt_rows",
     "audit_row",
     "plain",
     "record_of",
+    "tokens_of",
     "usage_dict",
     "usage_entry",
     "usage_tuple",
@@ -126,7 +128,12 @@ def record_of(done: FinishedRequest) -> Mapping[str, Any]:
     return record.as_dict() if isinstance(record, RoutingRecord) else record
 
 
-def _tokens(record: Mapping[str, Any]) -> tuple[int, int, int, int]:
+Tokens = tuple[int, int, int, int]
+"""A request's input, output, cache read and cache write tokens, as its rows hold them."""
+
+
+def tokens_of(record: Mapping[str, Any]) -> Tokens:
+    """The serving call's tokens of the routing record `record` (plain JSON); zeros without."""
     usage = record.get("usage")
     if not usage:
         return (0, 0, 0, 0)
@@ -148,9 +155,11 @@ def _json(record: Mapping[str, Any]) -> str:
         return json.dumps(record, default=str)
 
 
-def audit_row(done: FinishedRequest, record: Mapping[str, Any]) -> AuditRow:
+def audit_row(
+    done: FinishedRequest, record: Mapping[str, Any], tokens: Tokens | None = None
+) -> AuditRow:
     """The audit row of `done`, whose routing record as plain JSON is `record` (project and key
-    ids are added when it is written)."""
+    ids are added when it is written); `tokens`: its `tokens_of`, when known already."""
     error = record.get("error")
     return (
         done.at,
@@ -167,7 +176,7 @@ def audit_row(done: FinishedRequest, record: Mapping[str, Any]) -> AuditRow:
         error.get("code") if error else None,
         done.latency_ms,
         1 if record.get("cache") == "hit" else 0,
-        *_tokens(record),
+        *(tokens_of(record) if tokens is None else tokens),
         record.get("cost"),
         _json(record),
     )
@@ -193,10 +202,14 @@ def attempt_rows(record: Mapping[str, Any]) -> list[AttemptRow]:
     ]
 
 
-def usage_entry(done: FinishedRequest, record: Mapping[str, Any], mint: IdMint) -> UsageRow | None:
+def usage_entry(
+    done: FinishedRequest, record: Mapping[str, Any], mint: IdMint, tokens: Tokens | None = None
+) -> UsageRow | None:
     """Rules 2 and 3: the usage entry of `done` (whose routing record as plain JSON is
-    `record`) with its `usage_id`, else a new id from `mint`; None when it used no token."""
-    tokens = _tokens(record)
+    `record`) with its `usage_id`, else a new id from `mint`; None when it used no token.
+    `tokens`: its `tokens_of`, when known already."""
+    if tokens is None:
+        tokens = tokens_of(record)
     if not any(tokens):
         return None
     return (

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 from sqlalchemy import String, delete, select
 
+from turnout.record import epoch_parts
 from turnout.store.audit_rows import ATTEMPT_FIELDS, AUDIT_FIELDS, USAGE_FIELDS
 from turnout.store.models import Base, Key, Project, RequestAttempt, RequestAudit, UsageEntry
 
@@ -186,8 +187,10 @@ class IdsByName:
 
 
 def _stored_time(epoch: float) -> str:
-    """`epoch` as the text SQLAlchemy stores an aware UTC time as on SQLite."""
-    return datetime.fromtimestamp(epoch, UTC).isoformat(" ", "microseconds")[:26]
+    """`epoch` as the text SQLAlchemy stores an aware UTC time as on SQLite
+    (`datetime.fromtimestamp(epoch, UTC).isoformat(" ", "microseconds")[:26]`)."""
+    text, micro = epoch_parts(epoch)
+    return f"{text[:10]} {text[11:]}.{micro:06d}"
 
 
 def _moment(epoch: float) -> datetime:
@@ -234,9 +237,13 @@ def _write_sqlite(
             times[row[0]] = time = _stored_time(row[0])
             values.append((time, project_id, key_id, *row[1:]))
         run(_SQLITE_AUDIT, values)
-        added = run("SELECT request_id FROM request_audit WHERE id > ?", (before,))
-        stored = set(added.scalars())
-        kept = [row for row in attempts if row[0] in stored]
+        added = run("SELECT count(*) FROM request_audit WHERE id > ?", (before,)).scalar_one()
+        if added == len(audits):  # as a rule: every request id was new, every attempt row kept
+            kept = attempts
+        else:
+            taken = run("SELECT request_id FROM request_audit WHERE id > ?", (before,))
+            stored = set(taken.scalars())
+            kept = [row for row in attempts if row[0] in stored]
         if kept:
             run(_SQLITE_ATTEMPTS, kept)
     if usage:

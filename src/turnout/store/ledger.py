@@ -46,6 +46,7 @@ from turnout.store.audit_rows import (
     attempt_rows,
     audit_row,
     record_of,
+    tokens_of,
     usage_dict,
     usage_entry,
     usage_tuple,
@@ -182,6 +183,19 @@ class AuditWriter:
         if len(pending) >= self.batch_size:
             self._wake.set()
 
+    def submit_all(self, requests: list[FinishedRequest]) -> None:
+        """Rule 1: `submit_finished` of each of `requests`, in order, at once."""
+        pending = self._pending
+        room = max(0, self.max_queue - len(pending) - len(self._retries))
+        pending.extend(requests[:room] if room < len(requests) else requests)
+        for done in requests[room:]:  # the queue is full: as `submit_finished` drops them
+            entry = usage_entry(done, record_of(done), self._mint)
+            if entry is not None:
+                self._usage.append(entry)
+            self._drop(1)
+        if len(pending) >= self.batch_size:
+            self._wake.set()
+
     async def start(self) -> None:
         """Write what earlier writers spilled (Rule 4), then start the worker."""
         await self.recover()
@@ -253,9 +267,12 @@ class AuditWriter:
         while self._retries and room:
             batch.retries.append(self._retries.popleft())
             room -= 1
-        while self._pending and room:
-            batch.requests.append(self._pending.popleft())
-            room -= 1
+        pending = self._pending
+        if len(pending) <= room:
+            batch.requests = list(pending)
+            pending.clear()
+        else:
+            batch.requests = [pending.popleft() for _ in range(room)]
         return batch
 
     def _settle(self, written: _Written) -> None:
@@ -282,13 +299,14 @@ class AuditWriter:
         mint = self._mint
         for finished in batch.requests:
             record = record_of(finished)
-            entry = usage_entry(finished, record, mint)
+            tokens = tokens_of(record)
+            entry = usage_entry(finished, record, mint, tokens)
             if entry is not None:
                 usage.append(entry)
             request_id = record["request_id"]
             if request_id not in seen:
                 seen.add(request_id)
-                rows.append((audit_row(finished, record), attempt_rows(record)))
+                rows.append((audit_row(finished, record, tokens), attempt_rows(record)))
         audits = [audit for audit, _ in rows]
         attempts = [attempt for _, some in rows for attempt in some]
         try:

@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import delete, text
 
 from tests.store.audit._support import counts, record, submit
+from tests.store.audit.test_audit_frames import _every_field_set, _odd_values
 from tests.store.conftest import SECRET_KEY
 from turnout.store import SecretBox, Store, migrate, open_store
 from turnout.store.audit_child import read_frame
@@ -141,6 +142,34 @@ async def test_the_child_writes_the_rows_the_thread_writer_writes(
     await pipe.aclose()
     assert [len(rows) for rows in by_thread] == [30, 60, 25]
     assert _rows(store) == by_thread
+
+
+def _record_texts(store: Store) -> list[tuple[str, str]]:
+    with store.engine.connect() as connection:
+        rows = connection.exec_driver_sql(
+            "SELECT request_id, CAST(record AS TEXT) FROM request_audit ORDER BY request_id"
+        )
+        return [tuple(row) for row in rows]
+
+
+async def test_the_child_stores_the_record_text_the_thread_writer_stores(
+    store: Store, tmp_path: Path
+) -> None:
+    """A routing record with every field set and one of odd values (unicode, 64-bit integers,
+    an entry never reached), written by a writer in this process and through the child, are
+    stored as the same JSON text, character for character."""
+    texts = []
+    for sink in (AuditWriter(store, spill_dir=tmp_path / "spill"), _pipe(store, tmp_path)):
+        await sink.start()
+        for made in (_every_field_set(), _odd_values()):
+            sink.submit(made, at=time.time(), project="default", key_name="app",
+                        endpoint="/v1/chat/completions", status=200, outcome="answered",
+                        latency_ms=5)  # fmt: skip
+        await sink.aclose()
+        texts.append(_record_texts(store))
+        _empty(store)
+    assert len(texts[0]) == 2
+    assert texts[1] == texts[0]
 
 
 async def test_flush_returns_once_the_child_wrote(store: Store, tmp_path: Path) -> None:

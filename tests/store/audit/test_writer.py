@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tests.store.audit._support import DAY, NOW, counts, record, submit
 from turnout.store import migrate
+from turnout.store.audit_rows import FinishedRequest
 from turnout.store.audit_writes import delete_expired_audit
 from turnout.store.ledger import AuditWriter, audit_sink
 from turnout.store.spill import read_spill
@@ -141,6 +142,28 @@ async def test_a_full_queue_drops_audit_rows_but_keeps_usage(
     await writer.aclose()
 
 
+async def test_requests_submitted_at_once_keep_the_queue_bound(
+    store: Store, tmp_path: Path
+) -> None:
+    """With room for three, one request then four at once, then two more at once: the queue
+    takes two of the four and none of the two; four audit rows are dropped, every usage entry
+    is written, and a full batch wakes the worker."""
+    writer = _writer(store, tmp_path, max_queue=3, batch_size=3)
+    submit(writer, "r0")
+    made = [
+        FinishedRequest(record(f"r{n}"), NOW, "default", "app", "/v1/chat/completions", 200,
+                        "answered", 5)
+        for n in range(1, 7)
+    ]  # fmt: skip
+    writer.submit_all(made[:4])
+    assert (writer.queued, writer.dropped, writer._wake.is_set()) == (3, 2, True)
+    writer.submit_all(made[4:])
+    assert (writer.queued, writer.dropped) == (3, 4)
+    await writer.flush()
+    assert counts(store) == (3, 6, 7)
+    await writer.aclose()
+
+
 async def test_a_reused_request_id_keeps_the_first_audit_row(store: Store, tmp_path: Path) -> None:
     """Two requests with one `x-request-id` (in one batch, then in the next): one audit row and
     its own attempt rows; both requests' usage is billed."""
@@ -151,6 +174,25 @@ async def test_a_reused_request_id_keeps_the_first_audit_row(store: Store, tmp_p
     submit(writer, "same")
     await writer.flush()
     assert counts(store) == (1, 2, 3)
+    await writer.aclose()
+
+
+async def test_a_reused_request_id_adds_no_attempt_row_of_its_own(
+    store: Store, tmp_path: Path
+) -> None:
+    """A later request reusing an `x-request-id`, with more attempt entries than the first,
+    beside a new request in its batch: the first request keeps its two attempt rows alone."""
+    writer = _writer(store, tmp_path)
+    submit(writer, "same")
+    await writer.flush()
+    longer = record("same")
+    longer["attempts"].append({**longer["attempts"][-1], "index": 3})
+    writer.submit(longer, at=NOW, project="default", key_name="app",
+                  endpoint="/v1/chat/completions", status=200, outcome="answered",
+                  latency_ms=5)  # fmt: skip
+    submit(writer, "new")
+    await writer.flush()
+    assert counts(store) == (2, 4, 3)
     await writer.aclose()
 
 
