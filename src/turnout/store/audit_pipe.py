@@ -26,6 +26,11 @@ closes the child's input and waits up to `close_seconds` for it to write everyth
 then it kills it, and an ERROR line counts the requests not confirmed written.
 Rule 7: `dropped`, `rejected`, `spilled` are the child's counters as last reported (summed
 over the children this process started), so the metric of dropped audit rows stays right.
+Rule 8: a child that reads nothing while frames wait (the pipe stays past its limit for
+`stuck_seconds`: stopped, or its loop blocked) is killed with an ERROR line, and replaced as by
+Rule 4, so the frames waiting here stay bounded by what arrives in that time. A child whose
+store is merely slow goes on reading (its own writer's queue is bounded) and is never taken
+for stuck.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+import time
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
@@ -46,7 +52,7 @@ from turnout.store.audit_rows import FinishedRequest, IdMint
 from turnout.store.ledger import AuditWriter
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from turnout.record import RoutingRecord
     from turnout.store.engine import Store
@@ -80,6 +86,9 @@ class AuditPipe:
     bounds the requests kept here, Rule 3). `send_seconds` (0.05): the longest a request waits
     here before it is sent. `frame_size` (1,000): requests per frame at most. `close_seconds`
     (30): how long `aclose` waits for the child. `command`: the child's command line.
+    `stuck_seconds` (30): how long the pipe may stay past `pipe_limit` bytes (16 MiB) while
+    frames wait before the child is taken for stuck (Rule 8); `clock` (`time.monotonic`)
+    measures it.
     """
 
     def __init__(
@@ -96,6 +105,9 @@ class AuditPipe:
         frame_size: int = 1000,
         close_seconds: float = 30.0,
         command: Sequence[str] = CHILD_COMMAND,
+        stuck_seconds: float = 30.0,
+        pipe_limit: int = _PIPE_LIMIT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.settings: Settings = {
@@ -112,6 +124,10 @@ class AuditPipe:
         self.frame_size = frame_size
         self.close_seconds = close_seconds
         self.command = tuple(command)
+        self.stuck_seconds = stuck_seconds
+        self.pipe_limit = pipe_limit
+        self.clock = clock
+        self._full_since: float | None = None
         self.unprotected = 0
         """Requests let go while the child had not reported them written (Rule 3)."""
         self.fallback: AuditWriter | None = None
@@ -297,11 +313,35 @@ class AuditPipe:
         if stdin is None or stdin.is_closing() or not frames:
             return
         transport = stdin.transport
+        waiting = False
         for index in range(max(self._sent + 1 - frames[0].seq, 0), len(frames)):
-            if not everything and transport.get_write_buffer_size() > _PIPE_LIMIT:
+            if not everything and transport.get_write_buffer_size() > self.pipe_limit:
+                waiting = True
                 break
             stdin.write(frames[index].data)
             self._sent = frames[index].seq
+        self._watch(waiting=waiting)
+
+    def _watch(self, *, waiting: bool) -> None:
+        """Rule 8: kill a child that has read nothing for `stuck_seconds` while frames wait."""
+        if not waiting:
+            self._full_since = None
+            return
+        now = self.clock()
+        if self._full_since is None:
+            self._full_since = now
+            return
+        process = self._process
+        if now - self._full_since >= self.stuck_seconds and process is not None:
+            self._full_since = None
+            if process.returncode is None:
+                logger.error(
+                    "audit: the audit process read nothing for %s s while %d requests wait; "
+                    "stopping it",
+                    self.stuck_seconds,
+                    self._held,
+                )
+                process.kill()
 
     def _end_input(self) -> None:
         if self._stdin is not None and not self._stdin.is_closing():
@@ -349,6 +389,7 @@ class AuditPipe:
         assert process.stdin is not None
         assert process.stdout is not None
         self._process = process
+        self._full_since = None
         process.stdin.write(frame(orjson.dumps(self.settings)))
         self._stdin = process.stdin
         self._sent = self._frames[0].seq - 1 if self._frames else self._seq

@@ -209,6 +209,42 @@ async def test_a_killed_child_is_replaced_and_nothing_is_lost(
     await pipe.aclose()
 
 
+async def test_a_child_that_reads_nothing_is_replaced_after_stuck_seconds(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stopped child (SIGSTOP) reads nothing: once the pipe stays past its limit while
+    frames wait, it is left alone until `stuck_seconds` pass on the clock, then killed with an
+    ERROR line and replaced, and every request is written once."""
+    now = [0.0]
+    pipe = _pipe(store, tmp_path, send_seconds=0.01, pipe_limit=4096, stuck_seconds=30.0,
+                 clock=lambda: now[0])  # fmt: skip
+    await pipe.start()
+    _submit_many(pipe, "a", 10)
+    await pipe.flush()
+    first = pipe.child_pid
+    assert first is not None
+    os.kill(first, signal.SIGSTOP)
+    for burst in range(100):  # until the pipe is full and frames wait here
+        _submit_many(pipe, f"b{burst}-", 20)
+        await asyncio.sleep(0.02)
+        if pipe._full_since is not None:
+            break
+    assert pipe._full_since is not None
+    now[0] += 29.0
+    await asyncio.sleep(0.05)  # several sends: not stuck for long enough yet
+    assert pipe.child_pid == first
+    assert pipe._process is not None
+    assert pipe._process.returncode is None
+    now[0] += 1.0
+    with caplog.at_level(logging.ERROR, logger="turnout.store"):
+        await asyncio.wait_for(pipe.flush(), 60)  # without the watch: stuck for good
+    written = 10 + 20 * (burst + 1)
+    assert counts(store) == (written, 2 * written, written)
+    assert pipe.child_pid not in (None, first)
+    assert "read nothing for 30.0 s" in caplog.text
+    await pipe.aclose()
+
+
 async def test_a_batch_sent_again_bills_once(store: Store, tmp_path: Path) -> None:
     """A child that dies after writing a batch but before reporting it: the next child gets
     the batch again and writes nothing twice (the usage ids were minted here)."""
