@@ -174,10 +174,7 @@ class AuditWriter:
         """Rule 1: queue one finished request made already (its usage id minted, or not)."""
         pending = self._pending
         if len(pending) + len(self._retries) >= self.max_queue:
-            entry = usage_entry(done, record_of(done), self._mint)
-            if entry is not None:
-                self._usage.append(entry)
-            self._drop(1)
+            self._drop_keeping_usage(done)
             return
         pending.append(done)
         if len(pending) >= self.batch_size:
@@ -188,13 +185,17 @@ class AuditWriter:
         pending = self._pending
         room = max(0, self.max_queue - len(pending) - len(self._retries))
         pending.extend(requests[:room] if room < len(requests) else requests)
-        for done in requests[room:]:  # the queue is full: as `submit_finished` drops them
-            entry = usage_entry(done, record_of(done), self._mint)
-            if entry is not None:
-                self._usage.append(entry)
-            self._drop(1)
+        for done in requests[room:]:  # the queue is full
+            self._drop_keeping_usage(done)
         if len(pending) >= self.batch_size:
             self._wake.set()
+
+    def _drop_keeping_usage(self, done: FinishedRequest) -> None:
+        """Rule 3: drop `done`'s audit rows (the queue is full); Rule 4: keep its usage."""
+        entry = usage_entry(done, record_of(done), self._mint)
+        if entry is not None:
+            self._usage.append(entry)
+        self._drop(1)
 
     async def start(self) -> None:
         """Write what earlier writers spilled (Rule 4), then start the worker."""
