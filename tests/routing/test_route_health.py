@@ -181,3 +181,29 @@ async def test_a_cancelled_probe_frees_the_slot_without_counting() -> None:
     response = await clock.run(route.complete(QUESTION))
     assert response.text == "ok"
     assert clock.now() == 10.0
+
+
+async def test_a_call_in_flight_when_the_breaker_opens_cannot_close_it() -> None:
+    """A slow call admitted before three failures open the breaker answers afterwards: the
+    breaker stays open for its cooldown, and the next request skips the key."""
+    clock = FakeClock()
+    health = isolated_health(clock=clock, breaker=Breaker(failures=3, open_for=5))
+    flaky = scripted(
+        "flaky",
+        turn.answer("slow ok", delay=1),
+        *[turn.fail(503)] * 3,
+        turn.answer("too soon"),
+        clock=clock,
+    )
+    steady = scripted("steady", *[turn.answer("ok")] * 4)
+    route = Route("r", [Target("flaky", flaky), Target("steady", steady)], health=health)
+    slow = asyncio.ensure_future(route.complete(QUESTION))
+    await clock.settle()
+    for _ in range(3):
+        await clock.run(route.complete(QUESTION))
+    clock.advance(1)
+    assert (await slow).text == "slow ok"
+    response = await clock.run(route.complete(QUESTION))
+    assert response.routing is not None
+    assert response.routing.outcomes() == [("flaky", "breaker_open"), ("steady", "answered")]
+    assert health.snapshot().get(("flaky", "flaky-m")).state == "open"  # type: ignore[union-attr]
