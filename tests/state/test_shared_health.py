@@ -224,6 +224,34 @@ async def test_a_probe_released_without_a_result_frees_its_lease(
         await client.aclose()
 
 
+async def test_a_lease_freed_without_a_notice_is_claimed_again_within_a_second(
+    replicas: list[Replica], eventually: Wait, db_url: str
+) -> None:
+    """A's probe released without a result frees the lease and publishes nothing: b, which
+    saw the lease held, asks again after a second and probes instead of skipping the key for
+    the rest of the lease."""
+    a, b, _ = replicas
+    await open_everywhere(replicas, eventually)
+    advance(replicas, 60)
+    probe = await a.ask()
+    assert isinstance(probe, Admission)
+    assert isinstance(await b.ask(), Skip)
+    a.health.release(probe)
+    client = aredis.Redis.from_url(db_url)
+    try:
+        for _ in range(300):  # the lease is deleted in Redis
+            if not await client.keys("turnout:probe:*"):
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await client.aclose()
+    assert isinstance(await b.ask(), Skip)  # b does not ask the store again at once
+    b.clock.advance(1)
+    verdict = await b.ask()
+    assert isinstance(verdict, Admission)
+    assert verdict.probe
+
+
 async def test_stale_trip_after_a_close_is_ignored(
     replicas: list[Replica], eventually: Wait
 ) -> None:

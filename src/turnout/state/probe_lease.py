@@ -9,9 +9,11 @@ result reaches them or the lease expires.
 Rule 1: the request that finds a key due for its probe claims the lease and waits for the
 answer (`claim`, bounded by `claim_timeout`, 0.5 s by default); when it takes the lease, that
 same request is the probe, so a lease is never taken by a request that then skips the key.
-Rule 2: a lease found held by another replica is remembered until it ends (`held_until`, which
-answers without waiting): requests meanwhile skip the key with the probe in flight elsewhere as
-the reason, and do not ask the store again.
+Rule 2: a lease found held by another replica is remembered (`held_until`, which answers
+without waiting) until it ends, but for at most `RECHECK_SECONDS`: requests meanwhile skip the
+key with the probe in flight elsewhere as the reason, and the store is asked again about once a
+second, so a lease freed without a notice (a probe released without counting, a notice lost)
+keeps the key skipped for a second, not for the rest of the call's timeout.
 Rule 3: the lease lasts the call's timeout (the `lease` the engine passes), so a probe that never
 returns frees the key for another replica when its call would have timed out.
 Rule 4: the probe's result is published by `HealthPublisher` (`closed`, or `open` again); once
@@ -41,10 +43,12 @@ if TYPE_CHECKING:
     from turnout.state.base import StateStore
     from turnout.state.health import HealthNotice
 
-__all__ = ["CLAIM_TIMEOUT", "ProbeLeases"]
+__all__ = ["CLAIM_TIMEOUT", "RECHECK_SECONDS", "ProbeLeases"]
 
 CLAIM_TIMEOUT = 0.5
 """How long a request waits for the store to answer its probe claim (seconds)."""
+RECHECK_SECONDS = 1.0
+"""How long a lease seen held by another replica is taken as held before asking again."""
 
 logger = logging.getLogger(__name__)
 
@@ -122,10 +126,10 @@ class ProbeLeases:
                 self._probing[key] = value  # freed when the probe is over, whoever holds it
             return None
         self.refused += 1
-        until = self.health.clock.now() + left
+        now = self.health.clock.now()
         with self._lock:
-            self._elsewhere[key] = until
-        return until
+            self._elsewhere[key] = now + min(left, RECHECK_SECONDS)
+        return now + left
 
     async def _ask(self, key: Hashable, slot: str, value: bytes, lease: float) -> float:
         """The store's answer to the claim: 0.0 when taken, or when deciding alone (Rule 5: a
