@@ -154,14 +154,15 @@ def test_deadline_equal_to_now_has_passed() -> None:
 
 
 def test_half_open_admits_exactly_one_probe() -> None:
-    """Half-open: one probe; other admits skip as breaker_open until the probe's lease ends."""
+    """Half-open: one probe; other admits skip as breaker_open, the probe in flight here, until
+    the probe's lease ends."""
     health, clock = make()
     fail(health, times=3)
     clock.advance(60)
     probe = admitted(health)
     assert probe.probe
     assert probe.lease_until == clock.now() + LEASE
-    assert skipped(health) == Skip("breaker_open", clock.now() + LEASE)
+    assert skipped(health) == Skip("breaker_open", clock.now() + LEASE, "here")
 
 
 def test_probe_success_closes_and_resets() -> None:
@@ -194,6 +195,66 @@ def test_success_resets_the_row() -> None:
     health.record_success(admitted(health))
     fail(health, times=2)
     assert admitted(health).probe is False
+
+
+def test_success_of_a_call_admitted_before_the_trip_leaves_the_breaker_open() -> None:
+    """A call in flight when the breaker opens that then answers closes nothing: only the
+    half-open probe's result may."""
+    health, clock = make()
+    in_flight = admitted(health)
+    fail(health, times=3)
+    opened = skipped(health)
+    clock.advance(0.002)
+    health.record_success(in_flight)
+    assert skipped(health) == opened
+    assert health.snapshot().get(KEY).failures == 3  # type: ignore[union-attr]
+
+
+def test_failure_of_a_call_admitted_before_the_trip_neither_extends_nor_counts() -> None:
+    """A call in flight when the breaker opens that then fails leaves the row and the open
+    period as they were."""
+    health, clock = make()
+    in_flight = admitted(health)
+    fail(health, times=3)
+    opened = skipped(health)
+    clock.advance(10)
+    health.record_failure(in_flight, "provider_error")
+    assert skipped(health) == opened
+    assert health.snapshot().get(KEY).failures == 3  # type: ignore[union-attr]
+
+
+def test_retry_after_of_a_call_admitted_before_the_trip_still_cools_the_key() -> None:
+    """The provider's Retry-After on such a late failure is its word about now: it cools."""
+    health, clock = make()
+    in_flight = admitted(health)
+    fail(health, times=3)
+    health.record_failure(in_flight, "rate_limited", retry_after=120)
+    assert skipped(health) == Skip("cooling_down", clock.now() + 120)
+    assert health.snapshot().get(KEY).failures == 3  # type: ignore[union-attr]
+
+
+def test_calls_admitted_before_a_trip_stay_stale_after_the_probe_closes_it() -> None:
+    """After the probe closed the breaker, new calls count as usual and a call admitted before
+    the trip still counts for nothing."""
+    health, clock = make()
+    in_flight = admitted(health)
+    fail(health, times=3)
+    clock.advance(60)
+    health.record_success(admitted(health))
+    health.record_failure(in_flight, "provider_error")
+    assert health.snapshot().get(KEY).failures == 0  # type: ignore[union-attr]
+    fail(health, times=1)
+    assert health.snapshot().get(KEY).failures == 1  # type: ignore[union-attr]
+
+
+def test_a_learned_trip_makes_calls_admitted_before_it_stale() -> None:
+    """A trip learned from another replica opens a new epoch too: a call admitted before it
+    that fails afterwards counts no failure."""
+    health, clock = make()
+    in_flight = admitted(health)
+    health.apply_remote(KEY, "open", until=clock.now() + 60, at=clock.now())
+    health.record_failure(in_flight, "provider_error")
+    assert health.snapshot().get(KEY).failures == 0  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -447,7 +508,7 @@ def test_park_end_admits_one_probe() -> None:
     clock.advance(60)
     probe = admitted(health)
     assert probe.probe
-    assert skipped(health) == Skip("parked", clock.now() + LEASE)
+    assert skipped(health) == Skip("parked", clock.now() + LEASE, "here")
     health.record_success(probe)
     assert admitted(health).probe is False
 

@@ -3,7 +3,10 @@ one probe, closes clear, stale news is ignored, nothing applied is emitted again
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
+
+import pytest
 
 from turnout.routing.clock import FakeClock
 from turnout.routing.health import Admission, Breaker, Health, HealthEvent, Skip
@@ -35,19 +38,39 @@ def probe(health: Health) -> Admission:
 
 
 class Gate:
-    """A probe gate that refuses with a fixed deadline, or allows."""
+    """A probe gate: `held` is a lease known held elsewhere; a claim answers `until` (None:
+    taken here), or raises `error`, or waits for `release` when it is set."""
 
-    def __init__(self, until: float | None) -> None:
+    def __init__(self, until: float | None, held: float | None = None) -> None:
         self.until = until
+        self.held = held
+        self.error: Exception | None = None
+        self.release: asyncio.Event | None = None
         self.asked: list[tuple[Hashable, float]] = []
         self.ended: list[Hashable] = []
 
-    def may_probe(self, key: Hashable, lease: float) -> float | None:
+    def held_until(self, key: Hashable) -> float | None:
+        return self.held
+
+    async def claim(self, key: Hashable, lease: float) -> float | None:
         self.asked.append((key, lease))
+        if self.release is not None:
+            await self.release.wait()
+        if self.error is not None:
+            raise self.error
         return self.until
 
     def probe_ended(self, key: Hashable) -> None:
         self.ended.append(key)
+
+
+def gated(gate: Gate) -> tuple[Health, FakeClock, list[HealthEvent]]:
+    """A registry whose learned trip of KEY has just ended, behind `gate`."""
+    health, clock, events = make()
+    health.apply_remote(KEY, "open", until=clock.now() + 60, at=clock.now())
+    clock.advance(60)
+    health.probe_gate = gate
+    return health, clock, events
 
 
 def test_learned_trip_skips_then_lets_one_probe_through() -> None:
@@ -58,7 +81,7 @@ def test_learned_trip_skips_then_lets_one_probe_through() -> None:
     clock.advance(60)
     assert health.snapshot().get(KEY).state == "half_open"  # type: ignore[union-attr]
     first = probe(health)
-    assert verdict(health) == Skip("breaker_open", first.lease_until or 0)
+    assert verdict(health) == Skip("breaker_open", first.lease_until or 0, "here")
     assert [event.to for event in events] == ["half_open"]
 
 
@@ -138,20 +161,81 @@ def test_remote_deadlines_never_shorten_local_ones() -> None:
     assert verdict(health) == Skip("cooling_down", clock.now() + 90)
 
 
-def test_gate_refusal_skips_with_its_deadline() -> None:
-    """With a probe gate that refuses, the probe is skipped until the gate's deadline; an
-    allowed probe tells the gate when it is over."""
-    health, clock, events = make()
+async def test_the_request_due_for_the_probe_claims_the_lease_and_is_the_probe() -> None:
+    """The first request after the open period takes the slot here at once (others skip it,
+    the probe in flight here), claims the lease, and, once it holds it, is the probe."""
+    gate = Gate(None)
+    health, _, _ = gated(gate)
+    due = probe(health)
+    assert due.needs_lease
+    assert verdict(health) == Skip("breaker_open", due.lease_until or 0, "here")
+    ready = await health.claim_probe(due, lease=LEASE)
+    assert isinstance(ready, Admission)
+    assert (ready.probe, ready.needs_lease, ready.token) == (True, False, due.token)
+    assert gate.asked == [(KEY, LEASE)]
+    health.record_success(ready)
+    assert gate.ended == [KEY]
+    assert isinstance(verdict(health), Admission)
+    assert health.snapshot().get(KEY).state == "available"  # type: ignore[union-attr]
+
+
+async def test_a_refused_claim_skips_as_probed_elsewhere_and_frees_the_slot() -> None:
+    """A lease another replica holds: the request skips the key until that lease ends, with
+    the probe in flight elsewhere, and this process's slot is free again."""
+    gate = Gate(None)
+    health, clock, _ = gated(gate)
+    gate.until = clock.now() + 7
+    refused = await health.claim_probe(probe(health), lease=LEASE)
+    assert refused == Skip("breaker_open", clock.now() + 7, "elsewhere")
+    gate.until = None
+    assert probe(health).needs_lease  # the slot was freed: the next request may claim
+    assert gate.ended == []
+
+
+def test_a_lease_known_held_elsewhere_skips_without_claiming() -> None:
+    """While the gate knows another replica holds the lease, `admit` skips the key until it
+    ends (probe in flight elsewhere) without taking the slot; once it ended, it claims."""
+    gate = Gate(None)
+    health, clock, _ = gated(gate)
+    gate.held = clock.now() + 5
+    assert verdict(health) == Skip("breaker_open", clock.now() + 5, "elsewhere")
+    clock.advance(5)
+    assert probe(health).needs_lease
+    assert gate.asked == []
+
+
+async def test_a_claim_cancelled_while_it_waits_frees_the_slot_and_counts_nothing() -> None:
+    """A request cancelled while its claim waits frees this process's slot; nothing counts
+    and the gate is not told of a probe that never ran."""
+    gate = Gate(None)
+    gate.release = asyncio.Event()
+    health, _, _ = gated(gate)
+    task = asyncio.ensure_future(health.claim_probe(probe(health), lease=LEASE))
+    await asyncio.sleep(0)
+    assert gate.asked == [(KEY, LEASE)]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert probe(health).needs_lease
+    assert (gate.ended, health.snapshot().get(KEY).failures) == ([], 0)  # type: ignore[union-attr]
+
+
+async def test_a_failing_gate_lets_this_process_probe_alone() -> None:
+    """A gate whose claim raises decides nothing: the request probes, as without sharing."""
+    gate = Gate(None)
+    gate.error = RuntimeError("store gone")
+    health, _, _ = gated(gate)
+    ready = await health.claim_probe(probe(health), lease=LEASE)
+    assert isinstance(ready, Admission)
+    assert (ready.probe, ready.needs_lease) == (True, False)
+
+
+def test_without_a_gate_a_probe_needs_no_lease() -> None:
+    """Without sharing, the probe is ready at once: nothing to claim, nothing to await."""
+    health, clock, _ = make()
     health.apply_remote(KEY, "open", until=clock.now() + 60, at=clock.now())
     clock.advance(60)
-    gate = Gate(clock.now() + 7)
-    health.probe_gate = gate
-    assert verdict(health) == Skip("breaker_open", clock.now() + 7)
-    assert gate.asked == [(KEY, LEASE)]
-    assert events == []
-    gate.until = None
-    health.release(probe(health))
-    assert gate.ended == [KEY]
+    assert probe(health).needs_lease is False
 
 
 def test_gate_is_not_asked_on_the_hot_path_or_for_forced_probes() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,6 +12,9 @@ from turnout.routing.health import Breaker
 from turnout.routing.route import Route, Target
 from turnout.testing import FakeClock, IsolatedHealth, ScriptedModel, isolated_health, turn
 from turnout.wire.model import Message
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
 
 QUESTION = [Message.user("Why is checkout failing?")]
 
@@ -181,3 +185,67 @@ async def test_a_cancelled_probe_frees_the_slot_without_counting() -> None:
     response = await clock.run(route.complete(QUESTION))
     assert response.text == "ok"
     assert clock.now() == 10.0
+
+
+async def test_a_call_in_flight_when_the_breaker_opens_cannot_close_it() -> None:
+    """A slow call admitted before three failures open the breaker answers afterwards: the
+    breaker stays open for its cooldown, and the next request skips the key."""
+    clock = FakeClock()
+    health = isolated_health(clock=clock, breaker=Breaker(failures=3, open_for=5))
+    flaky = scripted(
+        "flaky",
+        turn.answer("slow ok", delay=1),
+        *[turn.fail(503)] * 3,
+        turn.answer("too soon"),
+        clock=clock,
+    )
+    steady = scripted("steady", *[turn.answer("ok")] * 4)
+    route = Route("r", [Target("flaky", flaky), Target("steady", steady)], health=health)
+    slow = asyncio.ensure_future(route.complete(QUESTION))
+    await clock.settle()
+    for _ in range(3):
+        await clock.run(route.complete(QUESTION))
+    clock.advance(1)
+    assert (await slow).text == "slow ok"
+    response = await clock.run(route.complete(QUESTION))
+    assert response.routing is not None
+    assert response.routing.outcomes() == [("flaky", "breaker_open"), ("steady", "answered")]
+    assert health.snapshot().get(("flaky", "flaky-m")).state == "open"  # type: ignore[union-attr]
+
+
+class _HeldElsewhere:
+    """A probe gate whose claims find the lease held by another replica for 30 s more."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.claims = 0
+
+    def held_until(self, key: Hashable) -> float | None:
+        return None
+
+    async def claim(self, key: Hashable, lease: float) -> float | None:
+        self.claims += 1
+        return self.clock.now() + 30
+
+    def probe_ended(self, key: Hashable) -> None:
+        raise AssertionError("no probe ran here")
+
+
+async def test_a_probe_claimed_by_another_replica_is_skipped_with_that_reason() -> None:
+    """The request due for the probe whose claim finds another replica holding the lease skips
+    the target, its entry saying the probe is in flight on another replica, and fails over."""
+    clock = FakeClock()
+    health = isolated_health(clock=clock, breaker=Breaker(failures=1, open_for=10))
+    flaky = scripted("flaky", turn.fail(503), turn.answer("not me"))
+    steady = scripted("steady", *[turn.answer("ok")] * 2)
+    route = Route("r", [Target("flaky", flaky), Target("steady", steady)], health=health)
+    await clock.run(route.complete(QUESTION))
+    clock.advance(10)
+    gate = _HeldElsewhere(clock)
+    health.probe_gate = gate
+    response = await clock.run(route.complete(QUESTION))
+    assert response.routing is not None
+    first = response.routing.attempts[0]
+    assert (first.target, first.outcome) == ("flaky", "breaker_open")
+    assert first.reason == "breaker open, probe in flight on another replica"
+    assert (response.text, flaky.calls, gate.claims) == ("ok", 1, 1)

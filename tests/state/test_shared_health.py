@@ -15,6 +15,7 @@ import redis.asyncio as aredis
 from tests.state._redis_server import running_redis
 from turnout.routing.clock import FakeClock
 from turnout.routing.health import Admission, Health, Skip
+from turnout.routing.reasons import health_skip_reason
 from turnout.state.health import HealthNotice
 from turnout.state.redis import RedisState
 from turnout.state.shared_health import SharedHealth
@@ -57,6 +58,13 @@ class Replica:
     def admit(self, lease: float = LEASE) -> Admission | Skip:
         return self.health.admit(KEY, lease=lease)
 
+    async def ask(self, lease: float = LEASE) -> Admission | Skip:
+        """What a request meets, as the engine asks: a probe due is claimed across replicas."""
+        verdict = self.admit(lease)
+        if isinstance(verdict, Admission) and verdict.needs_lease:
+            return await self.health.claim_probe(verdict, lease=lease)
+        return verdict
+
     def trip(self) -> None:
         """Three retryable failures in a row: the breaker opens."""
         for _ in range(3):
@@ -96,17 +104,15 @@ async def open_everywhere(replicas: list[Replica], eventually: Wait) -> None:
     await eventually(lambda: all(r.shared.publisher.applied >= 1 for r in replicas[1:]))
 
 
-async def one_probe(replicas: list[Replica], eventually: Wait) -> Replica:
-    """After the open period: every replica asks; the one that holds the lease, the others
-    skipping."""
-    for replica in replicas:
-        assert isinstance(replica.admit(), Skip)  # each claims in the background
-    await eventually(lambda: all(r.leases_answered >= 1 for r in replicas))
-    verdicts = [replica.admit() for replica in replicas]
-    probes = [r for r, v in zip(replicas, verdicts, strict=True) if isinstance(v, Admission)]
+async def one_probe(replicas: list[Replica]) -> tuple[Replica, Admission]:
+    """After the open period: every replica asks at once; the one that takes the lease has its
+    probe, the others skip the key as probed elsewhere."""
+    verdicts = await asyncio.gather(*(replica.ask() for replica in replicas))
+    probes = [(r, v) for r, v in zip(replicas, verdicts, strict=True) if isinstance(v, Admission)]
     assert len(probes) == 1, verdicts
-    skips = [v for v in verdicts if not isinstance(v, Admission)]
-    assert [v.outcome for v in skips] == ["breaker_open", "breaker_open"]
+    assert probes[0][1].probe
+    skips = [v for v in verdicts if isinstance(v, Skip)]
+    assert [(v.outcome, v.probe) for v in skips] == [("breaker_open", "elsewhere")] * 2
     return probes[0]
 
 
@@ -142,29 +148,40 @@ async def test_applied_notices_are_not_published_again(
 
 
 async def test_exactly_one_probe_among_three(replicas: list[Replica], eventually: Wait) -> None:
-    """When the open period ends, one replica holds the lease and probes; the others skip."""
+    """When the open period ends and the three ask at once, one takes the lease and that
+    request is the probe; the other two skip."""
     await open_everywhere(replicas, eventually)
     advance(replicas, 60)
-    await one_probe(replicas, eventually)
+    await one_probe(replicas)
     assert sum(r.shared.leases.taken for r in replicas) == 1
+    assert sum(r.shared.leases.refused for r in replicas) == 2
 
 
-async def test_probe_success_closes_the_key_everywhere(
+async def test_the_replica_that_takes_the_lease_probes_and_its_success_closes_all(
     replicas: list[Replica], eventually: Wait
 ) -> None:
-    """The probe's success is published: every replica calls the key again."""
+    """The first request after the open period on the replica that tripped takes the lease and
+    is the probe; b and c skip with the probe in flight elsewhere as the reason, and after the
+    probe's success all three call the key again."""
+    a, b, c = replicas
     await open_everywhere(replicas, eventually)
     advance(replicas, 60)
-    prober = await one_probe(replicas, eventually)
-    verdict = prober.admit()
-    assert isinstance(verdict, Skip)  # its own probe is in flight
-    admission = prober.health.admit_forced(KEY, lease=LEASE)
-    assert admission is None  # one probe per key in flight here too
-    others = [r for r in replicas if r is not prober]
-    token = prober.health._states[KEY].probe_token
-    prober.health.record_success(Admission(KEY, True, prober.clock.now() + LEASE, token))
-    await eventually(lambda: all(isinstance(r.admit(), Admission) for r in others))
-    assert all(r.health.snapshot().get(KEY).state == "available" for r in replicas)  # type: ignore[union-attr]
+    probe = await a.ask()
+    assert isinstance(probe, Admission)
+    assert (probe.probe, probe.needs_lease) == (True, False)
+    for replica in (b, c):
+        verdict = await replica.ask()
+        assert isinstance(verdict, Skip)
+        reason = health_skip_reason(verdict, replica.clock.now())
+        assert reason == "breaker open, probe in flight on another replica"
+    assert a.health.admit_forced(KEY, lease=LEASE) is None  # one probe per key here too
+    a.health.record_success(probe)
+    await eventually(lambda: all(isinstance(r.admit(), Admission) for r in (b, c)))
+    for replica in replicas:
+        verdict = replica.admit()
+        assert isinstance(verdict, Admission)
+        assert not verdict.probe
+        assert replica.health.snapshot().get(KEY).state == "available"  # type: ignore[union-attr]
 
 
 async def test_probe_failure_reopens_the_key_everywhere(
@@ -173,12 +190,9 @@ async def test_probe_failure_reopens_the_key_everywhere(
     """The probe's failure is published as a new open period for every replica."""
     await open_everywhere(replicas, eventually)
     advance(replicas, 60)
-    prober = await one_probe(replicas, eventually)
-    token = prober.health._states[KEY].probe_token
+    prober, probe = await one_probe(replicas)
     applied = [r.shared.publisher.applied for r in replicas]
-    prober.health.record_failure(
-        Admission(KEY, True, prober.clock.now() + LEASE, token), "provider_error"
-    )
+    prober.health.record_failure(probe, "provider_error")
     others = [r for r in replicas if r is not prober]
     await eventually(
         lambda: all(r.shared.publisher.applied > applied[replicas.index(r)] for r in others)
@@ -196,12 +210,11 @@ async def test_a_probe_released_without_a_result_frees_its_lease(
     its lease in Redis at once instead of holding it for the call's timeout."""
     await open_everywhere(replicas, eventually)
     advance(replicas, 60)
-    prober = await one_probe(replicas, eventually)
+    prober, probe = await one_probe(replicas)
     client = aredis.Redis.from_url(db_url)
     try:
         assert len(await client.keys("turnout:probe:*")) == 1
-        token = prober.health._states[KEY].probe_token
-        prober.health.release(Admission(KEY, True, prober.clock.now() + LEASE, token))
+        prober.health.release(probe)
         for _ in range(300):
             if not await client.keys("turnout:probe:*"):
                 break
@@ -209,6 +222,34 @@ async def test_a_probe_released_without_a_result_frees_its_lease(
         assert await client.keys("turnout:probe:*") == []
     finally:
         await client.aclose()
+
+
+async def test_a_lease_freed_without_a_notice_is_claimed_again_within_a_second(
+    replicas: list[Replica], eventually: Wait, db_url: str
+) -> None:
+    """A's probe released without a result frees the lease and publishes nothing: b, which
+    saw the lease held, asks again after a second and probes instead of skipping the key for
+    the rest of the lease."""
+    a, b, _ = replicas
+    await open_everywhere(replicas, eventually)
+    advance(replicas, 60)
+    probe = await a.ask()
+    assert isinstance(probe, Admission)
+    assert isinstance(await b.ask(), Skip)
+    a.health.release(probe)
+    client = aredis.Redis.from_url(db_url)
+    try:
+        for _ in range(300):  # the lease is deleted in Redis
+            if not await client.keys("turnout:probe:*"):
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await client.aclose()
+    assert isinstance(await b.ask(), Skip)  # b does not ask the store again at once
+    b.clock.advance(1)
+    verdict = await b.ask()
+    assert isinstance(verdict, Admission)
+    assert verdict.probe
 
 
 async def test_stale_trip_after_a_close_is_ignored(
@@ -238,18 +279,17 @@ async def test_lease_of_a_probe_that_never_returns_expires(
     await open_everywhere(replicas, eventually)
     advance(replicas, 60)
     lease = 0.3
-    assert isinstance(a.admit(lease), Skip)
-    await eventually(lambda: a.shared.leases.taken == 1)
-    stuck = a.admit(lease)
+    stuck = await a.ask(lease)
     assert isinstance(stuck, Admission)
     assert stuck.probe  # and it never reports
-    assert isinstance(b.admit(lease), Skip)
-    await eventually(lambda: b.shared.leases.refused == 1)
+    refused = await b.ask(lease)
+    assert isinstance(refused, Skip)
+    assert refused.probe == "elsewhere"
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 10.0
-    while not isinstance(verdict := b.admit(lease), Admission):
+    while not isinstance(verdict := await b.ask(lease), Admission):
         assert loop.time() < deadline, f"b never took the expired lease: {verdict}"
-        b.clock.advance(lease)  # past the refusal's wait, so b claims again
+        b.clock.advance(lease)  # past the lease it saw held, so b claims again
         await asyncio.sleep(0.05)
     assert verdict.probe
 

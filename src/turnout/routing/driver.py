@@ -30,7 +30,14 @@ from turnout.routing.ending import ending_error
 from turnout.routing.health import Skip
 from turnout.routing.hedge import race
 from turnout.routing.options import MAX_FALLBACKS
-from turnout.routing.route_pass import NO_CALLS, RoutePass, final_ending, is_denied, run_call
+from turnout.routing.route_pass import (
+    NO_CALLS,
+    RoutePass,
+    admit_again,
+    final_ending,
+    is_denied,
+    run_call,
+)
 from turnout.routing.spans import start_request
 from turnout.routing.stream import open_stream
 
@@ -128,7 +135,7 @@ async def run_pass(walk: RoutePass) -> Call | None:
         if walk.route.timeouts.hedge_after is not None and not state.embedding:
             return await race(walk)
         run = open_stream if state.streaming else run_whole
-        while (call := walk.next_call()) is not None:
+        while (call := await walk.next_call()) is not None:
             walk.calls += 1
             await run(state, call)
             decision = walk.settle(call)
@@ -163,7 +170,7 @@ async def _retry(walk: RoutePass, call: Call) -> tuple[Decision, Call]:
         await state.clock.sleep(wait)
         if state.stop_reason() is not None:
             return "next", call
-        verdict = route.health.admit(call.key, lease=call.target.timeout, breaker=route.breaker)
+        verdict = await admit_again(walk, call)
         if isinstance(verdict, Skip):
             state.skip_untils.append(verdict.until)
             return "next", call

@@ -12,17 +12,28 @@ ignored, and applying it emits no event, so what a replica learned is never publ
 Rule 5: the hot path (`admit` + `record_success` on a healthy key) reads one dict entry and
 compares a few numbers; it allocates nothing.
 Rule 6: listeners run outside the lock; one that raises is logged and ignored.
-Rule 7: with a `probe_gate` (replicas sharing health), a key's probe also needs the gate's
-consent, so one probe runs across every replica; the gate answers at once from what it knows
-(it never waits on I/O) and the key is skipped until the deadline it gives. Forced probes
-(every target unhealthy) stay one per process and do not ask it.
+Rule 7: with a `probe_gate` (replicas sharing health), one probe runs across every replica.
+`admit` asks the gate, without waiting, whether another replica is known to hold the key's
+probe lease (then the key is skipped, `probe="elsewhere"`, until that lease ends); otherwise the
+request that finds the key due takes this process's probe slot at once (so other requests here
+skip it) and gets an admission that `needs_lease`: the caller awaits `claim_probe`, which takes
+the lease through the gate and returns the admission ready to call, or a skip when another
+replica took it first. The request that takes the lease is the probe. The gate's claim is
+bounded in time, and a failing store lets this process probe alone. Forced probes (every target
+unhealthy) stay one per process and do not ask it.
 Rule 8: transitions published for other replicas: `cooling_down`, `parked` and `open` carry
 their deadline; a probe's success that ends a trip, park or learned trip is `closed`; a failed
 probe of a learned trip reopens the key for the registry's `open_for` (`open`).
+Rule 9: once the breaker is open, only its probe's result may close it: the result of a plain
+call admitted before the opening (an older `epoch`, `health_state` Rule 7) resets nothing and
+counts no failure, so it neither closes the breaker nor extends its open period. A cooldown
+(Retry-After) or a quota park such a call brings back still applies: that is the provider's
+word about now.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import threading
@@ -46,7 +57,9 @@ from turnout.routing.health_state import (
     counted_failure,
     freed_probe,
     is_number,
+    is_stale,
     judge,
+    opened,
     park_seconds,
     parked,
     probe_outcome,
@@ -162,10 +175,17 @@ RemoteState = Literal["cooling_down", "parked", "open", "closed"]
 class ProbeGate(Protocol):
     """Who may run a key's probe when replicas share health (Rule 7)."""
 
-    def may_probe(self, key: Hashable, lease: float) -> float | None:
-        """None when this process may probe `key` now (for at most `lease` seconds), else a
-        `clock.now()` reading until which `key` stays skipped. Called under the registry's
-        lock: it must answer at once, never wait on I/O and never call back into `Health`."""
+    def held_until(self, key: Hashable) -> float | None:
+        """A `clock.now()` reading until which another replica is known to hold `key`'s probe
+        lease, else None. Called under the registry's lock: it must answer at once, never wait
+        on I/O and never call back into `Health`."""
+        ...
+
+    async def claim(self, key: Hashable, lease: float) -> float | None:
+        """Take `key`'s probe lease for `lease` seconds: None when this process may probe now
+        (it holds the lease, or decides alone because the store is failing or the key is one
+        only this process can name), else a `clock.now()` reading until which another replica
+        holds it. Bounded in time; never raises (cancellation aside)."""
         ...
 
     def probe_ended(self, key: Hashable) -> None:
@@ -271,10 +291,11 @@ class Health:
                 return verdict
             gate = self.probe_gate
             if gate is not None:
-                held = gate.may_probe(key, lease)
-                if held is not None:  # Rule 7: another replica probes (or is being asked)
-                    return Skip(probe_outcome(state, policy), max(held, now))
-            admission = Admission(key, True, now + lease, next(self._tokens))
+                held = gate.held_until(key)
+                if held is not None and now < held:  # Rule 7: another replica probes
+                    return Skip(probe_outcome(state, policy), held, "elsewhere")
+            token = next(self._tokens)
+            admission = Admission(key, True, now + lease, token, state.epoch, gate is not None)
             state = probe_taken(state, token=admission.token, until=now + lease)
             if state.reported == "open" and state_name(state, self.breaker, now)[0] == "half_open":
                 state = replace(state, reported="half_open")
@@ -292,9 +313,44 @@ class Health:
             state = self._states.get(key) or KeyState(Admission(key))
             if now < state.probe_until:
                 return None
-            admission = Admission(key, True, now + lease, next(self._tokens))
+            admission = Admission(key, True, now + lease, next(self._tokens), state.epoch)
             self._states[key] = probe_taken(state, token=admission.token, until=now + lease)
         return admission
+
+    async def claim_probe(
+        self, admission: Admission, *, lease: float, breaker: Breaker | None = None
+    ) -> Admission | Skip:
+        """Rule 7: take the probe lease shared between replicas for `admission` (a probe that
+        `needs_lease`, leased for `lease` seconds): the admission ready to call, or a `Skip`
+        (`probe="elsewhere"`) when another replica holds the lease; then this process's probe
+        slot is free again. `breaker` is the route's own policy, as in `admit`. Cancelled while
+        it waits, it frees the slot and counts nothing."""
+        if not admission.needs_lease:
+            return admission
+        ready = replace(admission, needs_lease=False)
+        gate = self.probe_gate
+        if gate is None:
+            return ready
+        try:
+            held = await gate.claim(admission.key, lease)
+        except asyncio.CancelledError:
+            self._free_slot(admission)
+            raise
+        except Exception:  # a gate that fails decides nothing: probe alone, as without one
+            logger.exception("the probe gate failed on %r", admission.key)
+            return ready
+        if held is None:
+            return ready
+        policy = breaker if breaker is not None else self.breaker
+        state = self._free_slot(admission)
+        return Skip(probe_outcome(state, policy), max(held, self.clock.now()), "elsewhere")
+
+    def _free_slot(self, admission: Admission) -> KeyState:
+        """Free this process's probe slot held by `admission` (the gate is not told)."""
+        with self._lock:
+            state = self._states.get(admission.key) or KeyState(Admission(admission.key))
+            state = self._states[admission.key] = freed_probe(state, admission.token)
+        return state
 
     # -- outcomes
 
@@ -307,6 +363,8 @@ class Health:
         pending: list[HealthEvent] = []
         with self._lock:
             state = self._states.get(admission.key) or KeyState(Admission(admission.key))
+            if is_stale(state, admission):
+                return  # Rule 9: admitted before the breaker opened
             held = state.reported != "closed" or state.trip_probe or state.park_probe
             state = succeeded(state, probe=admission.probe, token=admission.token)
             if admission.probe:
@@ -338,13 +396,15 @@ class Health:
         pending: list[HealthEvent] = []
         with self._lock:
             state = prior = self._states.get(key) or KeyState(Admission(key))
-            state = counted_failure(
-                state,
-                now=now,
-                window=self.breaker.window,
-                probe=admission.probe,
-                token=admission.token,
-            )
+            stale = is_stale(state, admission)  # Rule 9: it counts no failure
+            if not stale:
+                state = counted_failure(
+                    state,
+                    now=now,
+                    window=self.breaker.window,
+                    probe=admission.probe,
+                    token=admission.token,
+                )
             if retry_after is not None and retry_after > 0:
                 until = now + min(retry_after, MAX_SKIP_SECONDS)
                 state = cooled(state, until)
@@ -354,7 +414,8 @@ class Health:
                 if seconds is not None:
                     state = parked(state, now + seconds)
                     pending.append(HealthEvent(key, "parked", now, now + seconds, state.failures))
-            state = self._note_trip(state, key, now, pending)
+            if not stale:
+                state = self._note_trip(state, key, now, pending)
             if admission.probe and prior.trip_probe:
                 state = self._reopen(state, key, now, pending)
             self._states[key] = state
@@ -382,7 +443,7 @@ class Health:
             return state
         until = state.last_failure + policy.open_for
         pending.append(HealthEvent(key, "open", now, until, state.failures))
-        return replace(state, reported="open")
+        return opened(replace(state, reported="open"))
 
     def release(self, admission: Admission) -> None:
         """The call ended without counting (refused, rejected, lost race, cancelled, terminal

@@ -13,6 +13,12 @@ Rule 6: a trip learned from another replica (`tripped`) holds the key open until
 then, like a park, lets one probe through (`trip_probe`); a close learned from another replica
 (`closed`) is ignored when this key failed, or learned a deadline, after that close happened,
 and a trip that happened before the last close is ignored (stale news never overrides newer).
+Rule 7: every opening of the breaker (a trip here, a trip learned, a failed probe) starts a new
+`epoch`, and every plain admission carries the epoch it was admitted under. The result of a
+plain call admitted under an earlier epoch is stale (`is_stale`): it started before the breaker
+opened, so it neither closes the breaker (only the probe's result may) nor counts as a failure
+that would extend the open period or count twice. Probes are judged by their token, never by
+their epoch.
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ __all__ = [
     "counted_failure",
     "freed_probe",
     "is_number",
+    "is_stale",
     "judge",
+    "opened",
     "park_seconds",
     "parked",
     "probe_outcome",
@@ -61,6 +69,7 @@ MAX_BREAKER_FAILURES = 1000
 _NEVER = -math.inf
 
 SkipOutcome = Literal["cooling_down", "breaker_open", "parked"]
+ProbeInFlight = Literal["here", "elsewhere"]
 KeyStateName = Literal["available", "cooling_down", "open", "half_open", "parked"]
 
 
@@ -143,10 +152,13 @@ DISABLED_BREAKER = Breaker(enabled=False)
 @dataclass(frozen=True, slots=True)
 class Skip:
     """Why a key must be skipped now: `outcome` (the attempt entry's outcome) until `until`
-    (a `clock.now()` reading)."""
+    (a `clock.now()` reading). `probe` says when the key is skipped because its half-open probe
+    is in flight, on this process (`here`) or on another replica (`elsewhere`); `until` is then
+    when that probe's lease ends."""
 
     outcome: SkipOutcome
     until: float
+    probe: ProbeInFlight | None = None
 
     def seconds_left(self, now: float) -> float:
         """Seconds until the skip ends (never negative)."""
@@ -164,12 +176,17 @@ class Admission:
     `probe` is True when this call is the key's single probe (half-open, after a park, or forced);
     `lease_until` is then when the probe slot frees itself if the call never reports, and `token`
     identifies the lease. A plain admission has `probe=False`, `lease_until=None`, `token=0`.
+    `epoch` is the key's breaker epoch when the call was admitted (module Rule 7). `needs_lease`
+    is True for a probe that must still take the lease shared between replicas before it is
+    called (`Health.claim_probe`).
     """
 
     key: Hashable
     probe: bool = False
     lease_until: float | None = None
     token: int = 0
+    epoch: int = 0
+    needs_lease: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +208,7 @@ class KeyState:
     trip_probe: bool = False  # a learned trip ends with one probe (Rule 6)
     learned_at: float = _NEVER  # when the newest deadline learned from a replica was set
     closed_at: float = _NEVER  # when a probe last closed the key, here or on a replica
+    epoch: int = 0  # one more at each opening of the breaker (Rule 7); `plain` carries it
 
 
 # ---- pure transitions ----------------------------------------------------------------------
@@ -278,7 +296,7 @@ def tripped(state: KeyState, until: float, *, at: float = _NEVER) -> KeyState:
     if at < state.closed_at or (until <= state.open_until and state.trip_probe):
         return state
     return _deadlines(
-        state,
+        opened(state),
         open_until=max(state.open_until, until),
         trip_probe=True,
         learned_at=max(state.learned_at, at),
@@ -295,6 +313,17 @@ def freed_probe(state: KeyState, token: int) -> KeyState:
     if token == 0 or token != state.probe_token or state.probe_until == _NEVER:
         return state
     return replace(state, probe_until=_NEVER)
+
+
+def opened(state: KeyState) -> KeyState:
+    """The breaker opened: a new epoch, so calls admitted before now are stale (Rule 7)."""
+    epoch = state.epoch + 1
+    return replace(state, epoch=epoch, plain=Admission(state.plain.key, epoch=epoch))
+
+
+def is_stale(state: KeyState, admission: Admission) -> bool:
+    """True for a plain call admitted before the breaker's latest opening (Rule 7)."""
+    return not admission.probe and admission.epoch != state.epoch
 
 
 def judge(state: KeyState, breaker: Breaker, now: float) -> Skip | Literal["call", "probe"]:
@@ -314,7 +343,7 @@ def judge(state: KeyState, breaker: Breaker, now: float) -> Skip | Literal["call
     if not (is_tripped or state.park_probe or state.trip_probe):
         return "call"
     if now < state.probe_until:
-        return Skip(probe_outcome(state, breaker), state.probe_until)
+        return Skip(probe_outcome(state, breaker), state.probe_until, "here")
     return "probe"
 
 

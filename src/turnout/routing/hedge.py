@@ -35,7 +35,7 @@ async def race(walk: RoutePass) -> Call | None:
     try:
         due = True
         while True:
-            if due and _start_next(walk, running):
+            if due and await _start_next(walk, running):
                 if timer is not None:
                     timer.cancel()
                 timer = asyncio.ensure_future(clock.sleep(hedge_after))
@@ -59,9 +59,9 @@ async def race(walk: RoutePass) -> Call | None:
         await _cancel(running, lost=False)
 
 
-def _start_next(walk: RoutePass, running: dict[asyncio.Task[None], Call]) -> bool:
+async def _start_next(walk: RoutePass, running: dict[asyncio.Task[None], Call]) -> bool:
     """Start the next available target beside the running calls (True when one started)."""
-    call = walk.next_call()
+    call = await walk.next_call()
     if call is None:
         return False
     call.hedge = bool(running)

@@ -4,7 +4,8 @@ entry.
 
 Rule 1: reasons are short, stable phrases: `429 rate limited, Retry-After 2 s`, `503 upstream
 error`, `connection reset`, `no first token within 5 s`, `timed out after 30 s`, `cooling
-down, 60 s left`, `dropped logprobs, n`; several are joined with `; `.
+down, 60 s left`, `breaker open, probe in flight on another replica`, `dropped logprobs, n`;
+several are joined with `; `.
 Rule 2: they are built only when a call fails, a target is skipped or a request is translated
 across wire formats, never for a call that answers in its own format.
 """
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from turnout.errors import ProviderError
     from turnout.record import AttemptEntry
     from turnout.routing.attempt import RoutedRequest
+    from turnout.routing.health_state import Skip
     from turnout.wire.model import WireFormat
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "EntryNotes",
     "dropped_reason",
     "failure_reason",
+    "health_skip_reason",
     "joined",
     "skip_reason",
     "timeout_reason",
@@ -61,6 +64,8 @@ _SKIP_WORDS: Final = {
     "breaker_open": "breaker open",
     "parked": "parked",
 }
+
+_PROBE_WORDS: Final = {"here": "probe in flight", "elsewhere": "probe in flight on another replica"}
 
 
 def failure_reason(error: ProviderError, error_class: str) -> str:
@@ -95,6 +100,16 @@ def timeout_reason(seconds: float, *, first_token: bool) -> str:
 def skip_reason(outcome: str, left: str) -> str:
     """The words for a health skip `outcome` with `left` (`60 s`) until it ends."""
     return f"{_SKIP_WORDS.get(outcome, outcome)}, {left} left"
+
+
+def health_skip_reason(skip: Skip, now: float) -> str:
+    """The words for `skip` at `now`: the seconds left (`breaker open, 60 s left`), or, while
+    the key's probe is in flight, where (`breaker open, probe in flight on another replica`):
+    the probe's lease says when it would give up, not when the key is back."""
+    if skip.probe is None:
+        return skip_reason(skip.outcome, skip.reason(now))
+    where = _PROBE_WORDS[skip.probe]
+    return f"{_SKIP_WORDS.get(skip.outcome, skip.outcome)}, {where}"
 
 
 def dropped_reason(names: Iterable[str]) -> str | None:

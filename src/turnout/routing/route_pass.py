@@ -24,10 +24,15 @@ call carries the family crossing's word, and how a pass held to one family ends
 (`turnout.routing.gate`, its rules there). Targets closed for good do not count as targets
 left, so a parked last target of the preferred family is still probed when the other
 families can no longer open.
+Rule 8: with health shared between replicas, a key due for its half-open probe is claimed
+across them before its call (`Health.claim_probe`, a short bounded wait): the request that takes
+the lease makes the probe, and one that finds another replica holding it skips the key with
+that as the reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from turnout.routing.attempt import Call, run_whole
@@ -36,7 +41,7 @@ from turnout.routing.gate import TargetGate
 from turnout.routing.health import Skip
 from turnout.routing.outcome import settle_answer, settle_failure
 from turnout.routing.plan import caller_client
-from turnout.routing.reasons import DroppedFields, EntryNotes, skip_reason
+from turnout.routing.reasons import DroppedFields, EntryNotes, health_skip_reason
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
 from turnout.vendors.classify import RETRYABLE
@@ -53,12 +58,34 @@ if TYPE_CHECKING:
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
 
-__all__ = ["NO_CALLS", "Decision", "RoutePass", "final_ending", "is_denied", "run_call"]
+__all__ = [
+    "NO_CALLS",
+    "Decision",
+    "DueProbe",
+    "RoutePass",
+    "admit_again",
+    "final_ending",
+    "is_denied",
+    "run_call",
+]
 
 Decision = Literal["answer", "next", "retry", "stop"]
 """What comes after a settled call: the answer wins, the next target, a same-target retry, or
 the end of the pass (`ending` says how)."""
 NO_CALLS = Ending("zero_calls")
+
+
+@dataclass(frozen=True, slots=True)
+class DueProbe:
+    """A target whose key is due for its probe, admitted here but still to be claimed across
+    replicas (`Health.claim_probe`) before it is called."""
+
+    index: int
+    wire: RoutedRequest
+    key: Hashable
+    admission: Admission
+
+
 _SAME_TARGET_RETRY = frozenset({"rate_limited", "provider_error"})
 _ESCALATION = {"context_length": "context", "content_filtered": "content"}
 
@@ -137,9 +164,10 @@ class RoutePass:
 
     # -- choosing the next call
 
-    def next_call(self) -> Call | None:
+    async def next_call(self) -> Call | None:
         """The next target that may be called now, recording an entry for each one skipped on
-        the way; None when the order is done (or the budget is spent)."""
+        the way; None when the order is done (or the budget is spent). A key due for its probe
+        is first claimed across replicas (Rule 8), which is the one wait here."""
         order = self.order
         gate = self.gate
         while self.cursor < len(order) and self.stopped is None:
@@ -148,14 +176,17 @@ class RoutePass:
                 break  # Rule 7: the org-key fallback or the other families are not open (yet)
             self.cursor += 1
             call = self._screen(index)
+            if isinstance(call, DueProbe):
+                call = await self._claimed(call)
             if call is not None:
                 return call
         if self.stopped is not None:
             return None
         return self._forced_call()
 
-    def _screen(self, index: int) -> Call | None:
-        """Visit target `index`: the call to make, or None after recording why it is skipped."""
+    def _screen(self, index: int) -> Call | DueProbe | None:
+        """Visit target `index`: the call to make, a probe still to claim across replicas, or
+        None after recording why it is skipped."""
         route, state = self.route, self.state
         target = route.targets[index]
         if target.paused:
@@ -191,6 +222,23 @@ class RoutePass:
             return None
         key = route.table.key_for(index, wire.model)
         verdict = route.health.admit(key, lease=target.timeout, breaker=route.breaker)
+        if not isinstance(verdict, Skip) and verdict.needs_lease:
+            return DueProbe(index, wire, key, verdict)
+        return self._admitted(index, wire, key, verdict)
+
+    async def _claimed(self, due: DueProbe) -> Call | None:
+        """Rule 8: claim `due`'s probe across replicas; the call, or None after its skip."""
+        route = self.route
+        target = route.targets[due.index]
+        verdict = await route.health.claim_probe(
+            due.admission, lease=target.timeout, breaker=route.breaker
+        )
+        return self._admitted(due.index, due.wire, due.key, verdict)
+
+    def _admitted(
+        self, index: int, wire: RoutedRequest, key: Hashable, verdict: Admission | Skip
+    ) -> Call | None:
+        """Health's answer for target `index`: its call, or None after recording its skip."""
         if isinstance(verdict, Skip):
             self._passed_by(index, "parked" if verdict.outcome == "parked" else "unhealthy")
             return self._skipped(index, wire, key, verdict)
@@ -234,7 +282,7 @@ class RoutePass:
         self.health_skips.append((index, skip, key))
         state.skip_untils.append(skip.until)
         entry = state.skip(self.hop, index, target, skip.outcome)
-        entry.reason = skip_reason(skip.outcome, skip.reason(state.clock.now()))
+        entry.reason = health_skip_reason(skip, state.clock.now())
         return None
 
     def _call(
@@ -400,6 +448,16 @@ def _probes(
     if policy == "try_all":
         return list(skips)
     return []
+
+
+async def admit_again(walk: RoutePass, call: Call) -> Admission | Skip:
+    """Health's answer for a same-target retry of `call`, claimed across replicas when it
+    would be the key's probe (Rule 8)."""
+    route, target = walk.route, call.target
+    verdict = route.health.admit(call.key, lease=target.timeout, breaker=route.breaker)
+    if isinstance(verdict, Skip) or not verdict.needs_lease:
+        return verdict
+    return await route.health.claim_probe(verdict, lease=target.timeout, breaker=route.breaker)
 
 
 async def run_call(walk: RoutePass, call: Call) -> None:

@@ -5,8 +5,10 @@ closes (`HealthPublisher`), and the half-open probe, one across every replica
 (`ProbeLeases`). Failure counters, latency windows, in-flight counts and round-robin turns
 stay per process; a failure on a caller's own forwarded credential is never counted, so it is
 never shared either.
-Rule 2: nothing here is on a request's path: a request reads local health; publishing, claims
-and the store's watch run in background tasks, so a slow or failing store never slows a call.
+Rule 2: a request reads local health; publishing, freeing leases and the store's watch run in
+background tasks. The one wait on a request's path is the claim of a half-open probe's lease,
+made by the request that will be the probe and bounded by `ProbeLeases.claim_timeout`; a slow
+or failing store then lets this replica probe alone, so it never fails a call.
 """
 
 from __future__ import annotations
