@@ -115,3 +115,14 @@ async def test_failed_sign_ins_are_logged_then_throttled_until_the_window_passes
     assert len(failed) == 3
     assert all("127.0.0.1" in line and fingerprint(WRONG) in line for line in failed)
     assert WRONG not in caplog.text
+
+
+async def test_a_failing_store_refuses_sign_in_with_503_not_a_crash(empty_store: Store) -> None:
+    """When the sessions cannot be written or read (here: a store without its tables), the
+    form says so with 503 and a cookie opens nothing; neither is a 500."""
+    async with _served(_replica(empty_store)) as client:
+        refused = await client.post("/ui/login", data={"key": ADMIN})
+        page = await client.get("/ui", headers={"cookie": "turnout_session=made-up"})
+    assert refused.status_code == 503
+    assert "store cannot be reached" in refused.text
+    assert (page.status_code, page.headers["location"]) == (303, "/ui/login")

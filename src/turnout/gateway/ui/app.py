@@ -251,7 +251,13 @@ class Dashboard:
             await _html(send, 401, pages.login_page(error="That is not an admin key."))
             return
         session_id = new_session_id()
-        await self.sessions.open(session_id, key_hash, SESSION_SECONDS)
+        try:
+            await self.sessions.open(session_id, key_hash, SESSION_SECONDS)
+        except Exception:  # the store: signing in waits until it answers
+            logger.warning("dashboard: a session cannot be stored now", exc_info=True)
+            error = "The store cannot be reached: try again once it answers."
+            await _html(send, 503, pages.login_page(error=error))
+            return
         cookies = session_cookie(session_id, secure=_is_secure(scope, headers))
         await _redirect(send, "/ui", [(b"set-cookie", value) for value in cookies])
 
