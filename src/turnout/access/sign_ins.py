@@ -11,24 +11,31 @@ its keys are not even checked, so guessing stops there, right keys included.
 Rule 3: the state is this process's own: with several workers or replicas each counts the
 failures it saw. At most `max_peers` peers are remembered; past that, the peer heard from
 least recently is forgotten first.
-Rule 4: a log line names a presented key only by `fingerprint` (a few hex digits of its hash),
-never by the key.
+Rule 4: each failure is one WARNING line on the `turnout.admin` logger (`refused_sign_in`)
+naming the peer address and the key only by `fingerprint` (a few hex digits of its hash), never
+by the key; the failure that throttles a peer adds one more line, and a throttled peer's
+refused requests add none.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from turnout.access.keys import hash_key
 from turnout.routing.clock import LoopClock
 
 if TYPE_CHECKING:
+    from collections.abc import MutableMapping
+
     from turnout.routing.clock import Clock
 
-__all__ = ["SignInPolicy", "SignInThrottle", "fingerprint"]
+__all__ = ["SignInPolicy", "SignInThrottle", "fingerprint", "peer_of", "refused_sign_in"]
+
+logger = logging.getLogger("turnout.admin")
 
 _FINGERPRINT_DIGITS: Final = 8
 
@@ -89,3 +96,30 @@ class SignInThrottle:
             del self._failures[peer]
             return None
         return times
+
+
+def peer_of(scope: MutableMapping[str, Any]) -> str:
+    """The peer address a request came from (the TCP peer: behind a proxy, the proxy's)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def refused_sign_in(throttle: SignInThrottle, peer: str, key: str, where: str) -> None:
+    """Rules 1 and 4: count and log one failed sign-in of `peer` with `key` on `where` (`admin API`,
+    `dashboard`)."""
+    throttled = throttle.failed(peer)
+    logger.warning(
+        "%s: sign-in failed from %s: not an admin key (fingerprint %s)",
+        where,
+        peer,
+        fingerprint(key),
+    )
+    if throttled:
+        policy = throttle.policy
+        logger.warning(
+            "%s: %d failed sign-ins from %s within %g s: its sign-ins are refused for a while",
+            where,
+            policy.limit,
+            peer,
+            policy.window,
+        )

@@ -16,16 +16,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from turnout.access.sign_ins import SignInThrottle
+from turnout.access.sign_ins import SignInThrottle, peer_of, refused_sign_in
 from turnout.errors import ConfigError, StoreError
 from turnout.gateway.admin.audit import audit_operations
-from turnout.gateway.admin.auth import (
-    admin_key_id,
-    peer_of,
-    presented_key,
-    refused_sign_in,
-    verify,
-)
+from turnout.gateway.admin.auth import admin_key_id, presented_key, verify
 from turnout.gateway.admin.dispatch import AdminCall, Operation, Router, check_params, query_of
 from turnout.gateway.admin.dispatch import read_body as read_admin_body
 from turnout.gateway.admin.health import health_operations

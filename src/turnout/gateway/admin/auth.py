@@ -7,37 +7,21 @@ Rule 2: the audit names an admin key by `adm_` and the first 12 hex digits of it
 by the key.
 Rule 3: in the config file, an admin key is written as the key itself (usually `${VAR}`) or as
 its hash (`sha256:` and 64 hex digits); either way only the hash is kept.
-Rule 4: a presented admin key that is none of them is a failed sign-in: one WARNING line naming
-the peer address and the key's fingerprint (never the key), counted by the process's
-`SignInThrottle`, which then refuses that peer for a while (`turnout.access.sign_ins`).
+Rule 4: a presented admin key that is none of them is a failed sign-in (`turnout.access.sign_ins`).
 """
 
 from __future__ import annotations
 
 import hmac
-import logging
 import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from turnout.access.keys import HASH_SCHEME, hash_key
-from turnout.access.sign_ins import fingerprint
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, MutableMapping
+    from collections.abc import Iterable, Mapping
 
-    from turnout.access.sign_ins import SignInThrottle
-
-__all__ = [
-    "ADMIN_ID_PREFIX",
-    "admin_key_hashes",
-    "admin_key_id",
-    "peer_of",
-    "presented_key",
-    "refused_sign_in",
-    "verify",
-]
-
-logger = logging.getLogger("turnout.admin")
+__all__ = ["ADMIN_ID_PREFIX", "admin_key_hashes", "admin_key_id", "presented_key", "verify"]
 
 ADMIN_ID_PREFIX: Final = "adm_"
 _ID_DIGITS: Final = 12
@@ -77,30 +61,3 @@ def verify(presented: str | None, hashes: Iterable[str]) -> str | None:
         if hmac.compare_digest(digest, known.encode()) and found is None:
             found = known
     return found
-
-
-def peer_of(scope: MutableMapping[str, Any]) -> str:
-    """The peer address a request came from (the TCP peer: behind a proxy, the proxy's)."""
-    client = scope.get("client")
-    return str(client[0]) if client else "unknown"
-
-
-def refused_sign_in(throttle: SignInThrottle, peer: str, key: str, where: str) -> None:
-    """Rule 4: count and log one failed sign-in of `peer` with `key` on `where` (`admin API`,
-    `dashboard`)."""
-    throttled = throttle.failed(peer)
-    logger.warning(
-        "%s: sign-in failed from %s: not an admin key (fingerprint %s)",
-        where,
-        peer,
-        fingerprint(key),
-    )
-    if throttled:
-        policy = throttle.policy
-        logger.warning(
-            "%s: %d failed sign-ins from %s within %g s: its sign-ins are refused for a while",
-            where,
-            policy.limit,
-            peer,
-            policy.window,
-        )

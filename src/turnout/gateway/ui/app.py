@@ -25,16 +25,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
-from turnout.access.sign_ins import SignInThrottle
-from turnout.gateway.admin.auth import peer_of, presented_key, refused_sign_in, verify
+from turnout.access.sign_ins import SignInThrottle, peer_of, refused_sign_in
 from turnout.gateway.ui import pages, views
 from turnout.gateway.ui.session import (
     SESSION_SECONDS,
     MemorySessions,
     SessionBook,
+    admin_hash,
     clear_cookies,
     is_loopback,
     new_session_id,
+    presented_key,
     presented_session,
     session_cookie,
 )
@@ -132,7 +133,7 @@ class Dashboard:
         hashes = self._admin_hashes()
         key = presented_key(headers)
         if key is not None:
-            if verify(key, hashes) is not None:
+            if admin_hash(key, hashes) is not None:
                 return True
             refused_sign_in(self.sign_ins, peer_of(scope), key, "dashboard")
             return False
@@ -244,7 +245,7 @@ class Dashboard:
             return
         form = await _form(receive)
         key = (form or {}).get("key", "").strip()
-        key_hash = verify(key, self._admin_hashes()) if key else None
+        key_hash = admin_hash(key, self._admin_hashes()) if key else None
         if key_hash is None:
             if key:
                 refused_sign_in(self.sign_ins, peer, key, "dashboard")

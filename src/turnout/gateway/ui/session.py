@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import ipaddress
 import secrets
 from typing import TYPE_CHECKING, Final, Protocol
 
+from turnout.access.keys import hash_key
 from turnout.routing.clock import LoopClock
 
 if TYPE_CHECKING:
@@ -36,9 +38,11 @@ __all__ = [
     "MemorySessions",
     "SessionBook",
     "StoredSessions",
+    "admin_hash",
     "clear_cookies",
     "is_loopback",
     "new_session_id",
+    "presented_key",
     "presented_session",
     "session_cookie",
 ]
@@ -112,6 +116,25 @@ class StoredSessions:
 
 def _digest(session_id: str) -> str:
     return hashlib.sha256(session_id.encode()).hexdigest()
+
+
+def admin_hash(key: str, hashes: frozenset[str]) -> str | None:
+    """Rule 3: the hash of the admin key `key`, None when it is none of them (every hash is
+    compared, in constant time)."""
+    digest = hash_key(key)
+    found = None
+    for known in hashes:
+        if hmac.compare_digest(digest, known) and found is None:
+            found = known
+    return found
+
+
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """Rule 3: the admin key a script sends: a bearer token, else `x-api-key`."""
+    scheme, _, value = headers.get("authorization", "").strip().partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return headers.get("x-api-key", "").strip() or None
 
 
 def new_session_id() -> str:
