@@ -81,6 +81,15 @@ async def _refused_id(url: str, key: str) -> str:
     return refused.value.response.headers["x-request-id"]
 
 
+async def _refused_listing_id(url: str) -> str:
+    """`GET /v1/models` with an unknown key through the OpenAI SDK, refused with 401: its
+    `x-request-id`."""
+    async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="tk_unknown", max_retries=0) as sdk:
+        with pytest.raises(openai.AuthenticationError) as refused:
+            await sdk.models.list()
+    return refused.value.response.headers["x-request-id"]
+
+
 async def _audited(admin: httpx.AsyncClient, request_id: str) -> dict[str, Any]:
     """The request's audit row, once the writer wrote it (or a failed assertion)."""
     loop = asyncio.get_running_loop()
@@ -100,7 +109,8 @@ def _lines(folder: Path) -> list[dict[str, Any]]:
 
 async def test_unknown_and_revoked_keys_are_logged_audited_and_shown(tmp_path: Path) -> None:
     """With a second project, an unknown key and a revoked key each get a 401 with an access
-    line, an audit row (no key id; the revoked key's id) and a dashboard row, and no ERROR."""
+    line, an audit row (no key id; the revoked key's id) and a dashboard row, and no ERROR;
+    a model listing refused for its key shows on the dashboard too."""
     async with (
         _serving(tmp_path) as url,
         httpx.AsyncClient(base_url=url, headers=_ADMIN) as admin,
@@ -108,6 +118,7 @@ async def test_unknown_and_revoked_keys_are_logged_audited_and_shown(tmp_path: P
         project_id, key_id, plaintext = await _revoked_key_of_a_second_project(admin)
         unknown = await _refused_id(url, "tk_not-a-key-of-this-gateway")
         revoked = await _refused_id(url, plaintext)
+        listing = await _refused_listing_id(url)
         unknown_row = await _audited(admin, unknown)
         revoked_row = await _audited(admin, revoked)
         dashboard = (await admin.get("/ui/part/requests")).text
@@ -122,5 +133,6 @@ async def test_unknown_and_revoked_keys_are_logged_audited_and_shown(tmp_path: P
         None,
     )
     assert (revoked_row["project_id"], revoked_row["key_id"]) == (project_id, key_id)
-    assert unknown in dashboard
-    assert revoked in dashboard
+    assert access[listing]["status"] == 401
+    for request_id in (unknown, revoked, listing):
+        assert request_id in dashboard
