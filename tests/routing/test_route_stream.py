@@ -106,6 +106,42 @@ async def test_a_break_after_the_first_token_is_stream_broken() -> None:
     assert health.snapshot().get(("a", "a-m")).failures == 1  # type: ignore[union-attr]
 
 
+async def test_a_stream_broken_after_content_is_billed_on_an_estimate() -> None:
+    """A cut after content the provider never counted: the record bills the target that sent
+    it, on an estimate of the prompt and the text sent, and the entry says so."""
+    health = isolated_health()
+    route = Route(
+        "r",
+        [Target("a", scripted("a", turn.stream(["x" * 40, "y" * 40], then=turn.cut())))],
+        health=health,
+    )
+    with pytest.raises(errors.StreamBroken) as caught:
+        await health.clock.run(collect(route.stream(QUESTION), []))
+    record = caught.value.routing
+    assert record is not None
+    prompt = len("Why is checkout failing?") // 4
+    assert (record.answered, record.served_provider, record.usage) == (None, "a", Usage(prompt, 20))
+    assert "usage estimated" in (record.attempts[0].reason or "")
+
+
+async def test_a_stream_broken_after_content_is_billed_on_the_usage_reported() -> None:
+    """A cut after the provider reported usage that covers the text sent: that usage is billed
+    as reported, not estimated."""
+    health = isolated_health()
+    counted = ChatChunk(delta="Roll ", usage=Usage(11, 7))
+    route = Route(
+        "r",
+        [Target("a", scripted("a", turn.stream([counted, "ba"], then=turn.cut())))],
+        health=health,
+    )
+    with pytest.raises(errors.StreamBroken) as caught:
+        await health.clock.run(collect(route.stream(QUESTION), []))
+    record = caught.value.routing
+    assert record is not None
+    assert record.usage == Usage(11, 7)
+    assert "usage estimated" not in (record.attempts[0].reason or "")
+
+
 async def test_a_committed_stream_that_goes_silent_breaks_after_the_idle_timeout() -> None:
     """A stall after the first token ends as StreamBroken after stream_idle_timeout."""
     health = isolated_health()
@@ -119,7 +155,9 @@ async def test_a_committed_stream_that_goes_silent_breaks_after_the_idle_timeout
         await health.clock.run(collect(route.stream(QUESTION), []))
     assert health.clock.now() == 7.0
     assert caught.value.routing is not None
-    assert caught.value.routing.attempts[0].reason == "silent for 7 s after the first token"
+    assert caught.value.routing.attempts[0].reason == (
+        "silent for 7 s after the first token; usage estimated"
+    )
 
 
 async def test_first_token_timeout_bounds_the_wait_for_the_first_token() -> None:

@@ -34,9 +34,11 @@ TABLES = {
     "request_attempts",
     "request_audit",
     "routes",
+    "ui_sessions",
     "usage_ledger",
 }
-FIRST_TABLES = TABLES - {"request_attempts", "request_audit", "usage_ledger"}
+SECOND_TABLES = TABLES - {"ui_sessions"}
+FIRST_TABLES = SECOND_TABLES - {"request_attempts", "request_audit", "usage_ledger"}
 
 
 def _tables(store: Store) -> set[str]:
@@ -65,8 +67,10 @@ def test_upgrade_twice_is_a_no_op(store: Store) -> None:
 
 
 def test_downgrade_one_step_then_upgrade_again(store: Store) -> None:
-    """The audit and usage tables downgrade away, then the first revision to an empty schema,
-    and both upgrade again cleanly."""
+    """The dashboard's sessions, then the audit and usage tables downgrade away, then the first
+    revision to an empty schema, and all upgrade again cleanly."""
+    downgrade(store, "-1")
+    assert _tables(store) == SECOND_TABLES
     downgrade(store, "-1")
     assert _tables(store) == FIRST_TABLES
     downgrade(store, "-1")

@@ -45,6 +45,7 @@ __all__ = [
     "empty_model_route",
     "generate_key",
     "hash_key",
+    "presented_caller",
     "split_credentials",
 ]
 
@@ -329,6 +330,25 @@ def split_credentials(headers: Mapping[str, str], ring: KeyRing | None) -> Crede
         if caller is not None:
             return Credentials(caller, _own_credential(candidates, candidate.secret, ring), True)
     return Credentials(None, None, key_presented=bool(candidates))
+
+
+def presented_caller(headers: Mapping[str, str], ring: KeyRing) -> Caller | None:
+    """The caller of the first key the headers present (`x-turnout-key`, then
+    `Authorization: Bearer`, then `x-api-key`) that `ring` knows, else None.
+
+    For a request already refused: it names the revoked key a caller still sends, to log and
+    audit the refusal under it.
+    """
+    if not len(ring):
+        return None
+    lowered = {name.lower(): value for name, value in headers.items()}
+    presented = [lowered.get(_TURNOUT_KEY, "").strip()]
+    presented.extend(found.secret for found in _candidates(lowered))
+    for key in presented:
+        caller = ring.lookup(key) if key else None
+        if caller is not None:
+            return caller
+    return None
 
 
 def _candidates(lowered: Mapping[str, str]) -> list[OwnCredential]:

@@ -224,21 +224,25 @@ class RequestState:
     def answered(self, call: Call, response: ChatResponse | EmbeddingResponse | None) -> None:
         """Fill the record for the serving call (its usage billed, the others discarded)."""
         record = self.record
-        entry = call.entry
-        assert entry is not None
         index = call.index
-        route = call.route
         record.answered = call.target.name
         record.target_index = index
         if call.fallback:
             record.credential_fallback = True
-        record.served_provider = call.provider
-        facts = route.facts[index]
-        record.served_provider_id = facts.provider_id
-        served_model = (response.model if response is not None else None) or call.model
-        record.served_model = served_model
         passed = self.passed
         record.fallbacks = len(passed) - ((call.hop, index) in passed)
+        self.bill(call, (response.model if response is not None else None) or call.model)
+
+    def bill(self, call: Call, served_model: str | None) -> None:
+        """Rule 3: bill `call` (its entry's usage, priced on `served_model`) as the request's
+        serving call: the answer's, or a committed stream's that broke after sending content."""
+        record = self.record
+        entry = call.entry
+        assert entry is not None
+        record.served_provider = call.provider
+        facts = call.route.facts[call.index]
+        record.served_provider_id = facts.provider_id
+        record.served_model = served_model
         usage = entry.usage
         record.usage = usage
         if usage is not None and facts.price_for is not None:
@@ -257,7 +261,7 @@ class RequestState:
         record.remaining_attempts = max(self.max_attempts - self.calls, 0)
         if error is not None:
             record.error = describe(error)
-            if record.discarded_usage is None:
+            if record.discarded_usage is None and record.usage is None:
                 record.discarded_usage = _total(
                     e.usage for e in record.attempts if e.usage is not None
                 )

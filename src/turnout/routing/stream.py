@@ -14,7 +14,13 @@ finish reason or without content are held until the next content chunk, so the l
 caller sees carries the usage and the routing record.
 Rule 5: a committed stream's call span (when the request is traced) ends when the stream
 ends, however it ends (`_ended`), not at commit (`turnout.routing.spans`).
-Rule 6: a request whose source asks to `relay` (its caller forwards same-format events as
+Rule 6: a committed stream that breaks after sending content is billed all the same (the
+caller has tokens the provider counts). Its usage is what the provider reported before the
+break, unless that counts fewer output tokens than were sent (most providers report usage only
+at the end): then the output is estimated from what was sent (characters ÷ 4, one token per
+undecoded content event, at least 1), the input is the reported one or estimated from the
+prompt (characters ÷ 4), and the entry's reason says `usage estimated`.
+Rule 7: a request whose source asks to `relay` (its caller forwards same-format events as
 bytes) keeps asking, so a client may hand plain content events over undecoded
 (`ChatChunk.opaque`), unless the route has an `accept` check, which reads the stream's text.
 """
@@ -33,7 +39,7 @@ from turnout.routing.health import Admission
 from turnout.routing.reasons import failure_reason, joined
 from turnout.routing.spans import current_call, end_call
 from turnout.vendors.classify import RETRYABLE
-from turnout.wire.model import ChatChunk, ChatResponse, TextPart
+from turnout.wire.model import ChatChunk, ChatResponse, TextPart, Usage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
     from turnout.routing.attempt import Call
     from turnout.routing.request_state import RequestState
     from turnout.routing.route import Route
-    from turnout.wire.model import ChatRequest, Usage
+    from turnout.wire.model import ChatRequest
 
 __all__ = ["RoutedStream", "open_stream", "routed_stream"]
 
@@ -104,7 +110,7 @@ async def open_stream(state: RequestState, call: Call) -> None:
 
 
 def _asked(call: Call) -> ChatRequest:
-    """Rule 6: the request as the call's client gets it."""
+    """Rule 7: the request as the call's client gets it."""
     request = cast("ChatRequest", call.request)
     source = request.source
     if source is not None and source.relay and call.route.accept is not None:
@@ -129,7 +135,7 @@ async def _close(upstream: AsyncIterator[ChatChunk] | None) -> None:
 class _Relay:
     """What the caller has been sent of a stream, and what is held back."""
 
-    __slots__ = ("finish", "held", "model", "text", "usage")
+    __slots__ = ("finish", "held", "model", "other_tokens", "sent", "text", "usage")
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -137,10 +143,20 @@ class _Relay:
         self.finish: str | None = None
         self.usage: Usage | None = None
         self.model: str | None = None
+        self.sent = False
+        """Whether content reached the caller."""
+        self.other_tokens = 0
+        """Rule 6: the estimated tokens of what was sent beside the text (thinking, tool-call
+        arguments, undecoded events)."""
 
     def note(self, chunk: ChatChunk) -> None:
         if chunk.delta:
             self.text.append(chunk.delta)
+        if chunk.thinking or chunk.tool_calls:
+            chars = len(chunk.thinking) + sum(len(each.arguments) for each in chunk.tool_calls)
+            self.other_tokens += chars // 4
+        if chunk.opaque and chunk.raw is not None:
+            self.other_tokens += max(1, chunk.raw.count(b"\n\n"))
         if chunk.finish_reason is not None:
             self.finish = chunk.finish_reason
         if chunk.usage is not None:
@@ -156,7 +172,13 @@ class _Relay:
             return []
         out = [*self.held, chunk]
         self.held.clear()
+        self.sent = True
         return out
+
+    def estimate(self, request: ChatRequest) -> Usage:
+        """Rule 6: the usage of what was sent, estimated (at least 1 token each way)."""
+        output = sum(len(text) for text in self.text) // 4 + self.other_tokens
+        return Usage(max(1, request.prompt_chars // 4), max(1, output))
 
     def response(self, call: Call) -> ChatResponse:
         """The stream so far as a whole answer (for the refusal and `accept` checks)."""
@@ -292,6 +314,27 @@ def _ended(
         end_call(call, model=relay.model, finish=relay.finish)
 
 
+def _bill_broken(state: RequestState, call: Call, relay: _Relay) -> None:
+    """Rule 6: bill a committed stream that broke after sending content."""
+    entry = call.entry
+    assert entry is not None
+    reported = relay.usage
+    estimate = relay.estimate(cast("ChatRequest", call.request))
+    if reported is None or reported.output_tokens < estimate.output_tokens:
+        input_tokens = estimate.input_tokens if reported is None else reported.input_tokens
+        entry.usage = Usage(
+            input_tokens or estimate.input_tokens,
+            estimate.output_tokens,
+            *((0, 0, 0) if reported is None else _cache_and_reasoning(reported)),
+        )
+        entry.reason = joined(entry.reason, "usage estimated")
+    state.bill(call, relay.model or call.model)
+
+
+def _cache_and_reasoning(usage: Usage) -> tuple[int, int, int]:
+    return (usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens)
+
+
 def _broken(
     state: RequestState, call: Call, relay: _Relay, exc: BaseException, idle: float | None
 ) -> StreamBroken:
@@ -307,6 +350,8 @@ def _broken(
     entry.error_class = error.error_class
     entry.status = error.status
     _ended(state, call, relay, "failed", words)
+    if relay.sent:
+        _bill_broken(state, call, relay)
     health = call.route.health
     if error.error_class in RETRYABLE and not call.credentialed:
         health.record_failure(Admission(call.key), error.error_class, retry_after=error.retry_after)

@@ -11,6 +11,7 @@ the same transaction, so a replica can see that anything changed by reading one 
 Rule 5: the request audit and the usage ledger name projects and keys by id and name without
 foreign keys to them, so a row outlives the objects it names. They hold names, never a key or a
 credential.
+Rule 6: a dashboard session is stored by the hash of its id, never the id a browser holds.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "RequestAttempt",
     "RequestAudit",
     "Route",
+    "UiSession",
     "UsageEntry",
 ]
 
@@ -284,3 +286,15 @@ class UsageEntry(Base):
     cache_read_tokens: Mapped[int] = mapped_column(Integer)
     cache_write_tokens: Mapped[int] = mapped_column(Integer)
     cost: Mapped[float | None]
+
+
+class UiSession(Base):
+    """One signed-in dashboard browser: the SHA-256 of its random session id (never the id
+    itself), the hash of the admin key it signed in with, and when it expires. Signing out
+    deletes the row, so the cookie stops working on every replica at once."""
+
+    __tablename__ = "ui_sessions"
+    id_hash: Mapped[str] = mapped_column(String(80), primary_key=True)
+    admin_key_hash: Mapped[str] = mapped_column(String(80))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(index=True)

@@ -4,8 +4,9 @@ read transaction, so the hot path never waits on the database.
 Rule 1: a snapshot holds the objects written through the admin API (`source` `api`) as the
 config file's own models, secrets decrypted and keys as their hashes; objects that came from
 the config file (`source` `file`) are served from the file, and appear here only by id.
-Rule 2: revoked keys are left out: a revoked key is refused on the first request that sees the
-new snapshot.
+Rule 2: revoked keys are left out of a project's keys: a revoked key is refused on the first
+request that sees the new snapshot. Their names and hashes are kept apart (`revoked_keys`), so a
+refused request can still be logged and audited under the key it presented.
 Rule 3: a snapshot carries the store's `version`; a replica that reads the same version has
 nothing to reload.
 """
@@ -48,7 +49,8 @@ class ProjectSnapshot:
 
     `ids` maps `(kind, name)` to the stored id of every provider, route, key and consumer of
     the project, file-managed ones included (kinds: `provider`, `route`, `key`, `consumer`).
-    `default_route` is the name of the project's default route, if it has one.
+    `default_route` is the name of the project's default route, if it has one;
+    `revoked_keys` the `(name, hash)` of each revoked key (Rule 2).
     """
 
     id: str
@@ -60,6 +62,7 @@ class ProjectSnapshot:
     bindings: tuple[BindingConfig, ...] = ()
     policies: tuple[PolicyConfig, ...] = ()
     consumers: tuple[ConsumerConfig, ...] = ()
+    revoked_keys: tuple[tuple[str, str], ...] = ()
     ids: Mapping[tuple[str, str], str] = field(default_factory=lambda: _EMPTY)
 
 
@@ -114,11 +117,14 @@ def _project(session: Session, store: Store, project: Project) -> ProjectSnapsho
         if row.source == "api":
             routes.append(RouteConfig.model_validate({"name": row.name, **row.settings}))
     keys: list[KeyConfig] = []
+    revoked: list[tuple[str, str]] = []
     for row in _rows(session, Key, pid):
         ids["key", row.name] = row.id
         if row.revoked_at is None:
             body = {"name": row.name, "hash": row.key_hash, **row.identity}
             keys.append(KeyConfig.model_validate(body))
+        else:
+            revoked.append((row.name, row.key_hash))
     consumers_rows = list(_rows(session, Consumer, pid))
     for row in consumers_rows:
         ids["consumer", row.name] = row.id
@@ -140,6 +146,7 @@ def _project(session: Session, store: Store, project: Project) -> ProjectSnapsho
             for row in _rows(session, Policy, pid)
         ),
         consumers=consumers,
+        revoked_keys=tuple(revoked),
         ids=MappingProxyType(ids),
     )
 

@@ -70,3 +70,34 @@ async def test_the_dashboard_shows_an_open_breaker_and_tests_routing(
     assert errors == []
     assert overflow <= 0
     assert (tmp_path / f"dashboard-{width}.png").stat().st_size > 10_000
+
+
+async def test_signing_out_in_the_browser_ends_the_session(tmp_path: Path) -> None:
+    """Signed in through the form, the browser holds only an HttpOnly session cookie (never
+    the key); Sign out returns to the form, and the old cookie no longer opens the page."""
+    app = GatewayApp(runtime_of(CONFIG), admin_hashes=lambda: frozenset({hash_key(ADMIN)}))
+    with bind_socket("127.0.0.1", 0) as sock:
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async with serving(app, sock, ServerLimits(shutdown_grace=0.0)):
+            async with async_playwright() as playwright:
+                browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+                context = await browser.new_context()
+                page = await context.new_page()
+                await _sign_in(page, base)
+                [cookie] = await context.cookies()
+                await page.screenshot(path=str(tmp_path / "signed-in.png"))
+                await page.click("text=Sign out")
+                await page.wait_for_selector("#key")
+                await page.screenshot(path=str(tmp_path / "signed-out.png"))
+                await browser.close()
+            header = {"cookie": f"{cookie['name']}={cookie['value']}"}
+            async with httpx.AsyncClient(base_url=base) as client:
+                again = await client.get("/ui", headers=header)
+    assert (cookie["name"], cookie["httpOnly"], cookie["sameSite"]) == (
+        "turnout_session",
+        True,
+        "Lax",
+    )
+    assert ADMIN not in cookie["value"]
+    assert (again.status_code, again.headers["location"]) == (303, "/ui/login")
+    assert (tmp_path / "signed-out.png").stat().st_size > 1_000

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 APP_KEY = "tk_audit-test-key-0123456789"
 BACKUP_PRICE = {"input": 3.0, "output": 15.0}
+PRICE = {"input": 2.0, "output": 8.0}
 CONFIG: dict[str, Any] = {
     "server": {"auth": "keys"},
     "keys": [{"name": "app", "key": "${APP_KEY}"}],
@@ -167,3 +168,58 @@ async def test_a_failed_request_is_audited_with_its_error_and_not_billed(
     assert (found["outcome"], found["status"]) == ("failed", reply.status_code)
     assert found["error_code"] == reply.json()["error"]["code"]
     assert counts(store) == (1, 1, 0)
+
+
+async def _read(stream: object, into: list[str]) -> None:
+    """Read an OpenAI SDK stream to its end, keeping the text in `into` (even when it raises)."""
+    assert isinstance(stream, openai.AsyncStream)
+    async for chunk in stream:
+        into.extend(choice.delta.content or "" for choice in chunk.choices)
+
+
+async def test_a_stream_broken_after_content_is_audited_and_billed_once(
+    store: Store, tmp_path: Path
+) -> None:
+    """A stream cut after sending content through the OpenAI SDK leaves one audit row (failed,
+    `stream_broken`) and one usage entry on the model that sent it, marked estimated."""
+    cut_model = "cut-model/fault:chunks=6;cut=3"
+    config = {
+        **CONFIG,
+        "providers": [*CONFIG["providers"], mock_provider("cutter", prices={cut_model: PRICE})],
+        "routes": [
+            *CONFIG["routes"],
+            {
+                "name": "cut",
+                "models": ["cut"],
+                "targets": [{"provider": "cutter", "model": cut_model}],
+            },
+        ],
+    }
+    runtime = Runtime.from_config(parse_config(config, env={"APP_KEY": APP_KEY}))
+    writer = AuditWriter(store, spill_dir=tmp_path)
+    app = GatewayApp(runtime, observer=Observer(sink=writer))
+    received: list[str] = []
+    with bind_socket("127.0.0.1", 0) as sock:
+        async with serving(app, sock, ServerLimits(shutdown_grace=0.0)):
+            base = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+            async with openai.AsyncOpenAI(base_url=base, api_key=APP_KEY, max_retries=0) as sdk:
+                raw = await sdk.chat.completions.with_raw_response.create(
+                    model="cut",
+                    messages=USER,  # type: ignore[arg-type]
+                    stream=True,
+                )
+                with pytest.raises(openai.APIError):
+                    await _read(raw.parse(), received)
+    await writer.aclose()
+    assert "".join(received)
+    assert counts(store) == (1, 1, 1)
+    found = get_request(store, raw.headers["x-request-id"])
+    assert found is not None
+    assert (found["outcome"], found["error_code"]) == ("failed", "stream_broken")
+    assert "usage estimated" in found["routing"]["attempts"][0]["reason"]
+    (billed,) = usage_report(store, group_by="model")
+    assert (billed["provider"], billed["model"], billed["requests"]) == ("cutter", cut_model, 1)
+    assert billed["output_tokens"] > 0
+    assert billed["cost"] == pytest.approx(
+        (billed["input_tokens"] * PRICE["input"] + billed["output_tokens"] * PRICE["output"]) / 1e6
+    )

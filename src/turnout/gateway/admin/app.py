@@ -6,6 +6,9 @@ Rule 2: whatever a handler raises is answered in the error envelope (`replies`);
 unexpected failure is logged with its traceback and answered 500 `internal_error`, never
 with its details.
 Rule 3: the OpenAPI document is built once, on first request.
+Rule 4: a wrong admin key is a failed sign-in, logged and counted per peer address; a peer with
+too many of them gets 429 `too_many_sign_ins` with `Retry-After`, its key unchecked
+(`turnout.access.sign_ins`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from turnout.access.sign_ins import SignInThrottle, peer_of, refused_sign_in
 from turnout.errors import ConfigError, StoreError
 from turnout.gateway.admin.audit import audit_operations
 from turnout.gateway.admin.auth import admin_key_id, presented_key, verify
@@ -55,11 +59,19 @@ def admin_operations() -> tuple[Operation, ...]:
 
 
 class AdminApp:
-    """The admin API over `context` (see the module rules)."""
+    """The admin API over `context` (see the module rules); `sign_ins` (default: a new
+    `SignInThrottle`) counts failed admin keys, shared with the dashboard."""
 
-    def __init__(self, context: AdminContext, *, activity: Activity | None = None) -> None:
+    def __init__(
+        self,
+        context: AdminContext,
+        *,
+        activity: Activity | None = None,
+        sign_ins: SignInThrottle | None = None,
+    ) -> None:
         self.context = context
         self.activity = activity
+        self.sign_ins = sign_ins if sign_ins is not None else SignInThrottle()
         self._document: dict[str, Any] | None = None
         operations = admin_operations()
         openapi = Operation(
@@ -108,9 +120,7 @@ class AdminApp:
         headers = {
             name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]
         }
-        key_hash = verify(presented_key(headers), self.context.admin_key_hashes())
-        if key_hash is None:
-            raise AdminError(401, "invalid_admin_key", "a valid admin key is required")
+        key_hash = self._admin_key(scope, headers)
         operation, params = self.router.match(scope["method"], scope["path"])
         check_params(params)
         body: dict[str, Any] = {}
@@ -123,6 +133,21 @@ class AdminApp:
             self.context, admin_key_id(key_hash), params, query_of(scope), body, self.activity
         )
         return await operation.handler(call)
+
+    def _admin_key(self, scope: MutableMapping[str, Any], headers: dict[str, str]) -> str:
+        """Rules 1 and 4: the hash of the request's admin key, or the refusal."""
+        presented = presented_key(headers)
+        peer = peer_of(scope)
+        wait = self.sign_ins.retry_after(peer) if presented is not None else None
+        if wait is not None:
+            message = f"too many failed sign-ins from this address; try again in {wait} s"
+            raise AdminError(429, "too_many_sign_ins", message, {"retry_after": wait})
+        key_hash = verify(presented, self.context.admin_key_hashes())
+        if key_hash is None:
+            if presented is not None:
+                refused_sign_in(self.sign_ins, peer, presented, "admin API")
+            raise AdminError(401, "invalid_admin_key", "a valid admin key is required")
+        return key_hash
 
     async def _openapi(self, call: AdminCall) -> Reply:
         if self._document is None:

@@ -7,6 +7,7 @@ Rule 2: the audit names an admin key by `adm_` and the first 12 hex digits of it
 by the key.
 Rule 3: in the config file, an admin key is written as the key itself (usually `${VAR}`) or as
 its hash (`sha256:` and 64 hex digits); either way only the hash is kept.
+Rule 4: a presented admin key that is none of them is a failed sign-in (`turnout.access.sign_ins`).
 """
 
 from __future__ import annotations

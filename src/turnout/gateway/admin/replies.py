@@ -68,6 +68,8 @@ def error_reply(exc: BaseException) -> Reply:
         reply = _envelope(exc.status, exc.code, exc.message, exc.meta)
         if exc.status == 405:
             reply.headers.append((b"allow", ", ".join(exc.meta.get("allowed", ())).encode()))
+        elif exc.status == 429:
+            reply.headers.append((b"retry-after", str(exc.meta["retry_after"]).encode()))
         return reply
     if isinstance(exc, StoreError):
         return _envelope(exc.status, exc.code, exc.message, exc.meta)

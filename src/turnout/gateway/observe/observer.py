@@ -184,7 +184,8 @@ class Observer:
                 self._submit(self.sink, exchange, record, outcome, seconds)
         elif self.sink is not None and exchange.failure is not None:
             self._submit(self.sink, exchange, _refused(exchange), "refused", seconds)
-        if record is not None or exchange.scope["method"] == "POST":  # a call, or a refused one
+        # A call, a refused one, or any request refused for its key (a GET of `/v1/models`).
+        if record is not None or exchange.scope["method"] == "POST" or exchange.status == 401:
             self.activity.add(
                 request_id=record.request_id if record is not None else exchange.reply_id(),
                 path=exchange.scope["path"],
@@ -207,7 +208,7 @@ class Observer:
         sink.submit(
             record,
             at=time.time(),
-            project=exchange.runtime.project,
+            project=exchange.project(),
             key_name=exchange.key_name(),
             endpoint=exchange.scope["path"],
             status=exchange.status if not exchange.gone else 499,
@@ -243,7 +244,7 @@ def _access_values(
     """The access line's values, in the order of `ACCESS_FIELDS` (and `ROUTED_FIELDS`)."""
     scope = exchange.scope
     first = (
-        record.request_id if record is not None else exchange.request_id,
+        record.request_id if record is not None else exchange.sent_id,
         scope["method"],
         scope["path"],
         exchange.status if not exchange.gone else 499,

@@ -32,6 +32,7 @@ import logging
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
+from turnout.access.keys import Caller, KeyRing
 from turnout.config.stored import project_config, project_problems
 from turnout.errors import ConfigError, NameTaken
 from turnout.gateway.admin.auth import admin_key_hashes
@@ -177,7 +178,21 @@ def build_served(
     if file.project not in runtimes:
         raise ConfigError(f"project {file.project!r} is not in the store")
     return ServedProjects(
-        runtimes, file.project, version=snapshot.version, warnings=tuple(warnings)
+        runtimes,
+        file.project,
+        version=snapshot.version,
+        warnings=tuple(warnings),
+        revoked=_revoked_keys(snapshot),
+    )
+
+
+def _revoked_keys(snapshot: StoreSnapshot) -> KeyRing:
+    """The store's revoked keys by hash, each as the caller it stood for (its name and
+    project), to log and audit the requests that still present it."""
+    return KeyRing(
+        (digest, Caller(name, key))
+        for name, project in snapshot.projects.items()
+        for key, digest in project.revoked_keys
     )
 
 

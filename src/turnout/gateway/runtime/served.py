@@ -6,7 +6,9 @@ anonymous in it), and its server settings are the gateway's.
 Rule 2: one key ring holds the keys of every project, each caller carrying its project; a
 caller's key picks its project's runtime. A hash two projects hold stays with the first
 (the file's project first), and the other is dropped with a warning.
-Rule 3: never changed once built: a reload builds another `ServedProjects`; runtimes whose
+Rule 3: the store's revoked keys are held apart (`revoked`), by hash, never to serve a request:
+a refused request is logged and audited under the revoked key it presented.
+Rule 4: never changed once built: a reload builds another `ServedProjects`; runtimes whose
 project did not change are carried into it as they are (their pools, caches and health).
 """
 
@@ -29,9 +31,10 @@ __all__ = ["ServedProjects"]
 class ServedProjects:
     """The runtimes of every served project by name (`runtimes`), the `primary` one (Rule 1),
     the key ring across them (`keys`; None under `auth: open`), the store's `version` they were
-    built from (None without a store), and load `warnings`."""
+    built from (None without a store), the store's `revoked` keys (Rule 3; empty by default)
+    and load `warnings`."""
 
-    __slots__ = ("is_single", "keys", "primary", "runtimes", "version", "warnings")
+    __slots__ = ("is_single", "keys", "primary", "revoked", "runtimes", "version", "warnings")
 
     def __init__(
         self,
@@ -40,7 +43,9 @@ class ServedProjects:
         *,
         version: int | None = None,
         warnings: tuple[str, ...] = (),
+        revoked: KeyRing | None = None,
     ) -> None:
+        self.revoked = revoked if revoked is not None else KeyRing()
         self.runtimes: Mapping[str, Runtime] = MappingProxyType(dict(runtimes))
         self.primary = self.runtimes[primary]
         self.version = version

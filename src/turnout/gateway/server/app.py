@@ -31,6 +31,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from turnout.access.sign_ins import SignInThrottle
 from turnout.errors import MethodNotAllowed, NotFound, NotReady, ShuttingDown
 from turnout.gateway.handlers import (
     MODEL_PATHS,
@@ -140,7 +141,8 @@ class GatewayApp:
     `keepalive_seconds` (15) are as in `GatewaySettings`; `observer` (default: a new
     `Observer`) serves every runtime the app installs, so metrics and activity outlive a
     reload. With `admin_hashes` (the admin keys' hashes), the dashboard is served at `/ui`;
-    `admin` serves the admin API (Rule 6).
+    `admin` serves the admin API (Rule 6). `sign_ins` (default: a new `SignInThrottle`)
+    counts the failed admin keys both of them see.
     Lifespan shutdown closes the providers' connection pools.
     """
 
@@ -155,8 +157,11 @@ class GatewayApp:
         admin_hashes: Callable[[], frozenset[str]] | None = None,
         observer: Observer | None = None,
         admin: AdminContext | None = None,
+        sign_ins: SignInThrottle | None = None,
     ) -> None:
         self._load = load
+        # One count of failed admin keys for the admin API and the dashboard alike.
+        self._sign_ins = sign_ins if sign_ins is not None else SignInThrottle()
         self._control = control
         self._admin_context = admin
         self._admin: Callable[..., Awaitable[None]] | None = None
@@ -168,7 +173,10 @@ class GatewayApp:
             None
             if admin_hashes is None
             else Dashboard(
-                runtimes=self._runtimes, admin_hashes=admin_hashes, activity=self.observer.activity
+                runtimes=self._runtimes,
+                admin_hashes=admin_hashes,
+                activity=self.observer.activity,
+                sign_ins=self._sign_ins,
             )
         )
         self.settings: GatewaySettings | None = None
@@ -302,7 +310,9 @@ class GatewayApp:
             from turnout.gateway.admin.app import AdminApp  # noqa: PLC0415 - on first use
 
             assert self._admin_context is not None
-            self._admin = AdminApp(self._admin_context, activity=self.observer.activity)
+            self._admin = AdminApp(
+                self._admin_context, activity=self.observer.activity, sign_ins=self._sign_ins
+            )
         return self._admin
 
     async def _unrouted(self, scope: MutableMapping[str, Any]) -> Reply:

@@ -16,7 +16,8 @@ is spilled; the workers and replicas on one machine may share it (each writer ho
 its own, and adopts the files of writers that ended).
 Rule 3: the writer failing to start or to close never stops serving: it is logged.
 Rule 4: the dashboard opens a request this process no longer holds (or another worker served)
-from the store's audit.
+from the store's audit, and keeps its sign-in sessions in the store, where every worker and
+replica sees them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from turnout.gateway.observe.observer import Observer
 from turnout.gateway.server.app import GatewayApp
+from turnout.gateway.ui.session import StoredSessions
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -111,6 +113,7 @@ def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
     )
     if app.dashboard is not None:
         app.dashboard.audit = functools.partial(_audited, control.store)
+        app.dashboard.sessions = StoredSessions(control.store)  # every replica sees them
     return app
 
 

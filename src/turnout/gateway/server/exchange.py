@@ -15,7 +15,13 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from turnout.access.keys import Caller, Credentials, authenticate, split_credentials
+from turnout.access.keys import (
+    Caller,
+    Credentials,
+    authenticate,
+    presented_caller,
+    split_credentials,
+)
 from turnout.errors import RequestTooLarge
 from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.respond import request_id_header
@@ -101,6 +107,7 @@ class Exchange:
         "_credentials",
         "_cycle",
         "_fresh_id",
+        "_revoked",
         "_scope",
         "began",
         "body",
@@ -161,6 +168,7 @@ class Exchange:
         self.request_id = caller_request_id(headers.get("x-request-id"))
         self._credentials: Credentials | None = None
         self._caller: Caller | None = None
+        self._revoked: Caller | None = None
         self.body = b""
         self.started = False
         self.ended = False
@@ -219,10 +227,35 @@ class Exchange:
         return found
 
     def key_name(self) -> str | None:
-        """The name of the caller's key, when the request's credentials were read and matched
-        one (never the key itself)."""
+        """The name of the key the request is logged and audited under (`accounted_caller`;
+        never the key itself)."""
+        found = self.accounted_caller()
+        return None if found is None else found.key
+
+    def accounted_caller(self) -> Caller | None:
+        """Who the request is logged and audited under, once its credentials were read: the
+        key's caller; for a key refused as revoked, the caller it stood for (the store
+        remembers it); None for a missing or unknown key, and under `auth: open`."""
         found = self._credentials
-        return None if found is None or found.caller is None else found.caller.key
+        if found is None:
+            return None
+        if found.caller is not None or not found.key_presented or found.is_open:
+            return found.caller
+        if self._revoked is None:
+            self._revoked = presented_caller(self.headers, self.settings.served.revoked)
+        return self._revoked
+
+    def project(self) -> str | None:
+        """The project the request is logged and audited in: its caller's (a revoked key's
+        too); for a missing or unknown key, the gateway's only project, or None when it
+        serves several (the request names none of them)."""
+        settings = self.settings
+        caller = self._caller
+        if caller is None:
+            caller = settings.anonymous if settings.keys is None else self.accounted_caller()
+        if caller is not None:
+            return caller.project
+        return settings.runtime.project if settings.served.is_single else None
 
     def reply_id(self) -> str:
         """The id a response without a routing record carries: the caller's, else a new one
@@ -232,6 +265,12 @@ class Exchange:
         if self._fresh_id is None:
             self._fresh_id = new_request_id()
         return self._fresh_id
+
+    @property
+    def sent_id(self) -> str | None:
+        """The id the response carried when it had no routing record: the caller's, or the one
+        `reply_id` made (None when it made none)."""
+        return self.request_id if self.request_id is not None else self._fresh_id
 
     def adopt(self, record: RoutingRecord | None) -> None:
         """Rule 3: give `record` (and its calls' ids) the caller's request id, if any."""

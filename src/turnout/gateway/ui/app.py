@@ -1,8 +1,11 @@
 """`/ui`: the operator's dashboard, an ASGI app the gateway mounts beside its API.
 
-Rule 1: every page, part and data URL but the sign-in form and the assets needs an admin key
-(`session`); a page without one redirects to the form, a part or data URL answers 401 (and tells
-htmx to go to the form).
+Rule 1: every page, part and data URL but the sign-in form and the assets needs a session or an
+admin key (`session`); a page without one redirects to the form, a part or data URL answers 401
+(and tells htmx to go to the form). Signing out ends the session server-side.
+Rule 6: a wrong admin key (in the form, or sent by a script) is a failed sign-in, logged and
+counted per peer address; a peer with too many gets 429 with `Retry-After`, its key unchecked
+(`turnout.access.sign_ins`).
 Rule 2: the assets are a fixed set of files shipped in the package, served by name only (no path
 is ever joined from a request).
 Rule 3: pages are never cached and never framed; a strict content security policy allows
@@ -17,12 +20,25 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
+from turnout.access.sign_ins import SignInThrottle, peer_of, refused_sign_in
 from turnout.gateway.ui import pages, views
-from turnout.gateway.ui.session import clear_cookie, is_admin, presented_key, session_cookie
+from turnout.gateway.ui.session import (
+    SESSION_SECONDS,
+    MemorySessions,
+    SessionBook,
+    admin_hash,
+    clear_cookies,
+    is_loopback,
+    new_session_id,
+    presented_key,
+    presented_session,
+    session_cookie,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -56,11 +72,14 @@ _PAGE_HEADERS: Final = [
 ]
 _MAX_FORM: Final = 16 * 1024
 _PARTS: Final = ("health", "routes", "requests")
+logger = logging.getLogger("turnout.ui")
 
 
 class Dashboard:
     """The `/ui` app over the live runtimes (`runtimes()`: project name to runtime), the admin
-    key hashes (`admin_hashes()`) and this process's `activity`."""
+    key hashes (`admin_hashes()`) and this process's `activity`. `sessions` (default: in this
+    process's memory; the store's when the gateway has one) keeps the signed-in browsers;
+    `sign_ins` (default: a new `SignInThrottle`) counts failed sign-ins."""
 
     def __init__(
         self,
@@ -68,10 +87,13 @@ class Dashboard:
         runtimes: Callable[[], Mapping[str, Runtime]],
         admin_hashes: Callable[[], frozenset[str]],
         activity: Activity,
+        sign_ins: SignInThrottle | None = None,
     ) -> None:
         self._runtimes = runtimes
         self._admin_hashes = admin_hashes
         self.activity = activity
+        self.sessions: SessionBook = MemorySessions()
+        self.sign_ins = sign_ins if sign_ins is not None else SignInThrottle()
         self.audit: Callable[[str], Awaitable[Mapping[str, Any] | None]] | None = None
         """Rule 5: reads one request from the store's audit (None: no store)."""
         self._assets: dict[str, tuple[bytes, bytes]] = {}
@@ -87,12 +109,53 @@ class Dashboard:
             await self._login(scope, receive, send, method, headers)
             return
         if path == "/ui/logout" and method == "POST":
-            await _redirect(send, "/ui/login", [(b"set-cookie", clear_cookie())])
+            await self._logout(scope, send, headers)
             return
-        if not is_admin(presented_key(headers), self._admin_hashes()):
+        wait = self._throttled(scope, headers)
+        if wait is not None:
+            await _too_many(send, wait)
+            return
+        if not await self._is_signed_in(scope, headers):
             await self._unauthorized(send, path)
             return
         await self._signed_in(scope, receive, send, path, method)
+
+    def _throttled(self, scope: MutableMapping[str, Any], headers: Mapping[str, str]) -> int | None:
+        """Rule 6: seconds until a throttled peer that sends a key may try again."""
+        if presented_key(headers) is None:
+            return None
+        return self.sign_ins.retry_after(peer_of(scope))
+
+    async def _is_signed_in(
+        self, scope: MutableMapping[str, Any], headers: Mapping[str, str]
+    ) -> bool:
+        """Rule 1: an admin key sent with the request, else a live session of one."""
+        hashes = self._admin_hashes()
+        key = presented_key(headers)
+        if key is not None:
+            if admin_hash(key, hashes) is not None:
+                return True
+            refused_sign_in(self.sign_ins, peer_of(scope), key, "dashboard")
+            return False
+        session_id = presented_session(headers)
+        if session_id is None:
+            return False
+        try:
+            key_hash = await self.sessions.key_of(session_id)
+        except Exception:  # the store: the browser signs in again once it answers
+            logger.warning("dashboard: the sessions cannot be read now", exc_info=True)
+            return False
+        return key_hash is not None and key_hash in hashes
+
+    async def _logout(
+        self, scope: MutableMapping[str, Any], send: Send, headers: Mapping[str, str]
+    ) -> None:
+        """Rule 1: end the session everywhere, then clear the browser's cookie."""
+        session_id = presented_session(headers)
+        if session_id is not None:
+            await self.sessions.close(session_id)
+        cookies = clear_cookies(secure=_is_secure(scope, headers))
+        await _redirect(send, "/ui/login", [(b"set-cookie", value) for value in cookies])
 
     async def _signed_in(
         self, scope: MutableMapping[str, Any], receive: Receive, send: Send, path: str, method: str
@@ -175,13 +238,29 @@ class Dashboard:
         if method != "POST":
             await _html(send, 405, _not_found("Sign in with the form."))
             return
+        peer = peer_of(scope)
+        wait = self.sign_ins.retry_after(peer)
+        if wait is not None:
+            await _too_many(send, wait)
+            return
         form = await _form(receive)
         key = (form or {}).get("key", "").strip()
-        if not is_admin(key, self._admin_hashes()):
+        key_hash = admin_hash(key, self._admin_hashes()) if key else None
+        if key_hash is None:
+            if key:
+                refused_sign_in(self.sign_ins, peer, key, "dashboard")
             await _html(send, 401, pages.login_page(error="That is not an admin key."))
             return
-        secure = scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
-        await _redirect(send, "/ui", [(b"set-cookie", session_cookie(key, secure=secure))])
+        session_id = new_session_id()
+        try:
+            await self.sessions.open(session_id, key_hash, SESSION_SECONDS)
+        except Exception:  # the store: signing in waits until it answers
+            logger.warning("dashboard: a session cannot be stored now", exc_info=True)
+            error = "The store cannot be reached: try again once it answers."
+            await _html(send, 503, pages.login_page(error=error))
+            return
+        cookies = session_cookie(session_id, secure=_is_secure(scope, headers))
+        await _redirect(send, "/ui", [(b"set-cookie", value) for value in cookies])
 
     async def _unauthorized(self, send: Send, path: str) -> None:
         """Rule 1."""
@@ -208,6 +287,20 @@ class Dashboard:
         body, kind = found
         cache = (b"cache-control", b"public, max-age=3600")
         await _send(send, 200, body, [(b"content-type", kind), cache, *_PAGE_HEADERS[2:]])
+
+
+def _is_secure(scope: MutableMapping[str, Any], headers: Mapping[str, str]) -> bool:
+    """Rule 1: whether the cookie is `Secure`: always over HTTPS, and over plain HTTP unless the
+    browser reached a loopback address."""
+    https = scope.get("scheme") == "https" or headers.get("x-forwarded-proto") == "https"
+    return https or not is_loopback(headers.get("host", ""))
+
+
+async def _too_many(send: Send, wait: int) -> None:
+    """Rule 6: the answer to a throttled peer."""
+    body = pages.login_page(error=f"Too many failed sign-ins. Try again in {wait} s.")
+    headers = [_HTML, *_PAGE_HEADERS, (b"retry-after", str(wait).encode())]
+    await _send(send, 429, body.encode(), headers)
 
 
 def _not_found(text: str) -> str:
