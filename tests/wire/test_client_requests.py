@@ -229,3 +229,13 @@ def test_tools_that_may_not_be_dropped_are_ineligible(
     tool = Tool("t", native=NativeBlock("openai-responses", block))
     request = ChatRequest([Message.user("q")], tools=[tool], tool_choice=choice)
     assert carriage(tool, request) == "ineligible"
+
+
+def test_responses_text_options_beside_the_format_are_named_when_dropped() -> None:
+    """`text.verbosity` is kept for a Responses target and named as dropped elsewhere."""
+    text = {"format": {"type": "json_schema", "name": "a", "schema": SCHEMA}, "verbosity": "low"}
+    request = openai_responses.decode_request(orjson.dumps({"input": "q", "text": text}))
+    same = openai_responses.encode_request(request, model="gpt-5")
+    assert same["text"]["verbosity"] == "low"
+    assert same["text"]["format"]["schema"] == SCHEMA
+    assert "text.verbosity" in untranslatable(request, "anthropic-messages")

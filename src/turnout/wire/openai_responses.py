@@ -167,11 +167,23 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
         user=opt_str(obj, "user", ""),
         metadata=metadata,
         stream=bool(opt_bool(obj, "stream", "")),
-        extra={k: v for k, v in obj.items() if k not in _MODELED},
+        extra=_extra(obj),
         source=RawBody(FORMAT, bytes(body)) if isinstance(body, bytes | bytearray) else None,
         origin=FORMAT,
         server_features=tuple(features),
     )
+
+
+def _extra(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields no other format models; `text` options beside its `format` (`verbosity`)
+    among them, so that a translation names what it drops."""
+    extra = {k: v for k, v in obj.items() if k not in _MODELED}
+    text = obj.get("text")
+    if isinstance(text, OBJECT):
+        rest = {k: v for k, v in text.items() if k != "format"}
+        if rest:
+            extra["text"] = rest
+    return extra
 
 
 def _decode_input(value: Any, system: list[TextPart], features: dict[str, None]) -> list[Message]:
@@ -432,6 +444,8 @@ def encode_request(request: ChatRequest, *, model: str) -> dict[str, Any]:
     if is_same_family(request, FORMAT):
         for key, value in request.extra.items():
             body.setdefault(key, value)
+        if "text" in request.extra and text is not None:
+            body["text"] = {**request.extra["text"], **text}
     return body
 
 

@@ -109,8 +109,11 @@ def untranslatable(request: ChatRequest, target_format: WireFormat) -> list[str]
         return []
     found: dict[str, None] = {}
     if request.origin is not None:
-        for key in request.extra:
-            found[key] = None
+        for key, value in request.extra.items():
+            if key == "text" and isinstance(value, dict):
+                found.update((f"text.{option}", None) for option in value)
+            else:
+                found[key] = None
     for tool in request.tools:
         if tool.native is not None and tool.native.format != target_format:
             found[f"tool {tool.name} ({tool.native.block.get('type', 'native')})"] = None
