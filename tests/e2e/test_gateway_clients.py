@@ -74,6 +74,10 @@ def _config(upstream: MockUpstream) -> dict[str, Any]:
                 ("anthropic", f"claude-b/fault:tool_call={SPAWN}"),
             ),
             _route("schema-claude", ("anthropic", "claude-schema")),
+            {
+                **_route("codex-cached", ("anthropic", f"claude-c/fault:tool_call={SPAWN}")),
+                "cache": {"enabled": True, "ttl_seconds": 300},
+            },
         ],
     }
 
@@ -180,6 +184,24 @@ async def test_codex_stream_fails_over_with_namespaced_calls(oai: openai.AsyncOp
     assert call.type == "function_call"
     assert (call.name, call.namespace) == ("spawn_agent", "multi_agent_v1")
     assert any(e.type == "response.function_call_arguments.delta" for e in events)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_cached_answer_keeps_the_namespace(oai: openai.AsyncOpenAI, stream: bool) -> None:
+    """A translated answer served again from the response cache still calls the namespaced
+    function under its namespace, whether the first answer was whole or streamed."""
+    body = {**_codex("codex-cached"), "prompt_cache_key": f"cache-{stream}"}
+    body["input"] = [*body["input"], {"role": "user", "content": f"again {stream}"}]
+    if stream:
+        async with oai.responses.stream(**body) as first_stream:
+            await first_stream.get_final_response()
+    else:
+        await oai.responses.create(**body)
+    raw = await oai.responses.with_raw_response.create(**body)
+    assert raw.headers["x-turnout-cache"] == "hit"
+    call = raw.parse().output[-1]
+    assert call.type == "function_call"
+    assert (call.name, call.namespace) == ("spawn_agent", "multi_agent_v1")
 
 
 async def test_chat_schema_is_honoured_by_claude(
