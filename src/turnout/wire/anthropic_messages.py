@@ -1,8 +1,11 @@
 """Anthropic Messages codec: requests here; answers, streams and errors re-exported.
 
 Neutral mapping of a request: `system` (a string or text blocks, `cache_control` kept) is
-`request.system`; `stop_sequences` is `stop`; `metadata.user_id` is `user` (the rest of
-`metadata` is kept in `metadata`, minus the reserved `routing`); `tool_choice` `auto`, `any`,
+`request.system`; a `role: "system"` message inside `messages` (newer Claude models take one
+after a user turn) is a system message in place, text only; `output_config.format` (a JSON
+schema) is `response_format`, the rest of `output_config` stays in `extra`; `stop_sequences`
+is `stop`; `metadata.user_id` is `user` (the rest of `metadata` is kept in `metadata`, minus
+the reserved `routing`); `tool_choice` `auto`, `any`,
 `none`, `{"type": "tool", "name": …}` becomes `"auto"`, `"required"`, `"none"`,
 `{"name": …}`; a user message's `tool_result` blocks become `tool` messages (before the rest of
 that message); tools that are not plain functions (server tools) and blocks no codec models
@@ -403,9 +406,10 @@ def encode_request(
     """A neutral request -> a Messages body for an upstream asking for `model`.
 
     `max_tokens` is the request's, else `default_max_tokens` (4096). System messages found
-    among `messages` join the system prompt. `stream` follows `request.stream`. `extra` is
-    merged (without overriding modelled fields) only when the request came from this format or
-    from code.
+    among `messages` stay in place when the request came from this format, else join the
+    system prompt. A JSON schema goes as `output_config.format`. `stream` follows
+    `request.stream`. `extra` is merged (without overriding modelled fields) only when the
+    request came from this format or from code.
     """
     request = flattened(request)
     same = is_same_family(request, FORMAT)

@@ -9,7 +9,10 @@ item is a tool call of the assistant message before it (or of a new one), `call_
 `function_call_output` item a tool result answering `call_id`; a `reasoning` item's summary a
 thinking part of the assistant's turn. `max_output_tokens` is `max_tokens`, `reasoning.effort`
 `reasoning_effort`, `text.format` (`json_schema`, `json_object`) `response_format` in Chat
-Completions' shape; `tool_choice` becomes `"auto"`, `"none"`, `"required"` or `{"name": …}`.
+Completions' shape (the rest of `text` stays in `extra`); `tool_choice` becomes `"auto"`,
+`"none"`, `"required"` or `{"name": …}`. A `namespace` tool of functions becomes its functions,
+each with its `namespace` (`turnout.wire.tool_kinds`), and a `function_call` item's
+`namespace` is its call's.
 
 What only OpenAI's own server can do is named in `request.server_features`, so that a target
 speaking another format is ineligible for it: `previous_response_id`, `conversation`,
