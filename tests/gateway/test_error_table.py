@@ -200,10 +200,12 @@ def test_the_openai_type_is_turnouts_own_word_never_the_status(
 ) -> None:
     """In the OpenAI envelope, turnout's own errors are `route_exhausted`, `route_ineligible`
     or `invalid_request_error`, whatever their status (a 503 `NO_ROUTE` is no `server_error`);
-    an in-stream error event carries the same type."""
+    only a stream its upstream broke after the first token is `server_error`; an in-stream
+    error event carries the same type."""
     expected = {
         errors.RouteExhausted: "route_exhausted",
         errors.RouteIneligible: "route_ineligible",
+        errors.StreamBroken: "server_error",
     }.get(kind, "invalid_request_error")
     reply = error_reply(kind("boom"), OPENAI, request_id="req-1")
     assert orjson.loads(reply.body)["error"]["type"] == expected

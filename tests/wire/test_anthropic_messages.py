@@ -160,7 +160,7 @@ def test_tool_choice_round_trips(choice: dict[str, Any], neutral: object) -> Non
     ("body", "message"),
     [
         ({"messages": "hi"}, "messages: expected a list"),
-        ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role: expected"),
+        ({"messages": [{"role": "developer", "content": "x"}]}, "messages[0].role: expected"),
         (
             {"messages": [{"role": "user", "content": 5}]},
             "messages[0].content: expected a string or a list of content blocks",

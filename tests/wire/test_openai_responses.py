@@ -156,8 +156,8 @@ def test_request_round_trips_through_the_neutral_model() -> None:
 
 
 def test_translated_into_chat_and_messages() -> None:
-    """The fixture translates into Chat Completions and Anthropic Messages bodies, each
-    naming what it drops."""
+    """The fixture translates into Chat Completions and Anthropic Messages bodies (its schema
+    as `output_config.format`), each naming what it drops."""
     request = openai_responses.decode_request(fixture("responses_request.json"))
     chat = openai_chat.encode_request(request, model="gpt-4o-mini")
     assert chat["messages"][0]["role"] == "system"
@@ -168,8 +168,10 @@ def test_translated_into_chat_and_messages() -> None:
     assert anthropic["system"][0]["text"] == "You are a weather assistant."
     assert anthropic["messages"][1]["content"][-1]["type"] == "tool_use"
     assert "parallel_tool_calls" in untranslatable(request, "openai-chat")
+    assert anthropic["output_config"]["format"]["type"] == "json_schema"
     dropped = untranslatable(request, "anthropic-messages")
-    assert {"response_format", "unsigned thinking blocks"} <= set(dropped)
+    assert "unsigned thinking blocks" in dropped
+    assert "response_format" not in dropped
 
 
 def test_forward_body_replaces_only_the_model() -> None:

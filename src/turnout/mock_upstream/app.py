@@ -164,6 +164,20 @@ class _Call:
         )
 
 
+_SCHEMA_APIS = frozenset({"openai", "anthropic", "vertex-anthropic", "bedrock"})
+"""The APIs whose answers honour a JSON schema the request asks for (`responses.json_answer`)."""
+
+
+def _answer_text(call: _Call) -> str:
+    """A whole answer's text: an example of the request's JSON schema when it asks for one
+    (chat, Messages), else the answer the model name asks for."""
+    if call.api in _SCHEMA_APIS:
+        schema_text = responses.json_answer(call.body)
+        if schema_text is not None:
+            return schema_text
+    return answers.answer_text(call.base, call.fault.chunks)
+
+
 def _stamped(call: _Call) -> bool:
     """Whether the stream's text pieces carry their send time (`stamp`): text answers in the
     SSE formats, where an event may change length (a Bedrock frame has a checksum)."""
@@ -423,7 +437,7 @@ class MockUpstreamApp:
             if messages:
                 return answers.anthropic_tool_message(call.model, call.tool_call, prompt=prompt)
             return answers.openai_tool_completion(call.model, call.tool_call, prompt=prompt)
-        text = "" if fault.refuse else answers.answer_text(call.base, fault.chunks)
+        text = "" if fault.refuse else _answer_text(call)
         if messages:
             stop = "refusal" if fault.refuse else "end_turn"
             return answers.anthropic_message(call.model, text, prompt=prompt, stop_reason=stop)
@@ -457,9 +471,10 @@ class MockUpstreamApp:
             pieces = answers.stamp_pieces(call.base, fault.chunks)
         else:
             pieces = () if fault.refuse else answers.answer_pieces(call.base, fault.chunks)
+        schema_text = responses.json_answer(call.body) if call.api in _SCHEMA_APIS else None
+        if tool is None and not fault.refuse and schema_text:
+            pieces = (schema_text,)
         if call.endpoint == "responses":
-            if tool is None and not fault.refuse and responses.json_answer(call.body):
-                pieces = (responses.json_answer(call.body) or "",)
             return responses.responses_stream(
                 call.body, call.model, pieces, call=tool, refused=fault.refuse
             )

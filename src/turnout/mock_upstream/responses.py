@@ -2,10 +2,11 @@
 responses it keeps for `GET` / `DELETE /v1/responses/{id}`.
 
 An answer is a `response` object with one `message` output item (`output_text`: `mock answer
-from <model>`, or, when the request asks for `text.format` `json_schema`, an example of that
-schema as JSON, so a client can parse it), or one `function_call` item (`tools.ToolCall`). A
-refusal is `status: incomplete` with `incomplete_details.reason: content_filter`. A stream is
-laid out as `answers.StreamPlan`, its events numbered by `sequence_number` from 0:
+from <model>`, or, when the request asks for a JSON schema, an example of that schema as JSON,
+so a client can parse it: `json_answer` reads it on every API that carries one), or one
+`function_call` item (`tools.ToolCall`). A refusal is `status: incomplete` with
+`incomplete_details.reason: content_filter`. A stream is laid out as `answers.StreamPlan`,
+its events numbered by `sequence_number` from 0:
 `response.created`, `response.in_progress`, the item's `….added` events, one delta per piece,
 then the `….done` events and `response.completed` last (a stream "without its terminator" ends
 before `response.completed`).
@@ -65,12 +66,30 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 
 
 def json_answer(body: dict[str, Any]) -> str | None:
-    """An example of the request's `text.format` JSON schema as JSON text (None: no schema)."""
-    text = body.get("text")
-    fmt = text.get("format") if isinstance(text, dict) else None
+    """An example of the request's JSON schema as JSON text (None: no schema), the schema read
+    where each API puts it: Responses `text.format`, Chat Completions
+    `response_format.json_schema`, Anthropic `output_config.format`."""
+    schema = _requested_schema(body)
+    if schema is None:
+        return None
+    return orjson.dumps(example_arguments(schema)).decode()
+
+
+def _requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    text, chat, config = body.get("text"), body.get("response_format"), body.get("output_config")
+    fmt = None
+    if isinstance(text, dict):
+        fmt = text.get("format")
+    elif isinstance(chat, dict) and chat.get("type") == "json_schema":
+        spec = chat.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        fmt = {"type": "json_schema", "schema": schema}
+    elif isinstance(config, dict):
+        fmt = config.get("format")
     if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
         return None
-    return orjson.dumps(example_arguments(fmt.get("schema"))).decode()
+    schema = fmt.get("schema")
+    return schema if isinstance(schema, dict) else {}
 
 
 def _usage(prompt: int, output: int) -> dict[str, Any]:

@@ -128,14 +128,15 @@ class RoutePass:
         self.state = state
         self.hop = hop
         self.plan = plan
-        # Every target is screened for an embeddings request, or one carrying server tools or
-        # needing its own format's server state (a target of another wire format cannot serve
-        # them); else only those that ask to be.
+        # Every target is screened for an embeddings request, or one carrying server tools,
+        # needing its own format's server state or asking for a JSON answer (a target of
+        # another wire format may not serve them); else only those that ask to be.
         request = state.request
         self.screen_all = state.embedding or (
             isinstance(request, ChatRequest)
             and (
                 bool(request.server_features)
+                or request.response_format is not None
                 or any(tool.native is not None for tool in request.tools)
             )
         )

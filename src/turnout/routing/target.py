@@ -3,7 +3,9 @@
 A chat request is ineligible on a target that lacks a needed capability, whose context window
 it overflows, whose client speaks another wire format than the request's server tools (an
 Anthropic `web_search`, say: no other family can run it, and translation would drop it
-silently), or whose own `eligible` rule says no.
+silently; `turnout.wire.tool_kinds` says which tools may be flattened or dropped instead),
+whose wire format cannot honour the request's `response_format` (`turnout.wire.structured`),
+or whose own `eligible` rule says no.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 from turnout.errors import ConfigError
 from turnout.routing.target_facts import native_formats
 from turnout.wire.model import EmbeddingRequest, ImagePart
+from turnout.wire.structured import RESPONSE_FORMATS, response_format_kind
+from turnout.wire.tool_kinds import required_foreign_tools, tool_kind
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -180,15 +184,10 @@ def ineligible_reason(
         missing = needed_capabilities(request) - target.capabilities
         if missing:
             return f"it lacks {', '.join(sorted(missing))}"
-    if request.server_features:
-        needs = _server_state(target, request)
-        if needs is not None:
-            return needs
-    if request.tools:
-        foreign = _foreign_tools(target, request)
-        if foreign:
-            plural = "s" if len(foreign) > 1 else ""
-            return f"it cannot carry the server tool{plural} {', '.join(foreign)}"
+    if request.server_features or request.tools or request.response_format is not None:
+        crossing = _crossing_reason(target, request)
+        if crossing is not None:
+            return crossing
     if target.context_window is not None:
         prompt = request.prompt_chars // 4
         wanted = prompt + (request.max_tokens or 0)
@@ -199,6 +198,23 @@ def ineligible_reason(
             )
     if target.eligible is not None:
         return target.eligible(request, context)
+    return None
+
+
+def _crossing_reason(target: Target, request: ChatRequest) -> str | None:
+    """Why the request cannot cross to the target's wire format: state only its own server
+    keeps, tools only its own vendor runs, or a response format the target's cannot hold."""
+    if request.server_features:
+        needs = _server_state(target, request)
+        if needs is not None:
+            return needs
+    if request.tools:
+        foreign = _foreign_tools(target, request)
+        if foreign:
+            plural = "s" if len(foreign) > 1 else ""
+            return f"it cannot carry the server tool{plural} {', '.join(foreign)}"
+    if request.response_format is not None:
+        return _unhonoured_format(target, request)
     return None
 
 
@@ -219,10 +235,21 @@ def _foreign_tools(target: Target, request: ChatRequest) -> list[str]:
     if not formats:
         return []
     return [
-        f"{tool.name} ({tool.native.block.get('type', 'native')})"
-        for tool in request.tools
-        if tool.native is not None and tool.native.format not in formats
+        f"{tool.name} ({tool_kind(tool)[1]})" for tool in required_foreign_tools(request, formats)
     ]
+
+
+def _unhonoured_format(target: Target, request: ChatRequest) -> str | None:
+    """Why a target whose wire formats cannot hold the request's `response_format` (a JSON
+    schema changes what the answer must be) cannot take it; None when one can, or the client
+    does not say which format it speaks."""
+    formats = native_formats(target.client)
+    if not formats or request.origin in formats:
+        return None
+    kind = response_format_kind(request)
+    if kind is None or any(kind in RESPONSE_FORMATS.get(f, ()) for f in formats):
+        return None
+    return f"it cannot honour response_format {kind}"
 
 
 def _own_rule(target: Target, request: EmbeddingRequest, context: Any) -> str | None:

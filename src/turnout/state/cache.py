@@ -129,7 +129,7 @@ class CachedAnswer:
             elif isinstance(part, TextPart) and part.text:
                 chunks.append(ChatChunk(delta=part.text))
         for index, call in enumerate(self.tool_calls):
-            delta = ToolCallDelta(index, call.id, call.name, call.arguments)
+            delta = ToolCallDelta(index, call.id, call.name, call.arguments, call.namespace)
             chunks.append(ChatChunk(tool_calls=[delta]))
         chunks.append(ChatChunk(finish_reason=self.finish_reason, usage=self.usage))
         for chunk in chunks:
@@ -143,7 +143,7 @@ class CachedAnswer:
             {
                 "v": KEY_VERSION,
                 "c": [_encode_part(part) for part in self.content],
-                "t": [[c.id, c.name, c.arguments] for c in self.tool_calls],
+                "t": [_encode_call(c) for c in self.tool_calls],
                 "f": self.finish_reason,
                 "u": None
                 if usage is None
@@ -174,7 +174,7 @@ class CachedAnswer:
             usage = obj["u"]
             return cls(
                 content=tuple(_decode_part(part) for part in obj["c"]),
-                tool_calls=tuple(ToolCall(str(i), str(n), str(a)) for i, n, a in obj["t"]),
+                tool_calls=tuple(_decode_call(call) for call in obj["t"]),
                 finish_reason=str(obj["f"]),
                 usage=None if usage is None else Usage(*(int(n) for n in usage)),
                 provider=obj["p"],
@@ -198,7 +198,7 @@ class AnswerCollector:
 
     def __init__(self) -> None:
         self._parts: list[list[Any]] = []  # [kind, [texts], signature]
-        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument pieces]]
+        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument pieces], namespace]
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.model: str | None = None
@@ -214,9 +214,10 @@ class AnswerCollector:
         if chunk.delta:
             self._part("t")[1].append(chunk.delta)
         for delta in chunk.tool_calls:
-            call = self._calls.setdefault(delta.index, [None, None, []])
+            call = self._calls.setdefault(delta.index, [None, None, [], None])
             call[0] = call[0] or delta.id
             call[1] = call[1] or delta.name
+            call[3] = call[3] or delta.namespace
             if delta.arguments:
                 call[2].append(delta.arguments)
         if chunk.finish_reason is not None:
@@ -239,8 +240,8 @@ class AnswerCollector:
             for kind, texts, signature in self._parts
         ]
         calls = tuple(
-            ToolCall(ident or "", name or "", "".join(pieces) or "{}")
-            for ident, name, pieces in self._calls.values()
+            ToolCall(ident or "", name or "", "".join(pieces) or "{}", namespace=namespace)
+            for ident, name, pieces, namespace in self._calls.values()
         )
         return CachedAnswer(
             content=tuple(content),
@@ -329,3 +330,17 @@ def _decode_part(item: list[Any]) -> Part:
         part: Part = _OTHER_PARTS[item[1]](**item[2])
         return part
     raise ValueError(f"unknown part tag {tag!r}")
+
+
+def _encode_call(call: ToolCall) -> list[str]:
+    """A tool call as `[id, name, arguments]`, with its namespace last when it has one."""
+    encoded = [call.id, call.name, call.arguments]
+    if call.namespace is not None:
+        encoded.append(call.namespace)
+    return encoded
+
+
+def _decode_call(encoded: list[Any]) -> ToolCall:
+    ident, name, arguments, *rest = encoded
+    namespace = str(rest[0]) if rest else None
+    return ToolCall(str(ident), str(name), str(arguments), namespace=namespace)

@@ -161,12 +161,14 @@ def _decode_item(item: Mapping[str, Any], content: list[Part], calls: list[ToolC
                 content.append(TextPart(text))
     elif kind == "function_call":
         name, arguments = item.get("name"), item.get("arguments")
+        namespace = item.get("namespace")
         call_id = item.get("call_id") or item.get("id")
         calls.append(
             ToolCall(
                 id=str(call_id or f"call_{len(calls)}"),
                 name=name if isinstance(name, str) else "",
                 arguments=arguments if isinstance(arguments, str) else "{}",
+                namespace=namespace if isinstance(namespace, str) else None,
             )
         )
     elif kind == "reasoning":
@@ -219,8 +221,8 @@ def reasoning_item(ident: str, summary: str | None) -> dict[str, Any]:
 
 
 def function_call_item(ident: str, call: ToolCall, *, status: str) -> dict[str, Any]:
-    """A `function_call` output item."""
-    return {
+    """A `function_call` output item (with its `namespace` when the call has one)."""
+    item = {
         "id": ident,
         "type": "function_call",
         "status": status,
@@ -228,6 +230,9 @@ def function_call_item(ident: str, call: ToolCall, *, status: str) -> dict[str, 
         "call_id": call.id,
         "name": call.name,
     }
+    if call.namespace is not None:
+        item["namespace"] = call.namespace
+    return item
 
 
 def response_object(

@@ -330,7 +330,9 @@ class StreamEncoder:
         if item.kind == "reasoning":
             return reasoning_item(item.id, text if done else None)
         assert item.call is not None
-        call = ToolCall(item.call.id, item.call.name, text if done else "")
+        call = ToolCall(
+            item.call.id, item.call.name, text if done else "", namespace=item.call.namespace
+        )
         return function_call_item(item.id, call, status=status)
 
     def _text_delta(self, text: str) -> bytes:
@@ -351,7 +353,9 @@ class StreamEncoder:
         item = self._item
         out = b""
         if item is None or item.kind != "function_call" or item.tool != delta.index:
-            call = ToolCall(delta.id or new_id("call_"), delta.name or "", "")
+            call = ToolCall(
+                delta.id or new_id("call_"), delta.name or "", "", namespace=delta.namespace
+            )
             out = self._open("function_call", call=call, tool=delta.index)
             item = self._item
             assert item is not None

@@ -1,8 +1,11 @@
 """Anthropic Messages codec: requests here; answers, streams and errors re-exported.
 
 Neutral mapping of a request: `system` (a string or text blocks, `cache_control` kept) is
-`request.system`; `stop_sequences` is `stop`; `metadata.user_id` is `user` (the rest of
-`metadata` is kept in `metadata`, minus the reserved `routing`); `tool_choice` `auto`, `any`,
+`request.system`; a `role: "system"` message inside `messages` (newer Claude models take one
+after a user turn) is a system message in place, text only; `output_config.format` (a JSON
+schema) is `response_format`, the rest of `output_config` stays in `extra`; `stop_sequences`
+is `stop`; `metadata.user_id` is `user` (the rest of `metadata` is kept in `metadata`, minus
+the reserved `routing`); `tool_choice` `auto`, `any`,
 `none`, `{"type": "tool", "name": …}` becomes `"auto"`, `"required"`, `"none"`,
 `{"name": …}`; a user message's `tool_result` blocks become `tool` messages (before the rest of
 that message); tools that are not plain functions (server tools) and blocks no codec models
@@ -67,6 +70,8 @@ from turnout.wire.model import (
     Tool,
     ToolCall,
 )
+from turnout.wire.structured import from_output_config, output_config_format
+from turnout.wire.tool_kinds import flattened
 from turnout.wire.translate import is_same_family, tool_choice_name
 
 if TYPE_CHECKING:
@@ -105,9 +110,11 @@ _MODELED = frozenset(
         "tools",
         "tool_choice",
         "thinking",
+        "output_config",
         "routing",
     }
 )
+_ROLES = "one of user, assistant, system"
 _BLOCKS = "a string or a list of content blocks"
 _KNOWN_BLOCKS = frozenset(
     {
@@ -166,12 +173,19 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
     stop = obj.get("stop_sequences")
     if stop is not None and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
         raise invalid("stop_sequences", "a list of strings")
+    extra = {k: v for k, v in obj.items() if k not in _MODELED}
+    response_format = None
+    if obj.get("output_config") is not None:
+        response_format, rest = from_output_config(obj["output_config"], "output_config")
+        if rest:
+            extra["output_config"] = rest
     return ChatRequest(
         messages=messages,
         model=opt_str(obj, "model", ""),
         system=_decode_system(obj.get("system")),
         tools=_decode_tools(obj.get("tools")),
         tool_choice=_decode_tool_choice(obj.get("tool_choice")),
+        response_format=response_format,
         temperature=opt_number_in(obj, "temperature", 0.0, 2.0),
         top_p=opt_number_in(obj, "top_p", 0.0, 1.0),
         max_tokens=opt_int_in(obj, "max_tokens", 1, TOKEN_LIMIT),
@@ -180,7 +194,7 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
         user=user,
         metadata=metadata,
         stream=bool(opt_bool(obj, "stream", "")),
-        extra={k: v for k, v in obj.items() if k not in _MODELED},
+        extra=extra,
         source=RawBody(FORMAT, bytes(body)) if isinstance(body, bytes | bytearray) else None,
         origin=FORMAT,
     )
@@ -217,8 +231,11 @@ def _decode_system(value: Any) -> list[TextPart]:
 def _decode_message(item: Any, path: str, out: list[Message]) -> None:
     obj = as_object(item, path)
     role = obj.get("role")
+    if role == "system":
+        out.append(Message("system", _decode_system_content(obj.get("content"), path)))
+        return
     if role not in ("user", "assistant"):
-        raise invalid(f"{path}.role", "one of user, assistant")
+        raise invalid(f"{path}.role", _ROLES)
     content = obj.get("content")
     if isinstance(content, str):
         out.append(Message(role, [TextPart(content)]))
@@ -241,6 +258,21 @@ def _decode_message(item: Any, path: str, out: list[Message]) -> None:
     out.extend(results)
     if parts or calls or not results:
         out.append(Message(role, parts, tool_calls=calls))
+
+
+def _decode_system_content(content: Any, path: str) -> list[Part]:
+    """A system message in `messages` (sent in place to models that take one): a string or
+    text blocks."""
+    if isinstance(content, str):
+        return [TextPart(content)]
+    parts: list[Part] = []
+    for j, value in enumerate(as_list(content, f"{path}.content")):
+        block = as_object(value, f"{path}.content[{j}]")
+        part = _decode_block(block, f"{path}.content[{j}]") if block.get("type") == "text" else None
+        if not isinstance(part, TextPart):
+            raise invalid(f"{path}.content[{j}]", "a text block in a system message")
+        parts.append(part)
+    return parts
 
 
 def _decode_block(block: Mapping[str, Any], path: str) -> Part:
@@ -374,18 +406,14 @@ def encode_request(
     """A neutral request -> a Messages body for an upstream asking for `model`.
 
     `max_tokens` is the request's, else `default_max_tokens` (4096). System messages found
-    among `messages` join the system prompt. `stream` follows `request.stream`. `extra` is
-    merged (without overriding modelled fields) only when the request came from this format or
-    from code.
+    among `messages` stay in place when the request came from this format, else join the
+    system prompt. A JSON schema goes as `output_config.format`. `stream` follows
+    `request.stream`. `extra` is merged (without overriding modelled fields) only when the
+    request came from this format or from code.
     """
+    request = flattened(request)
     same = is_same_family(request, FORMAT)
-    system = list(request.system) + [
-        p
-        for m in request.messages
-        if m.role == "system"
-        for p in m.content
-        if isinstance(p, TextPart)
-    ]
+    system = request.system if request.origin == FORMAT else request.folded_system
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens or default_max_tokens,
@@ -406,12 +434,24 @@ def encode_request(
         body["thinking"] = request.thinking
     if request.user is not None:
         body["metadata"] = {"user_id": request.user}
+    _encode_output_config(request, body, same)
     if request.stream:
         body["stream"] = True
     if same:
         for key, value in request.extra.items():
             body.setdefault(key, value)
     return body
+
+
+def _encode_output_config(request: ChatRequest, body: dict[str, Any], same: bool) -> None:
+    """The schema as `output_config.format`, beside the rest of the caller's own
+    `output_config` when it came from this format."""
+    config = dict(request.extra.get("output_config") or {}) if same else {}
+    fmt = output_config_format(request.response_format)
+    if fmt is not None:
+        config["format"] = fmt
+    if config:
+        body["output_config"] = config
 
 
 def _encode_sampling(request: ChatRequest, body: dict[str, Any]) -> None:
@@ -457,6 +497,8 @@ def _encode_messages(request: ChatRequest) -> list[dict[str, Any]]:
             content: Any = encode_assistant_blocks(message.content, message.tool_calls)
         elif message.role == "user":
             content = _encode_user_content(message.content)
+        elif request.origin == FORMAT:
+            content = _encode_user_content(message.content)  # a system message, in place
         else:
             continue  # system messages joined the system prompt
         if content:

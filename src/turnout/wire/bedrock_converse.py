@@ -54,6 +54,7 @@ from turnout.wire.model import (
     ToolCall,
     ToolCallDelta,
 )
+from turnout.wire.tool_kinds import flattened
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -94,8 +95,9 @@ _CACHE_POINT = {"cachePoint": {"type": "default"}}
 def encode_request(request: ChatRequest, *, model: str) -> dict[str, Any]:
     """The Converse body of `request` (the model travels in the URL, not the body)."""
     del model
+    request = flattened(request)
     body: dict[str, Any] = {"messages": _encode_messages(request.messages)}
-    system = _encode_text_parts(request.system)
+    system = _encode_text_parts(request.folded_system)
     if system:
         body["system"] = system
     config: dict[str, Any] = {"maxTokens": request.max_tokens or DEFAULT_MAX_TOKENS}

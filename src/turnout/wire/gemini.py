@@ -84,6 +84,7 @@ from turnout.wire.model import (
     Tool,
     ToolCall,
 )
+from turnout.wire.tool_kinds import flattened
 from turnout.wire.translate import tool_choice_name
 
 if TYPE_CHECKING:
@@ -365,9 +366,11 @@ def encode_request(request: ChatRequest, *, model: str | None = None) -> dict[st
     `extra` is merged (without overriding modelled fields) only when the request came from
     this format or from code.
     """
+    request = flattened(request)
     body: dict[str, Any] = {"contents": _encode_contents(request, _validates_signatures(model))}
-    if request.system:
-        body["systemInstruction"] = {"parts": [{"text": p.text} for p in request.system]}
+    system = request.folded_system
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": p.text} for p in system]}
     declarations = [_encode_declaration(tool) for tool in request.tools if tool.native is None]
     tools: list[dict[str, Any]] = []
     if declarations:
@@ -414,6 +417,8 @@ def _encode_contents(request: ChatRequest, sign_calls: bool = False) -> list[dic
             else:
                 out.append({"role": "user", "parts": [part]})
             continue
+        if message.role == "system":
+            continue  # joined the system instruction
         role = "model" if message.role == "assistant" else "user"
         parts = [e for p in message.content if (e := _encode_part(p, role, own)) is not None]
         calls = [encode_call(call.id, call.name, call.arguments) for call in message.tool_calls]

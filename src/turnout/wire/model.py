@@ -139,11 +139,16 @@ Part = TextPart | ImagePart | DocumentPart | ThinkingPart | NativeBlock
 
 @dataclass(slots=True, frozen=True)
 class ToolCall:
-    """A tool call made by the assistant. `arguments` is the JSON text of the arguments."""
+    """A tool call made by the assistant. `arguments` is the JSON text of the arguments.
+
+    `namespace` names the group of the called function when the caller declared it inside a
+    namespace tool (OpenAI Responses); `name` is then the function's name within it.
+    """
 
     id: str
     name: str
     arguments: str = "{}"
+    namespace: str | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -152,6 +157,9 @@ class Tool:
 
     `native` is set for a tool that is not a plain function (Anthropic server tools such as
     `web_search_*`, OpenAI custom tools): its vendor definition, which no other family can run.
+    `namespace` is set for a function the caller grouped under a namespace tool (OpenAI
+    Responses): formats without namespaces see it as one function named
+    `turnout.wire.tool_kinds.flat_name(namespace, name)`.
     """
 
     name: str
@@ -159,6 +167,7 @@ class Tool:
     parameters: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None
     native: NativeBlock | None = None
+    namespace: str | None = None
 
 
 @dataclass(slots=True)
@@ -307,6 +316,16 @@ class ChatRequest:
         return new
 
     @property
+    def folded_system(self) -> list[TextPart]:
+        """The system prompt with the text of every system message among `messages` after it,
+        in order: what a format without system messages in place sends as its system prompt."""
+        folded = list(self.system)
+        for message in self.messages:
+            if message.role == "system":
+                folded.extend(p for p in message.content if isinstance(p, TextPart))
+        return folded
+
+    @property
     def prompt_chars(self) -> int:
         """Characters of text in the system prompt and messages (for cost and size estimates)."""
         total = sum(len(p.text) for p in self.system)
@@ -359,6 +378,7 @@ class ToolCallDelta:
     id: str | None = None
     name: str | None = None
     arguments: str = ""
+    namespace: str | None = None
 
 
 @dataclass(slots=True)

@@ -66,6 +66,8 @@ from turnout.wire.model import (
     Tool,
     ToolCall,
 )
+from turnout.wire.structured import check_response_format
+from turnout.wire.tool_kinds import flattened
 from turnout.wire.translate import is_same_family, tool_choice_name
 
 if TYPE_CHECKING:
@@ -143,7 +145,7 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
         system=system,
         tools=_decode_tools(obj.get("tools")),
         tool_choice=_decode_tool_choice(obj.get("tool_choice")),
-        response_format=opt_object(obj, "response_format", ""),
+        response_format=check_response_format(obj.get("response_format"), "response_format"),
         temperature=opt_number_in(obj, "temperature", 0.0, 2.0),
         top_p=opt_number_in(obj, "top_p", 0.0, 1.0),
         max_tokens=max_tokens,
@@ -329,8 +331,9 @@ def encode_request(
     OpenAI's reasoning models require; pass `max_tokens` for servers that only know that).
     `stream` and `stream_options.include_usage` follow `request.stream`. `extra` is merged
     (without overriding modelled fields) only when the request came from this format or from
-    code.
+    code. Namespaced functions go by their flat names (`turnout.wire.tool_kinds`).
     """
+    request = flattened(request)
     body: dict[str, Any] = {"model": model, "messages": _encode_messages(request)}
     tools = [encoded for tool in request.tools if (encoded := _encode_tool(tool)) is not None]
     if tools:

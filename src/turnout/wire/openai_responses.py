@@ -9,7 +9,10 @@ item is a tool call of the assistant message before it (or of a new one), `call_
 `function_call_output` item a tool result answering `call_id`; a `reasoning` item's summary a
 thinking part of the assistant's turn. `max_output_tokens` is `max_tokens`, `reasoning.effort`
 `reasoning_effort`, `text.format` (`json_schema`, `json_object`) `response_format` in Chat
-Completions' shape; `tool_choice` becomes `"auto"`, `"none"`, `"required"` or `{"name": …}`.
+Completions' shape (the rest of `text` stays in `extra`); `tool_choice` becomes `"auto"`,
+`"none"`, `"required"` or `{"name": …}`. A `namespace` tool of functions becomes its functions,
+each with its `namespace` (`turnout.wire.tool_kinds`), and a `function_call` item's
+`namespace` is its call's.
 
 What only OpenAI's own server can do is named in `request.server_features`, so that a target
 speaking another format is ineligible for it: `previous_response_id`, `conversation`,
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from turnout.errors import MalformedRequest
 from turnout.wire._body import (
     OBJECT,
     TOKEN_LIMIT,
@@ -64,6 +68,8 @@ from turnout.wire.model import (
     Tool,
     ToolCall,
 )
+from turnout.wire.structured import check_schema_spec
+from turnout.wire.tool_kinds import namespaced_names
 from turnout.wire.translate import is_same_family, tool_choice_name
 
 if TYPE_CHECKING:
@@ -81,6 +87,7 @@ __all__ = [
     "error_body",
     "error_event",
     "forward_body",
+    "namespaced_tools",
 ]
 
 _MODELED = frozenset(
@@ -163,11 +170,23 @@ def decode_request(body: bytes | Mapping[str, Any]) -> ChatRequest:
         user=opt_str(obj, "user", ""),
         metadata=metadata,
         stream=bool(opt_bool(obj, "stream", "")),
-        extra={k: v for k, v in obj.items() if k not in _MODELED},
+        extra=_extra(obj),
         source=RawBody(FORMAT, bytes(body)) if isinstance(body, bytes | bytearray) else None,
         origin=FORMAT,
         server_features=tuple(features),
     )
+
+
+def _extra(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields no other format models; `text` options beside its `format` (`verbosity`)
+    among them, so that a translation names what it drops."""
+    extra = {k: v for k, v in obj.items() if k not in _MODELED}
+    text = obj.get("text")
+    if isinstance(text, OBJECT):
+        rest = {k: v for k, v in text.items() if k != "format"}
+        if rest:
+            extra["text"] = rest
+    return extra
 
 
 def _decode_input(value: Any, system: list[TextPart], features: dict[str, None]) -> list[Message]:
@@ -200,7 +219,9 @@ def _decode_item(
         if name is None or call_id is None:
             raise invalid(f"{path}.{'name' if name is None else 'call_id'}", "a string")
         arguments = opt_str(item, "arguments", path) or "{}"
-        _assistant(out).tool_calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+        namespace = opt_str(item, "namespace", path)
+        call = ToolCall(id=call_id, name=name, arguments=arguments, namespace=namespace)
+        _assistant(out).tool_calls.append(call)
     elif kind == "function_call_output":
         call_id = opt_str(item, "call_id", path)
         if call_id is None:
@@ -313,22 +334,54 @@ def _decode_tools(value: Any) -> list[Tool]:
         kind = tool.get("type")
         if not isinstance(kind, str):
             raise invalid(f"{path}.type", "a string")
-        if kind != "function":
+        if kind == "namespace" and _plain_namespace(tool, path):
+            tools.extend(_namespace_functions(tool, path))
+        elif kind != "function":
             name = tool.get("name") or tool.get("server_label")
             native = NativeBlock(FORMAT, dict(tool))
             tools.append(Tool(name if isinstance(name, str) else kind, native=native))
-            continue
-        name = opt_str(tool, "name", path)
-        if name is None:
-            raise invalid(f"{path}.name", "a string")
-        tools.append(
-            Tool(
-                name,
-                description=opt_str(tool, "description", path),
-                parameters=opt_object(tool, "parameters", path),
-            )
-        )
+        else:
+            tools.append(_decode_function(tool, path, None))
     return tools
+
+
+def namespaced_tools(body: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Flat name -> (namespace, name) of the functions a Responses body declares inside
+    `namespace` tools (`turnout.wire.tool_kinds`); empty when its tools do not decode."""
+    try:
+        tools = _decode_tools(body.get("tools"))
+    except MalformedRequest:
+        return {}
+    return namespaced_names(tools)
+
+
+def _decode_function(tool: Mapping[str, Any], path: str, namespace: str | None) -> Tool:
+    name = opt_str(tool, "name", path)
+    if name is None:
+        raise invalid(f"{path}.name", "a string")
+    return Tool(
+        name,
+        description=opt_str(tool, "description", path),
+        parameters=opt_object(tool, "parameters", path),
+        namespace=namespace,
+    )
+
+
+def _plain_namespace(tool: Mapping[str, Any], path: str) -> bool:
+    """True when a `namespace` tool groups only functions (it is then flattened); one with
+    other tools inside stays a native tool, which only this format can carry."""
+    if not isinstance(tool.get("name"), str) or not tool["name"]:
+        raise invalid(f"{path}.name", "a non-empty string")
+    inner = as_list(tool.get("tools"), f"{path}.tools")
+    return all(isinstance(t, OBJECT) and t.get("type") == "function" for t in inner)
+
+
+def _namespace_functions(tool: Mapping[str, Any], path: str) -> list[Tool]:
+    namespace = str(tool["name"])
+    return [
+        _decode_function(as_object(t, f"{path}.tools[{j}]"), f"{path}.tools[{j}]", namespace)
+        for j, t in enumerate(as_list(tool.get("tools"), f"{path}.tools"))
+    ]
 
 
 def _decode_tool_choice(value: Any) -> str | dict[str, Any] | None:
@@ -351,7 +404,8 @@ def _decode_text_format(value: Any) -> dict[str, Any] | None:
         return None
     kind = fmt.get("type")
     if kind == "json_schema":
-        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
+        checked = check_schema_spec(fmt, "text.format")
+        schema = {k: checked[k] for k in ("name", "schema", "strict", "description") if k in fmt}
         return {"type": "json_schema", "json_schema": schema}
     if kind == "json_object":
         return {"type": "json_object"}
@@ -371,7 +425,7 @@ def encode_request(request: ChatRequest, *, model: str) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "input": _encode_input(request.messages)}
     if request.system:
         body["instructions"] = "\n\n".join(p.text for p in request.system)
-    tools = [encoded for tool in request.tools if (encoded := _encode_tool(tool)) is not None]
+    tools = _encode_tools(request.tools)
     if tools:
         body["tools"] = tools
         choice = _encode_tool_choice(request.tool_choice)
@@ -393,6 +447,8 @@ def encode_request(request: ChatRequest, *, model: str) -> dict[str, Any]:
     if is_same_family(request, FORMAT):
         for key, value in request.extra.items():
             body.setdefault(key, value)
+        if "text" in request.extra and text is not None:
+            body["text"] = {**request.extra["text"], **text}
     return body
 
 
@@ -412,11 +468,16 @@ def _encode_input(messages: list[Message]) -> list[dict[str, Any]]:
         parts = [e for p in message.content if (e := _encode_part(p, message.role)) is not None]
         if parts or not message.tool_calls:
             items.append({"type": "message", "role": message.role, "content": parts})
-        items.extend(
-            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
-            for c in message.tool_calls
-        )
+        items.extend(_call_item(c) for c in message.tool_calls)
     return items
+
+
+def _call_item(call: ToolCall) -> dict[str, Any]:
+    item = {"type": "function_call", "call_id": call.id, "name": call.name}
+    item["arguments"] = call.arguments
+    if call.namespace is not None:
+        item["namespace"] = call.namespace
+    return item
 
 
 def _encode_part(part: Part, role: str) -> dict[str, Any] | None:
@@ -439,6 +500,27 @@ def _encode_part(part: Part, role: str) -> dict[str, Any] | None:
     if isinstance(part, NativeBlock) and part.format == FORMAT:
         return part.block
     return None
+
+
+def _encode_tools(tools: list[Tool]) -> list[dict[str, Any]]:
+    """Each tool, namespaced functions regrouped under their namespace (in first-seen order)."""
+    out: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        encoded = _encode_tool(tool)
+        if encoded is None:
+            continue
+        if tool.namespace is None:
+            out.append(encoded)
+            continue
+        group = groups.get(tool.namespace)
+        if group is None:
+            group = {"type": "namespace", "name": tool.namespace, "description": tool.namespace}
+            group["tools"] = []
+            groups[tool.namespace] = group
+            out.append(group)
+        group["tools"].append(encoded)
+    return out
 
 
 def _encode_tool(tool: Tool) -> dict[str, Any] | None:

@@ -11,7 +11,11 @@ http URLs <-> url sources), documents (base64 and plain text), tool definitions
 `auto`/`none`/`any`/one tool), tool calls (argument JSON text <-> input object), tool results
 (OpenAI `tool` messages <-> Anthropic `tool_result` blocks, consecutive results merged into one
 user message), the system prompt, stop sequences, temperature, top_p, max_tokens, stop reasons
-and usage (cached tokens included).
+and usage (cached tokens included), system messages in place (Anthropic `role: "system"` in
+`messages` <-> OpenAI system messages and Responses system items; folded into the system prompt
+for a format without them, and for an Anthropic target of a request from another format), and
+a JSON schema (`turnout.wire.structured`: `response_format` <-> Responses `text.format` <->
+Anthropic `output_config.format` <-> Gemini `responseJsonSchema`).
 
 Dropped across families, and named by `untranslatable()` so that the engine can put them in an
 attempt's reason:
@@ -19,20 +23,24 @@ attempt's reason:
   any thinking block into OpenAI;
 - `cache_control` into OpenAI, and Anthropic's `thinking` option;
 - OpenAI `logprobs`, `n`, `logit_bias`, penalties and every other field the neutral model does
-  not carry (`extra`), likewise Anthropic's `top_k` …; `seed`, `response_format` and
-  `reasoning_effort` into Anthropic;
+  not carry (`extra`), likewise Anthropic's `top_k` …; `seed` and `reasoning_effort` into
+  Anthropic;
 - `is_error` on tool results and non-text tool results into OpenAI; documents by URL into
   OpenAI;
 - vendor blocks no codec models (`NativeBlock`: audio input, file ids, server tool results).
 - into Gemini (`turnout.wire.gemini`): `cache_control`, `user`, `metadata`, images and
   documents by URL, thinking blocks from another format, and the fields above.
-- into Bedrock Converse (`turnout.wire.bedrock_converse`): `seed`, `response_format`,
-  `reasoning_effort`, `user`, `metadata`, unsigned thinking, images and documents by URL, and
-  the fields above.
+- into Bedrock Converse (`turnout.wire.bedrock_converse`): `seed`, `reasoning_effort`, `user`,
+  `metadata`, unsigned thinking, images and documents by URL, and the fields above.
+- a tool the caller allows to be absent (`turnout.wire.tool_kinds`: a cache-only OpenAI
+  `web_search`).
 
-A request that needs a tool which is not a plain function (Anthropic server tools such as
-`web_search_*` or `code_execution_*`, OpenAI custom tools or `web_search_options`) cannot be
-served by another family at all: `needs_server_tools()` makes cross-format targets ineligible.
+Never dropped, because they change what the answer must be: a `response_format` a target's
+format cannot hold makes that target ineligible (`turnout.wire.structured`), and so does a
+tool which is not a plain function and may not be dropped (Anthropic server tools such as
+`web_search_*` or `code_execution_*`, OpenAI custom tools or `web_search_options`;
+`needs_server_tools()`). A Responses `namespace` of client functions is flattened into plain
+functions and comes back under its namespace (`turnout.wire.tool_kinds`).
 
 Everything in this module is a pure function of the request.
 """
@@ -43,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.wire import bedrock_converse
 from turnout.wire.model import DocumentPart, ImagePart, NativeBlock, TextPart, ThinkingPart
+from turnout.wire.structured import RESPONSE_FORMATS, response_format_kind
+from turnout.wire.tool_kinds import carriage
 
 if TYPE_CHECKING:
     from turnout.wire.model import ChatRequest, Message, WireFormat
@@ -66,7 +76,7 @@ def is_same_family(request: ChatRequest, target_format: WireFormat) -> bool:
 
 def needs_server_tools(request: ChatRequest) -> bool:
     """True when the request uses a tool only its own vendor can run (no cross-format target)."""
-    if any(tool.native is not None for tool in request.tools):
+    if any(carriage(tool, request) == "ineligible" for tool in request.tools):
         return True
     return request.origin is not None and not SERVER_TOOL_FIELDS.isdisjoint(request.extra)
 
@@ -99,8 +109,11 @@ def untranslatable(request: ChatRequest, target_format: WireFormat) -> list[str]
         return []
     found: dict[str, None] = {}
     if request.origin is not None:
-        for key in request.extra:
-            found[key] = None
+        for key, value in request.extra.items():
+            if key == "text" and isinstance(value, dict):
+                found.update((f"text.{option}", None) for option in value)
+            else:
+                found[key] = None
     for tool in request.tools:
         if tool.native is not None and tool.native.format != target_format:
             found[f"tool {tool.name} ({tool.native.block.get('type', 'native')})"] = None
@@ -112,6 +125,9 @@ def untranslatable(request: ChatRequest, target_format: WireFormat) -> list[str]
         _into_gemini(request, found)
     elif target_format == "bedrock-converse":
         bedrock_converse.untranslatable_into(request, found)
+    kind = response_format_kind(request)
+    if kind is not None and kind not in RESPONSE_FORMATS.get(target_format, ()):
+        found["response_format"] = None
     return list(found)
 
 
@@ -145,7 +161,6 @@ def _message_into_openai(message: Message, found: dict[str, None]) -> None:
 def _into_anthropic(request: ChatRequest, found: dict[str, None]) -> None:
     checks: list[tuple[str, Any]] = [
         ("seed", request.seed),
-        ("response_format", request.response_format),
         ("reasoning_effort", request.reasoning_effort),
     ]
     for name, value in checks:

@@ -161,10 +161,10 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
         raise
     exchange.adopt(response.routing)
     await runtime.pins.after(plan, session_id, response.routing, request)
+    if watch is not None:  # before the cache: a watch may put the answer in the caller's terms
+        await watch.answered(exchange, response)
     if visit is not None:
         await visit.store(response)
-    if watch is not None:
-        await watch.answered(exchange, response)
     await exchange.reply(answer_reply(exchange.fmt, response))
 
 
@@ -179,15 +179,15 @@ def _decoded(request: ChatRequest) -> None:
 def _taps(
     exchange: Exchange, visit: CacheVisit | None, watch: AnswerWatch | None
 ) -> Callable[[RoutedStream], RoutedStream] | None:
-    """The cache's tap, then the endpoint's watch, as one."""
+    """The endpoint's watch, then the cache's tap, as one (the cache keeps what the watch
+    made of the stream)."""
     if watch is None:
         return None if visit is None else visit.tap
     cache_tap = None if visit is None else visit.tap
 
     def tap(stream: RoutedStream) -> RoutedStream:
-        if cache_tap is not None:
-            stream = cache_tap(stream)
-        return watch.watch(exchange, stream)
+        stream = watch.watch(exchange, stream)
+        return stream if cache_tap is None else cache_tap(stream)
 
     return tap
 

@@ -9,6 +9,9 @@ Rule 2: when a target that serves the Responses API itself answers a request tha
 `store: false`, the response's id is remembered in the shared state store for `RESPONSE_TTL`
 seconds with the provider that made it and the caller's key (a stream's id once it ended
 cleanly). A translated answer is never stored anywhere, so its id is not remembered.
+Rule 4: a function the caller declared inside a `namespace` tool reached a target of another
+format under its flat name (`turnout.wire.tool_kinds`); a call of it in a translated answer,
+whole or streamed, goes back to the caller as that function with its `namespace`.
 Rule 3: `GET` / `DELETE /v1/responses/{id}` go to the provider remembered for the id, with the
 provider's own key (or, for a passthrough provider, the caller's own credential); an id that is
 unknown, expired, or was created by another key is 404 in OpenAI's error envelope. `DELETE`
@@ -27,9 +30,11 @@ from turnout.gateway.responses.respond import JSON, Reply, header_value
 from turnout.gateway.server.exchange import request_id_header
 from turnout.routing.plan import CallerCredential
 from turnout.routing.stream import RoutedStream
+from turnout.wire.openai_responses import namespaced_tools
+from turnout.wire.tool_kinds import restored_call, restored_delta
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator
+    from collections.abc import AsyncGenerator, Mapping
 
     from turnout.gateway.server.exchange import Exchange
     from turnout.record import RoutingRecord
@@ -55,30 +60,42 @@ def _key(project: str, response_id: str) -> str:
 
 
 class ResponseIds:
-    """Rule 2: remembers, per served response, the provider that created it."""
+    """Rule 2: remembers, per served response, the provider that created it; Rule 4: puts
+    namespaced calls of a translated answer back under their namespace (`names`: flat name
+    -> namespace and name, from the caller's tools)."""
 
-    __slots__ = ("_stored",)
+    __slots__ = ("_names", "_stored")
 
-    def __init__(self, *, stored: bool) -> None:
+    def __init__(self, *, stored: bool, names: Mapping[str, tuple[str, str]] | None = None) -> None:
         self._stored = stored
+        self._names = names or {}
 
     async def answered(self, exchange: Exchange, response: ChatResponse) -> None:
-        """Remember a whole answer's id when a Responses server made it."""
-        if response.raw_format == _NATIVE and response.id:
-            await self._remember(exchange, response.id, response.routing)
+        """Remember a whole answer's id when a Responses server made it (Rule 2), else put
+        its namespaced calls back (Rule 4)."""
+        if response.raw_format == _NATIVE:
+            if response.id:
+                await self._remember(exchange, response.id, response.routing)
+        elif self._names and response.tool_calls:
+            names = self._names
+            response.tool_calls = [restored_call(call, names) for call in response.tool_calls]
 
     def watch(self, exchange: Exchange, stream: RoutedStream) -> RoutedStream:
-        """Remember a stream's id once it ended cleanly, when a Responses server made it."""
-        if not self._stored:
+        """Remember a stream's id once it ended cleanly, when a Responses server made it;
+        put the namespaced calls of a translated stream back."""
+        if not self._stored and not self._names:
             return stream
         return RoutedStream(stream.routing, self._follow(exchange, stream))
 
     async def _follow(self, exchange: Exchange, stream: RoutedStream) -> AsyncGenerator[Any, None]:
         ident: str | None = None
+        names = self._names
         try:
             async for chunk in stream:
                 if ident is None and chunk.id and chunk.raw_format == _NATIVE:
                     ident = chunk.id
+                if names and chunk.tool_calls and chunk.raw_format != _NATIVE:
+                    chunk.tool_calls = [restored_delta(d, names) for d in chunk.tool_calls]
                 yield chunk
             if ident is not None:
                 await self._remember(exchange, ident, stream.routing)
@@ -100,7 +117,20 @@ class ResponseIds:
 async def handle_responses(exchange: Exchange) -> None:
     """Rule 1 and 2: route a Responses request and remember who created its response."""
     stored = _asks_store(exchange.body)
-    await handle_chat(exchange, watch=ResponseIds(stored=stored))
+    names = _namespaced(exchange.body)
+    await handle_chat(exchange, watch=ResponseIds(stored=stored, names=names))
+
+
+def _namespaced(body: bytes) -> dict[str, tuple[str, str]]:
+    """Rule 4: the caller's namespaced functions by flat name (read only when the body
+    mentions a namespace; a malformed body is left for the decoder to refuse)."""
+    if b'"namespace"' not in body:
+        return {}
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    return namespaced_tools(value) if isinstance(value, dict) else {}
 
 
 def _asks_store(body: bytes) -> bool:

@@ -1,9 +1,10 @@
 """The gateway's log lines: one access line per request, and a WARNING line per failover,
-fallback-route hop, breaker transition and park.
+fallback-route hop, stream broken after its first token, breaker transition and park.
 
 Rule 1: every line is a logger call whose message is a fixed event word (`access`, `failover`,
-`fallback_route`, `health`) with its fields in `extra["fields"]`; the text format appends them
-as `name=value`, the JSON format writes one object per line under the same names.
+`fallback_route`, `stream_broken`, `health`) with its fields in `extra["fields"]`; the text
+format appends them as `name=value`, the JSON format writes one object per line under the same
+names.
 Rule 2: fields come only from the routing record, the health event and the exchange's status,
 path and key name: never a header, a body or a credential, so no secret reaches a line.
 Rule 3: `configure_logging` installs a `LogWriter`, which writes lines out in batches (a WARNING
@@ -49,6 +50,7 @@ __all__ = [
     "log_failover",
     "log_fallback_route",
     "log_health",
+    "log_stream_broken",
 ]
 
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
@@ -215,6 +217,25 @@ def log_failover(record: RoutingRecord, entry: AttemptEntry, to: AttemptEntry) -
         "attempt": entry.index,
     }
     EVENTS.warning("failover", extra={"fields": fields})
+
+
+def log_stream_broken(record: RoutingRecord, entry: AttemptEntry) -> None:
+    """A WARNING line: the stream `entry` was answering broke after its first token (the
+    caller got part of an answer; nothing could fail over)."""
+    if not EVENTS.isEnabledFor(logging.WARNING):
+        return
+    fields = {
+        "request_id": record.request_id,
+        "route": record.route,
+        "target": entry.target,
+        "provider": entry.provider,
+        "model": entry.model,
+        "class": entry.error_class,
+        "status": entry.status,
+        "reason": entry.reason,
+        "attempt": entry.index,
+    }
+    EVENTS.warning("stream_broken", extra={"fields": fields})
 
 
 def log_fallback_route(record: RoutingRecord) -> None:

@@ -31,6 +31,7 @@ from turnout.gateway.observe.logs import (
     log_failover,
     log_fallback_route,
     log_health,
+    log_stream_broken,
 )
 from turnout.gateway.observe.metrics import Metrics
 from turnout.gateway.observe.spans import RequestSpans, is_tracing
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from turnout.record import AttemptEntry, RoutingRecord
     from turnout.routing.health import Health, HealthEvent
 
-__all__ = ["FAILOVER_OUTCOMES", "Observer", "RequestSink", "failovers"]
+__all__ = ["FAILOVER_OUTCOMES", "Observer", "RequestSink", "broken_stream", "failovers"]
 
 logger = logging.getLogger("turnout.gateway")
 
@@ -80,6 +81,17 @@ class RequestSink(Protocol):
         it ended (epoch seconds), the caller's project and key name, the path, the status sent
         (499 when the caller left), the outcome and the time it took."""
         ...
+
+
+def broken_stream(record: RoutingRecord) -> AttemptEntry | None:
+    """The call whose stream broke after its first token, when that is how the request
+    ended (None otherwise)."""
+    if record.answered is not None:
+        return None
+    for entry in reversed(record.attempts):
+        if entry.is_call:
+            return entry if entry.committed and entry.outcome == "failed" else None
+    return None
 
 
 def failovers(record: RoutingRecord) -> list[tuple[AttemptEntry, AttemptEntry]]:
@@ -178,6 +190,9 @@ class Observer:
             self.metrics.count_request(record, outcome, [left for left, _ in moves], overhead)
             for left, to in moves:
                 log_failover(record, left, to)
+            broken = broken_stream(record)
+            if broken is not None:
+                log_stream_broken(record, broken)
             if record.fallback_route is not None:
                 log_fallback_route(record)
             if self.sink is not None:
@@ -195,7 +210,8 @@ class Observer:
                 failovers=0 if record is None else len(moves),
             )
         if ACCESS.isEnabledFor(logging.INFO):
-            log_access(_access_values(exchange, record, duration_ms, overhead))
+            moved = 0 if record is None else len(moves)
+            log_access(_access_values(exchange, record, duration_ms, overhead, moved))
 
     def _submit(
         self,
@@ -239,9 +255,17 @@ def _millis(seconds: float) -> float:
 
 
 def _access_values(
-    exchange: Exchange, record: RoutingRecord | None, duration_ms: float, overhead: float | None
+    exchange: Exchange,
+    record: RoutingRecord | None,
+    duration_ms: float,
+    overhead: float | None,
+    moved: int = 0,
 ) -> tuple[Any, ...]:
-    """The access line's values, in the order of `ACCESS_FIELDS` (and `ROUTED_FIELDS`)."""
+    """The access line's values, in the order of `ACCESS_FIELDS` (and `ROUTED_FIELDS`).
+
+    `failovers` is `moved`, the failover lines logged for the request (so a request that
+    every target failed counts its moves too); a stream that broke after its first token
+    names the target, provider and model it came from."""
     scope = exchange.scope
     first = (
         record.request_id if record is not None else exchange.sent_id,
@@ -258,14 +282,19 @@ def _access_values(
     for entry in record.attempts:
         if entry.outcome in CALL_OUTCOMES:
             calls += 1
+    target, provider, model = record.answered, record.served_provider, record.served_model
+    if target is None:
+        broken = broken_stream(record)
+        if broken is not None:
+            target, provider, model = broken.target, broken.provider, broken.model
     return (
         *first,
         record.route,
-        record.answered,
-        record.served_provider,
-        record.served_model,
+        target,
+        provider,
+        model,
         calls,
-        record.fallbacks,
+        moved,
         None if overhead is None else _millis(overhead),
         None if usage is None else usage.input_tokens,
         None if usage is None else usage.output_tokens,

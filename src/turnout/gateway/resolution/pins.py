@@ -14,8 +14,9 @@ already refreshed by Rule 2. A success reached by an outage crossing (the engine
 first call in the other family `family_switch: outage`) writes nothing: only a quota crossing
 moves a session, so after an outage it returns to its family.
 Rule 5: a request without a pin (a new session's first request, or one without a session id)
-that carries server tools of one wire format (an Anthropic `web_search`) starts on that format's
-family, whose targets can run them; the other family's targets are ineligible for it anyway
+that carries server tools of one wire format (an Anthropic `web_search`; not one the caller
+allows to be dropped, `turnout.wire.tool_kinds`) starts on that format's family, whose targets
+can run them; the other family's targets are ineligible for it anyway
 (`turnout.routing.target`). The family it is then pinned to is the one that served (Rule 3).
 Rule 4: pins never fail a call: a read that fails counts as no pin and a write that fails is
 skipped. The first failure is logged as a warning with the store's error, later ones at debug
@@ -28,6 +29,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from turnout.access.policies import WIRE_FAMILIES
+from turnout.wire.tool_kinds import carriage
 
 if TYPE_CHECKING:
     from turnout.record import RoutingRecord
@@ -128,7 +130,7 @@ def _server_tool_family(request: ChatRequest | None) -> str | None:
     if request is None or not request.tools:
         return None
     for tool in request.tools:
-        if tool.native is not None:
+        if tool.native is not None and carriage(tool, request) == "ineligible":
             return WIRE_FAMILIES.get(tool.native.format)
     return None
 

@@ -345,8 +345,14 @@ def _provider(exc: ProviderError) -> Problem:
     )
 
 
-def _stream(exc: StreamBroken | StreamRejected) -> Problem:
+def _stream(exc: StreamRejected) -> Problem:
     return Problem(exc.status, exc.code, exc.message)
+
+
+def _stream_broken(exc: StreamBroken) -> Problem:
+    # The upstream failed, not the caller's request: OpenAI's envelope says `server_error`
+    # (Anthropic's derives `api_error` from the status).
+    return Problem(exc.status, exc.code, exc.message, "server_error")
 
 
 _TABLE: tuple[tuple[type[BaseException], Callable[[Any], Problem]], ...] = (
@@ -354,7 +360,7 @@ _TABLE: tuple[tuple[type[BaseException], Callable[[Any], Problem]], ...] = (
     (RouteIneligible, _ineligible),  # type route_ineligible
     (RoutingError, _routing),  # every other error of turnout's own: its class's status and code
     (ProviderError, _provider),  # passed through: its own status and message
-    (StreamBroken, _stream),  # after commit: only ever an in-stream event
+    (StreamBroken, _stream_broken),  # after commit: only ever an in-stream event
     (StreamRejected, _stream),
 )
 
