@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     import httpx
 
+    from turnout.access.sign_ins import SignInThrottle
     from turnout.schema import FileConfig
     from turnout.store import Store
 
@@ -105,26 +106,31 @@ class StoreContext:
             self.app.swap_runtime(served)
 
 
-def gateway_app(context: StoreContext) -> GatewayApp:
-    """The gateway app serving the file project's runtime, with the admin API over `context`."""
+def gateway_app(context: StoreContext, sign_ins: SignInThrottle | None = None) -> GatewayApp:
+    """The gateway app serving the file project's runtime, with the admin API over `context`
+    (and `sign_ins` as its throttle of failed admin keys, when given)."""
     runtime = context.runtime_for(context.project)
     assert runtime is not None
-    app = GatewayApp(runtime, admin=context)
+    app = GatewayApp(runtime, admin=context, sign_ins=sign_ins)
     context.app = app
     return app
 
 
 @asynccontextmanager
-async def running(context: StoreContext) -> AsyncIterator[str]:
+async def running(
+    context: StoreContext, sign_ins: SignInThrottle | None = None
+) -> AsyncIterator[str]:
     """Serve the gateway of `context` on a free port until the block ends; yields its URL."""
-    app = gateway_app(context)
+    app = gateway_app(context, sign_ins)
     with bind_socket("127.0.0.1", 0) as sock:
         async with serving(app, sock, ServerLimits(shutdown_grace=0.0)):
             yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @contextmanager
-def running_in_thread(context: StoreContext) -> Iterator[str]:
+def running_in_thread(
+    context: StoreContext, sign_ins: SignInThrottle | None = None
+) -> Iterator[str]:
     """`running`, on an event loop in a thread of its own (for sync clients); yields its URL."""
     ready = threading.Event()
     found: list[str] = []
@@ -132,7 +138,7 @@ def running_in_thread(context: StoreContext) -> Iterator[str]:
     stop = asyncio.Event()
 
     async def serve() -> None:
-        async with running(context) as url:
+        async with running(context, sign_ins) as url:
             found.append(url)
             ready.set()
             await stop.wait()
