@@ -17,7 +17,15 @@ from turnout.store.consumers import (
     list_consumers,
     update_consumer,
 )
-from turnout.store.keys import create_key, delete_key, get_key, list_keys, revoke_key, update_key
+from turnout.store.keys import (
+    create_key,
+    delete_key,
+    find_key,
+    get_key,
+    list_keys,
+    revoke_key,
+    update_key,
+)
 from turnout.store.objects import (
     ObjectKind,
     create_object,
@@ -46,6 +54,7 @@ __all__ = [
     "delete_key",
     "delete_object",
     "delete_project",
+    "find_key",
     "get_consumer",
     "get_key",
     "get_object",
