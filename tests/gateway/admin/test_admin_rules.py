@@ -179,3 +179,16 @@ async def test_a_reference_to_another_projects_route_is_400(admin: httpx.AsyncCl
         assert "belongs to another project" in problem["message"]
         missing = await write(path, json={**body, field: "route_nowhere"})
         assert missing.status_code == 404, missing.text
+
+
+async def test_one_target_over_the_attempt_budget_names_the_total(
+    admin: httpx.AsyncClient,
+) -> None:
+    """A route whose one target has max_retries 10 is 400 naming the computed total."""
+    base = f"/admin/v1/projects/{await new_project(admin)}"
+    await admin.post(f"{base}/providers", json=PROVIDER)
+    body = {"name": "main", "targets": [{"provider": "vendor", "max_retries": 10}]}
+    refused = await admin.post(f"{base}/routes", json=body)
+    assert refused.status_code == 400, refused.text
+    [problem] = error_of(refused)["meta"]["errors"]
+    assert problem["message"] == "total attempts 11 exceeds the maximum of 10"
