@@ -28,6 +28,7 @@ from turnout.store.keys import (
 )
 from turnout.store.objects import (
     ObjectKind,
+    check_secret_key,
     create_object,
     delete_object,
     get_object,
@@ -45,6 +46,7 @@ from turnout.store.projects import (
 
 __all__ = [
     "ObjectKind",
+    "check_secret_key",
     "create_consumer",
     "create_key",
     "create_object",
