@@ -214,9 +214,7 @@ async def test_routing_test_finds_a_stored_keys_own_project(admin: httpx.AsyncCl
     assert (found["project_id"], found["caller"]) == (project_id, 'key "elsewhere"')
     asked = await _test(admin, {"model": "own-x", "key_id": key["id"], "project_id": project_id})
     assert asked["project_id"] == project_id
-    listed = (await admin.get("/admin/v1/projects")).json()["data"]
-    other = next(p["id"] for p in listed if p["id"] != project_id)
-    body = {"model": "own-x", "key_id": key["id"], "project_id": other}
+    body = {"model": "own-x", "key_id": key["id"], "project_id": await new_project(admin)}
     refused = await admin.post("/admin/v1/routing/test", json=body)
     assert refused.status_code == 400, refused.text
     [problem] = refused.json()["error"]["meta"]["errors"]
