@@ -7,7 +7,7 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
 
     TurnoutError                       status, code                  when
     ├── ConfigError (also ValueError)  400 VALIDATION_FAILED         invalid options (409: a clash)
-    │   └── SecretKeyMissing           500 SECRET_KEY_MISSING        a stored secret needs
+    │   └── SecretKeyMissing           503 SECRET_KEY_MISSING        a stored secret needs
     │                                                                TURNOUT_SECRET_KEY
     ├── RoutingError                   each subclass sets its own    no answer, for turnout's reason
     │   ├── RouteExhausted             503 UPSTREAM_POOL_EXHAUSTED   retryable failures left no
@@ -167,9 +167,11 @@ class ConfigError(TurnoutError, ValueError):
 
 class SecretKeyMissing(ConfigError):
     """A provider secret is to be stored or read but `TURNOUT_SECRET_KEY` is not set (or does
-    not open it). A fault of the deployment, not of the request: 500."""
+    not open it). A fault of the deployment, not of the request, that lasts until the variable
+    is set: 503 (`turnout serve` refuses to start over a store holding secrets it cannot
+    open)."""
 
-    status = 500
+    status = 503
     code = "SECRET_KEY_MISSING"
 
 

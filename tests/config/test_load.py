@@ -45,6 +45,17 @@ def test_minimal_file_loads_with_defaults_and_env(tmp_path: Path) -> None:
     assert config.server.auth == "keys"
 
 
+def test_one_target_over_the_attempt_budget_names_the_total(tmp_path: Path) -> None:
+    """A file whose one target has max_retries 10 fails on the computed total, alone."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(MINIMAL.replace("max_retries: 1", "max_retries: 10"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={"OPENAI_KEY": "sk-test"})
+    assert info.value.errors == (
+        ("routes[0].targets", "total attempts 11 exceeds the maximum of 10"),
+    )
+
+
 def test_missing_environment_variable_is_named(tmp_path: Path) -> None:
     """A ${VAR} that is not set is a load error naming the variable and where it was used."""
     path = tmp_path / "turnout.yaml"

@@ -36,6 +36,12 @@ def test_a_static_budget_over_10_names_the_total() -> None:
         Route("r", [t("a", max_retries=9), t("b", max_retries=0)])
 
 
+def test_one_target_over_the_budget_names_the_total() -> None:
+    """A lone target with max_retries 10 is refused by the total, not by a per-target bound."""
+    with pytest.raises(ConfigError, match="total attempts 11 exceeds the maximum of 10"):
+        Route("r", [t("a", max_retries=10)])
+
+
 def test_a_static_total_over_max_attempts_warns_naming_both_numbers() -> None:
     """Static total 4 with max_attempts 3 is accepted with a warning naming 4 and 3."""
     with pytest.warns(UserWarning, match="allow 4 attempts in total but max_attempts is 3"):
@@ -85,7 +91,7 @@ def test_negative_deadlines_and_budgets_are_refused(options: dict[str, Any], mes
     [
         ({"timeout": -1}, "target 'a': timeout must be a number of seconds > 0"),
         ({"first_token_timeout": 0}, "first_token_timeout must be a number of seconds > 0"),
-        ({"max_retries": -1}, "max_retries must be a whole number from 0 to 9"),
+        ({"max_retries": -1}, "max_retries must be a whole number ≥ 0"),
         ({"context_window": 0}, "context_window must be a whole number of tokens > 0"),
         ({"capabilities": {"telepathy"}}, "capabilities has unknown telepathy"),
         ({"paused": "yes"}, "paused must be true or false"),

@@ -105,12 +105,16 @@ def test_the_assignment_rules_are_refused_with_400(store: Store) -> None:
 
 
 def test_references_must_be_in_the_same_project(store: Store) -> None:
-    """A route, provider or agent id of another project (or none) is 404 naming the field."""
+    """A route or provider id of another project is a validation error naming the field; an
+    id that exists nowhere is 404 naming it."""
     project_id, provider_id, route_id = _setup(store)
     other = svc.create_project(store, {"name": "other"})["id"]
     for field, value in (("model_route_id", route_id), ("ai_provider_id", provider_id)):
-        with pytest.raises(ObjectNotFound, match=f"^{field}: ") as caught:
+        with pytest.raises(ConfigError, match=f"^invalid consumer: {field}: ") as refused:
             svc.create_consumer(store, other, {"name": "a", "kind": "agent", field: value})
+        assert [path for path, _ in refused.value.errors] == [field]
+        with pytest.raises(ObjectNotFound, match=f"^{field}: ") as caught:
+            svc.create_consumer(store, other, {"name": "a", "kind": "agent", field: "x_nowhere"})
         assert caught.value.meta == {"field": field}
     with pytest.raises(ObjectNotFound, match=r"^agent_id: no agent 'agent_missing'"):
         svc.create_consumer(

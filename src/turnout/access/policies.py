@@ -41,6 +41,7 @@ __all__ = [
     "ProviderFacts",
     "provider_family",
     "requirement_failure",
+    "target_family",
     "vertex_family",
 ]
 
@@ -67,6 +68,21 @@ def provider_family(provider: ProviderConfig) -> str:
     if provider.kind == "vertex":
         return vertex_family(provider)
     return "none"
+
+
+def target_family(provider: ProviderConfig, model: str | None) -> str:
+    """The family of one target: its provider's (`provider_family`), except that a `vertex`
+    provider without a `publisher` serves a target's model by its publisher, so a Claude
+    model (`claude-*`, after the provider's `model_aliases`) is anthropic and a Gemini model
+    gemini."""
+    if provider.kind != "vertex" or provider.publisher is not None or not model:
+        return provider_family(provider)
+    bare = provider.model_aliases.get(model, model).rsplit("/", 1)[-1].lower()
+    if bare.startswith("claude"):
+        return "anthropic"
+    if bare.startswith("gemini"):
+        return "gemini"
+    return vertex_family(provider)
 
 
 def vertex_family(provider: ProviderConfig) -> str:

@@ -28,7 +28,7 @@ from turnout.access.patterns import (
     ModelPattern,
     implicit_patterns,
 )
-from turnout.access.policies import provider_family
+from turnout.access.policies import provider_family, target_family
 from turnout.errors import ConfigError
 from turnout.vendors.presets import KEYLESS_PRESETS, is_loopback
 
@@ -58,15 +58,16 @@ _OPENAI_WIRE: Final = "openai-chat"
 _GEMINI_WIRE: Final = "gemini-generate"
 
 
-def provider_wire(provider: ProviderConfig) -> str:
+def provider_wire(provider: ProviderConfig, model: str | None = None) -> str:
     """The wire format a provider speaks: `anthropic-messages`, `gemini-generate` or
-    `openai-chat`."""
+    `openai-chat`; for a `vertex` provider, the wire of `model`'s publisher when given
+    (`target_family`)."""
     if provider.kind == "anthropic":
         return MESSAGES_WIRE
     if provider.kind == "gemini":
         return _GEMINI_WIRE
     if provider.kind == "vertex":
-        return MESSAGES_WIRE if provider_family(provider) == "anthropic" else _GEMINI_WIRE
+        return MESSAGES_WIRE if target_family(provider, model) == "anthropic" else _GEMINI_WIRE
     if provider.kind == "bedrock":
         # Claude models on Bedrock speak Anthropic Messages (the default `api`).
         return "bedrock-converse" if provider.api == "converse" else MESSAGES_WIRE
@@ -251,7 +252,7 @@ def chat_split(
     first = providers.get(route.targets[0].provider) if route.targets else None
     if not route.allow_cross_provider or first is None:
         return tuple(range(len(route.targets))), ()
-    home = provider_family(first)
+    home = target_family(first, route.targets[0].model)
     kept: list[int] = []
     excluded: list[tuple[int, str]] = []
     for index, target in enumerate(route.targets):
@@ -259,7 +260,7 @@ def chat_split(
         if provider is None:
             continue
         reason = None
-        if provider_family(provider) != home:
+        if target_family(provider, target.model) != home:
             reason = _cross_family_gap(route, target.display_name, target.model, provider)
         if reason is None:
             kept.append(index)
@@ -271,7 +272,7 @@ def chat_split(
 def _messages_gap(
     route: RouteConfig, target_name: str, model: str | None, provider: ProviderConfig
 ) -> str | None:
-    if provider_wire(provider) == MESSAGES_WIRE:
+    if provider_wire(provider, model) == MESSAGES_WIRE:
         return None
     if not route.allow_cross_provider:
         return (

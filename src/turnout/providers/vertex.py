@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from turnout.providers.base import HttpProviderKeywords, Wire
     from turnout.providers.transport import HttpOptions
     from turnout.routing.clock import Clock
-    from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse
+    from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, WireFormat
 
 __all__ = [
     "DEFAULT_LOCATION",
@@ -156,6 +156,13 @@ class Vertex(HttpProvider):
     def access_token(self) -> CloudToken | None:
         """The refreshing access token (None for a passthrough provider)."""
         return self._token
+
+    @property
+    def wire_formats(self) -> frozenset[WireFormat]:
+        """The pinned publisher's wire format, else both (each model picks its own, Rule 1)."""
+        if self.publisher is not None:
+            return frozenset((_WIRES[self.publisher][0].format,))
+        return frozenset(wire.format for wire, _ in _WIRES.values())
 
     def publisher_for(self, model: str) -> Publisher:
         """Rule 1: the publisher serving `model` (a wire model)."""

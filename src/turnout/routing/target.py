@@ -40,7 +40,6 @@ CAPABILITIES: Final = frozenset({"tools", "vision", "json_schema", "embeddings"}
 """What a target may declare in `capabilities`."""
 NO_EMBEDDINGS: Final = "no embeddings"
 """The reason a target that cannot serve embeddings is ineligible for an embeddings request."""
-MAX_RETRIES: Final = 9
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -52,7 +51,8 @@ class Target:
     - `timeout` (seconds, default 600): bounds a call until its whole answer, or a stream until
       its first token. `first_token_timeout` (seconds, default 120) bounds a stream's first
       token more tightly.
-    - `max_retries` (default 0, 0-9): same-target retries of `rate_limited` and `provider_error`.
+    - `max_retries` (default 0, a whole number ≥ 0): same-target retries of `rate_limited` and
+      `provider_error`; the route holds the sum of 1 + `max_retries` over its targets to 10.
     - `weight` (default 1): for the `weighted` strategy and tie-breaks (0-1,000,000).
     - `fallback_only` (default False): tried only after every other target.
     - `paused` (default False): never called (recorded `paused`).
@@ -118,9 +118,10 @@ def _check_target(target: Target) -> None:
         value = getattr(target, option)
         if not _is_number(value) or value <= 0:
             fail(option, f"must be a number of seconds > 0 (got {value!r})")
+    # Only the route can tell the upper bound: the total of its targets' attempts.
     retries = target.max_retries
-    if not _is_whole(retries) or not 0 <= retries <= MAX_RETRIES:
-        fail("max_retries", f"must be a whole number from 0 to {MAX_RETRIES} (got {retries!r})")
+    if not _is_whole(retries) or retries < 0:
+        fail("max_retries", f"must be a whole number ≥ 0 (got {retries!r})")
     window = target.context_window
     if window is not None and (not _is_whole(window) or window <= 0):
         fail("context_window", f"must be a whole number of tokens > 0 (got {window!r})")

@@ -105,8 +105,10 @@ class ProviderConfig(Model):
         description="`vertex` only: the publisher of every model this provider serves: "
         "`google` (Gemini, family gemini) or `anthropic` (Claude over Anthropic Messages, "
         "family anthropic). Default: by the model name (`claude-*` is anthropic, anything else "
-        "google); the provider's family is anthropic when every one of its `model_patterns` "
-        "starts with `claude`, else gemini.",
+        "google), and so is each target's family: a target whose model is a Claude model "
+        "serves `/v1/messages` over Anthropic Messages (`:rawPredict`) like any anthropic "
+        "target; the provider's own family (its implicit route, policies) is anthropic when "
+        "every one of its `model_patterns` starts with `claude`, else gemini.",
     )
     # `bedrock` providers only: the AWS region, credentials and API (see providers.bedrock).
     region: str | None = Field(

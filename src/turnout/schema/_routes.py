@@ -60,6 +60,7 @@ class TargetConfig(Model):
     context_window: int | None = Field(
         None,
         gt=0,
+        le=1_000_000_000_000,
         description="Tokens. A request whose estimated prompt (characters / 4) plus "
         "`max_tokens` exceeds it skips the target as `ineligible`.",
     )

@@ -174,8 +174,18 @@ def get_row(
 
 
 def require_project(session: Session, project_id: str) -> Project:
-    """The project, or `ObjectNotFound`."""
-    return get_row(session, Project, "project", project_id, project_id)
+    """The project, or `ObjectNotFound` saying how projects are named (by id, and the id of
+    the project when `project_id` is its name)."""
+    row = session.get(Project, project_id)
+    if row is not None:
+        return row
+    named = session.scalars(select(Project.id).where(Project.name == project_id)).first()
+    hint = (
+        f"; project {project_id!r} has the id {named!r}: use that"
+        if named is not None
+        else "; a project is named by its id (proj_…), as GET /admin/v1/projects lists them"
+    )
+    raise ObjectNotFound(f"no project with the id {project_id!r}{hint}")
 
 
 def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:

@@ -276,17 +276,23 @@ def _check(
 def _referenced(
     session: Session, project_id: str, model: Any, field: str, fields: Mapping[str, Any]
 ) -> Any:
-    """The row `fields[field]` names, None when unset; `ObjectNotFound` naming the field when it
-    is not in the project."""
+    """The row `fields[field]` names, None when unset; `ObjectNotFound` naming the field when no
+    such object exists, a validation error naming it when the object is another project's."""
     object_id = fields.get(field)
     if object_id is None:
         return None
     row = session.get(model, object_id)
-    if row is None or row.project_id != project_id:
-        kind = {"model_route_id": "route", "ai_provider_id": "provider"}.get(field, "agent")
+    kind = {"model_route_id": "route", "ai_provider_id": "provider"}.get(field, "agent")
+    if row is None:
         raise ObjectNotFound(
             f"{field}: no {kind} {object_id!r} in project {project_id!r}", meta={"field": field}
         )
+    if row.project_id != project_id:
+        rule = (
+            f"{kind} {object_id!r} belongs to another project; a consumer's {kind} must be one"
+            f" of project {project_id!r}'s own"
+        )
+        raise _invalid([(field, rule)])
     return row
 
 

@@ -31,7 +31,15 @@ if TYPE_CHECKING:
     from turnout.store._writes import Validate
     from turnout.store.engine import Store
 
-__all__ = ["create_key", "delete_key", "get_key", "list_keys", "revoke_key", "update_key"]
+__all__ = [
+    "create_key",
+    "delete_key",
+    "find_key",
+    "get_key",
+    "list_keys",
+    "revoke_key",
+    "update_key",
+]
 
 _PREFIX_CHARS = 8
 
@@ -69,6 +77,13 @@ def get_key(store: Store, project_id: str, key_id: str) -> dict[str, Any]:
     """The key (without its hash), or `ObjectNotFound`."""
     with store.sessions() as session:
         return _read(get_row(session, Key, "key", project_id, key_id))
+
+
+def find_key(store: Store, key_id: str) -> dict[str, Any] | None:
+    """The key with this id in whichever project holds it (a key id is unique), or None."""
+    with store.sessions() as session:
+        row = session.get(Key, key_id)
+        return None if row is None else _read(row)
 
 
 def list_keys(store: Store, project_id: str) -> list[dict[str, Any]]:

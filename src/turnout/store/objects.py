@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import func, select
 
-from turnout.errors import ConfigError, NameTaken
+from turnout.errors import ConfigError, NameTaken, SecretKeyMissing
 from turnout.schema import BindingConfig, PolicyConfig, ProviderConfig, RouteConfig
 from turnout.store._writes import (
     MASK,
@@ -40,6 +40,7 @@ from turnout.store.dependents import refuse_provider_with_dependents, refuse_rou
 from turnout.store.ids import new_id
 from turnout.store.models import Binding, Policy, Provider, Route
 from turnout.store.provider_secrets import SECRET_FIELDS, seal, unseal
+from turnout.store.secret_box import SECRET_KEY_VARIABLE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ObjectKind",
+    "check_secret_key",
     "create_object",
     "delete_object",
     "get_object",
@@ -191,6 +193,21 @@ def delete_object(
         check_written(session, store, project_id, validate)
         audit(session, actor=actor, action="delete", kind=kind, object_id=object_id,
               project_id=project_id, before=before, after=None)  # fmt: skip
+
+
+def check_secret_key(store: Store) -> None:
+    """`SecretKeyMissing` naming `TURNOUT_SECRET_KEY` when the store holds sealed provider
+    secrets and the store's box has no key to open them (a serving process cannot start so)."""
+    if store.secrets.has_key:
+        return
+    with store.sessions() as session:
+        sealed = session.scalars(select(Provider.id).where(Provider.secret.is_not(None)).limit(1))
+        if sealed.first() is None:
+            return
+    raise SecretKeyMissing(
+        f"{SECRET_KEY_VARIABLE} is not set, and the store holds encrypted provider secrets:"
+        " set it to the key (or passphrase) they were stored under"
+    )
 
 
 def provider_secret(store: Store, project_id: str, provider_id: str) -> str | None:

@@ -121,15 +121,22 @@ def delete_project(
 
 
 def _check_default_route(session: Session, project_id: str, route_id: str) -> None:
-    """Rule 1: a route of the project (404 naming the field), and enabled (400)."""
+    """Rule 1: a route that exists (404 naming the field), of the project and enabled (400)."""
     route = session.get(Route, route_id)
-    if route is None or route.project_id != project_id:
+    if route is None:
         raise ObjectNotFound(
             f"default_model_route_id: no route {route_id!r} in project {project_id!r}",
             meta={"field": "default_model_route_id"},
         )
-    if not route.settings.get("enabled", True):
+    message = None
+    if route.project_id != project_id:
+        message = (
+            f"route {route_id!r} belongs to another project; a default route must be one of"
+            f" project {project_id!r}'s own"
+        )
+    elif not route.settings.get("enabled", True):
         message = f"route {route.name!r} is disabled; a default route must be enabled"
+    if message is not None:
         raise ConfigError(
             f"invalid project: default_model_route_id: {message}",
             [("default_model_route_id", message)],

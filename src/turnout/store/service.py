@@ -17,9 +17,18 @@ from turnout.store.consumers import (
     list_consumers,
     update_consumer,
 )
-from turnout.store.keys import create_key, delete_key, get_key, list_keys, revoke_key, update_key
+from turnout.store.keys import (
+    create_key,
+    delete_key,
+    find_key,
+    get_key,
+    list_keys,
+    revoke_key,
+    update_key,
+)
 from turnout.store.objects import (
     ObjectKind,
+    check_secret_key,
     create_object,
     delete_object,
     get_object,
@@ -37,6 +46,7 @@ from turnout.store.projects import (
 
 __all__ = [
     "ObjectKind",
+    "check_secret_key",
     "create_consumer",
     "create_key",
     "create_object",
@@ -46,6 +56,7 @@ __all__ = [
     "delete_key",
     "delete_object",
     "delete_project",
+    "find_key",
     "get_consumer",
     "get_key",
     "get_object",

@@ -157,3 +157,38 @@ async def test_a_stored_route_may_not_clash_with_the_file(admin: httpx.AsyncClie
     message = error_of(reply)["message"]
     assert "file-route" in message
     assert "clash" in message
+
+
+async def test_a_reference_to_another_projects_route_is_400(admin: httpx.AsyncClient) -> None:
+    """A project default or a consumer's route of another project is 400 naming the field;
+    an id that exists nowhere stays 404."""
+    _, _, foreign = await _with_route(admin)
+    base, _, _ = await _with_route(admin)
+    for path, body in (
+        (base, {"default_model_route_id": foreign}),
+        (f"{base}/consumers", {"name": "bot", "kind": "agent", "model_route_id": foreign}),
+    ):
+        write = admin.patch if path == base else admin.post
+        refused = await write(path, json=body)
+        assert refused.status_code == 400, refused.text
+        error = error_of(refused)
+        assert error["code"] == "VALIDATION_FAILED"
+        field = next(iter(k for k in body if k.endswith("route_id")))
+        [problem] = error["meta"]["errors"]
+        assert problem["path"] == field
+        assert "belongs to another project" in problem["message"]
+        missing = await write(path, json={**body, field: "route_nowhere"})
+        assert missing.status_code == 404, missing.text
+
+
+async def test_one_target_over_the_attempt_budget_names_the_total(
+    admin: httpx.AsyncClient,
+) -> None:
+    """A route whose one target has max_retries 10 is 400 naming the computed total."""
+    base = f"/admin/v1/projects/{await new_project(admin)}"
+    await admin.post(f"{base}/providers", json=PROVIDER)
+    body = {"name": "main", "targets": [{"provider": "vendor", "max_retries": 10}]}
+    refused = await admin.post(f"{base}/routes", json=body)
+    assert refused.status_code == 400, refused.text
+    [problem] = error_of(refused)["meta"]["errors"]
+    assert problem["message"] == "total attempts 11 exceeds the maximum of 10"

@@ -199,3 +199,39 @@ async def test_routing_test_body_rules(admin: httpx.AsyncClient) -> None:
         reply = await admin.post("/admin/v1/routing/test", json=body)
         assert reply.status_code == 400
         assert reply.json()["error"]["code"] == "VALIDATION_FAILED"
+
+
+async def test_routing_test_finds_a_stored_keys_own_project(admin: httpx.AsyncClient) -> None:
+    """A stored key of another project than the file's is tested in its own project; a
+    `project_id` naming another project is 400 naming the field."""
+    project_id = await new_project(admin)
+    base = f"/admin/v1/projects/{project_id}"
+    await admin.post(f"{base}/providers", json={"name": "own-mock", "kind": "mock"})
+    route = {"name": "own-route", "models": ["own-*"], "targets": [{"provider": "own-mock"}]}
+    assert (await admin.post(f"{base}/routes", json=route)).status_code == 201
+    key = (await admin.post(f"{base}/keys", json={"name": "elsewhere"})).json()
+    found = await _test(admin, {"model": "own-x", "key_id": key["id"]})
+    assert (found["project_id"], found["caller"]) == (project_id, 'key "elsewhere"')
+    asked = await _test(admin, {"model": "own-x", "key_id": key["id"], "project_id": project_id})
+    assert asked["project_id"] == project_id
+    body = {"model": "own-x", "key_id": key["id"], "project_id": await new_project(admin)}
+    refused = await admin.post("/admin/v1/routing/test", json=body)
+    assert refused.status_code == 400, refused.text
+    [problem] = refused.json()["error"]["meta"]["errors"]
+    assert problem["path"] == "project_id"
+    assert project_id in problem["message"]
+
+
+async def test_a_project_named_by_its_name_in_a_path_is_told_its_id(
+    admin: httpx.AsyncClient,
+) -> None:
+    """A path naming a project by name is 404 with the project's id to use instead."""
+    project_id = await new_project(admin)
+    name = (await admin.get(f"/admin/v1/projects/{project_id}")).json()["name"]
+    reply = await admin.get(f"/admin/v1/projects/{name}/routes")
+    assert reply.status_code == 404
+    message = reply.json()["error"]["message"]
+    assert (
+        message
+        == f"no project with the id {name!r}; project {name!r} has the id {project_id!r}: use that"
+    )

@@ -17,7 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from turnout.access.sign_ins import SignInThrottle, peer_of, refused_sign_in
-from turnout.errors import ConfigError, StoreError
+from turnout.errors import ConfigError, SecretKeyMissing, StoreError
 from turnout.gateway.admin.audit import audit_operations
 from turnout.gateway.admin.auth import admin_key_id, presented_key, verify
 from turnout.gateway.admin.dispatch import AdminCall, Operation, Router, check_params, query_of
@@ -101,6 +101,9 @@ class AdminApp:
                     scope["path"],
                     type(exc).__name__,
                 )
+            elif isinstance(exc, SecretKeyMissing):
+                # The message is the whole story: no traceback.
+                logger.error("admin API: %s %s: %s", scope["method"], scope["path"], exc)  # noqa: TRY400
             elif not isinstance(exc, AdminError | ConfigError | StoreError):
                 logger.exception("admin API: %s %s failed", scope["method"], scope["path"])
             reply = error_reply(exc)

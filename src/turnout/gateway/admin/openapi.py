@@ -9,7 +9,14 @@ Rule 2: a body the API takes in another shape than the file is derived here, fro
 model: a route's target may name `ai_provider_id` instead of `provider`; a key's body has no
 `key` or `hash` (turnout makes the key); each `…Patch` schema is its body with every field
 optional and nullable (JSON merge-patch).
-Rule 3: every error answer is the `ErrorEnvelope`; an operation lists the statuses it may
+Rule 3: what the one validator refuses and JSON Schema can say is said here too, so that a body
+the document accepts is one the API takes (its references aside) and the reverse: a target
+names `provider` or `ai_provider_id`, exactly one; a route has at most 10 targets, and
+`max_retries` is at most 9 (a route makes at most 10 attempts); a binding's subject sets
+exactly one field, not blank (`everyone` only as true); a policy's `deny_when` holds a
+condition, each with non-blank values, a `family` among the families; a key's model patterns
+hold no whitespace, and a `*` only at either end.
+Rule 4: every error answer is the `ErrorEnvelope`; an operation lists the statuses it may
 answer, and `default` covers the rest.
 """
 
@@ -20,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic.json_schema import models_json_schema
 
+from turnout.access.policies import FAMILIES
 from turnout.gateway.admin.dispatch import PREFIX
 from turnout.gateway.admin.schemas import REQUEST_MODELS, RESPONSE_MODELS
 from turnout.schema import BindingConfig, KeyConfig, PolicyConfig, ProviderConfig, RouteConfig
@@ -105,9 +113,65 @@ def component_schemas() -> dict[str, Any]:
     for name in ("key", "hash"):
         key["properties"].pop(name, None)
     schemas["KeyBody"] = key
+    _validator_rules(schemas)
     for name in _PATCHED:
         schemas[f"{name}Patch"] = _patch(schemas[name])
     return schemas
+
+
+_SPACE: Final = (
+    r"\u0009-\u000d\u001c-\u001f\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f"
+    r"\u205f\u3000"
+)
+"""The characters Python counts as whitespace (what the validator strips and refuses), as a
+character class's content every JSON Schema dialect reads."""
+_NOT_BLANK: Final = f"[^{_SPACE}]"
+_LABEL_NAME: Final = f"^[^=]*[^={_SPACE}]"
+_MODEL_PATTERN: Final = f"^([*]|[*]?[^*{_SPACE}]+[*]?)$"
+"""A model pattern: `*` alone, else characters without whitespace and a `*` at either end."""
+_FAMILY_PATTERN: Final = (
+    f"^[{_SPACE}]*("
+    + "|".join("".join(f"[{c}{c.upper()}]" for c in name) for name in sorted(FAMILIES))
+    + f")[{_SPACE}]*$"
+)
+"""A family, in any case."""
+
+
+def _validator_rules(schemas: dict[str, Any]) -> None:
+    """Rule 3."""
+    for name in ("TargetConfig", "TargetBody"):
+        schemas[name]["properties"]["max_retries"]["maximum"] = 9
+    for name in ("RouteConfig", "RouteBody"):
+        schemas[name]["properties"]["targets"]["maxItems"] = 10
+    target = schemas["TargetBody"]
+    target["properties"]["ai_provider_id"]["minLength"] = 1
+    target["oneOf"] = [_is_set(field) for field in ("provider", "ai_provider_id")]
+    subject = schemas["SubjectConfig"]
+    subject["oneOf"] = [_is_set(field) for field in subject["properties"]]
+    for name, field in subject["properties"].items():
+        if name == "everyone":
+            field["anyOf"] = [{"const": True}, {"type": "null"}]
+        else:  # not blank; a label's name before any `=`
+            blank = _LABEL_NAME if name == "agent_label" else _NOT_BLANK
+            field["anyOf"] = [{"type": "string", "pattern": blank}, {"type": "null"}]
+    deny_when = schemas["PolicyConfig"]["properties"]["deny_when"]
+    deny_when["minProperties"] = 1
+    deny_when["additionalProperties"] = _values(_NOT_BLANK)
+    deny_when["properties"] = {"family": _values(_FAMILY_PATTERN)}
+    for name in ("KeyConfig", "KeyBody"):
+        patterns = schemas[name]["properties"]["allowed_models"]["items"]
+        patterns["pattern"] = _MODEL_PATTERN
+
+
+def _is_set(field: str) -> dict[str, Any]:
+    """JSON Schema for "`field` is present and not null"."""
+    return {"required": [field], "properties": {field: {"not": {"type": "null"}}}}
+
+
+def _values(pattern: str) -> dict[str, Any]:
+    """One value matching `pattern`, or a non-empty list of them."""
+    value = {"type": "string", "pattern": pattern}
+    return {"anyOf": [value, {"type": "array", "items": value, "minItems": 1}]}
 
 
 def _patch(schema: dict[str, Any]) -> dict[str, Any]:

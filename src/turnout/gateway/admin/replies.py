@@ -5,7 +5,8 @@ Rule 1: every 4xx and 5xx answer is the envelope; `meta` is an object (empty whe
 nothing to add). A validation error lists each problem in `meta.errors` as `{path, message}`;
 a 405 lists the path's methods in `meta.allowed` and in an `allow` header.
 Rule 2: errors of turnout's own carry their status and code (`AdminError`, `ConfigError`,
-`StoreError`); a value the database refuses (too long for its column) is a 400; a store that
+`StoreError`; a missing `TURNOUT_SECRET_KEY` is 503 `SECRET_KEY_MISSING`, its `meta` naming the
+variable); a value the database refuses (too long for its column) is a 400; a store that
 cannot be reached (a lost or refused connection) is a 503 `store_unavailable`; anything else
 is a 500 `internal_error` whose message says nothing of the cause (the log has it).
 """
@@ -17,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 
-from turnout.errors import ConfigError, StoreError
+from turnout.errors import ConfigError, SecretKeyMissing, StoreError
 from turnout.gateway.responses.respond import Reply
+from turnout.store.secret_box import SECRET_KEY_VARIABLE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -73,6 +75,8 @@ def error_reply(exc: BaseException) -> Reply:
         return reply
     if isinstance(exc, StoreError):
         return _envelope(exc.status, exc.code, exc.message, exc.meta)
+    if isinstance(exc, SecretKeyMissing):
+        return _envelope(exc.status, exc.code, str(exc), {"variable": SECRET_KEY_VARIABLE})
     if isinstance(exc, ConfigError):
         problems = exc.errors or (("body", str(exc)),)
         return _envelope(exc.status, exc.code, str(exc), problems_meta(problems))

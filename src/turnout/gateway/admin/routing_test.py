@@ -1,9 +1,10 @@
 """`POST /admin/v1/routing/test`: where a model would go for a caller, without calling
 anything.
 
-Rule 1: the caller is named by `key_id` (a stored key's id in the project, else a config-file
-key's name), or by `subject` (a binding subject: the caller it describes), else it is the
-anonymous caller. An unknown key is 404.
+Rule 1: the caller is named by `key_id` (a stored key's id, else a config-file key's name), or
+by `subject` (a binding subject: the caller it describes), else it is the anonymous caller. An
+unknown key is 404. A stored key id is unique: its project is the test's, and a `project_id`
+that names another is 400.
 Rule 2: the answer is 200 whether the gateway would serve or refuse the request: `resolved`
 (the route, how it matched, the targets in try order) or `refused` (the status, code and
 message the caller would get). `grant` is the grant that allows the model; when it names a
@@ -47,7 +48,7 @@ async def routing_test(call: AdminCall) -> Reply:
         asked = RoutingTestBody.model_validate(call.body)
     except ValidationError as exc:
         raise to_config_error("routing test", exc) from None
-    project = await served_project(call, asked.project_id)
+    project = await served_project(call, await _project_id(call, asked))
     caller = await _caller(call, project, asked)
     runtime = project.runtime
     answer: dict[str, Any] = {
@@ -73,6 +74,23 @@ async def routing_test(call: AdminCall) -> Reply:
         if decision.route is not None:
             answer["without_grant"] = _without_grant(project, asked.model, endpoint)
     return json_body(200, answer)
+
+
+async def _project_id(call: AdminCall, asked: RoutingTestBody) -> str | None:
+    """Rule 1: the project of a stored key named by `key_id`, else the one asked for."""
+    if asked.key_id is None:
+        return asked.project_id
+    stored = await read(call, service.find_key, asked.key_id)
+    if stored is None:
+        return asked.project_id
+    owner: str = stored["project_id"]
+    if asked.project_id is not None and asked.project_id != owner:
+        rule = (
+            f"key {asked.key_id!r} belongs to project {owner!r}, not {asked.project_id!r};"
+            " omit project_id or name the key's own"
+        )
+        raise ConfigError(f"invalid routing test: project_id: {rule}", [("project_id", rule)])
+    return owner
 
 
 async def _caller(call: AdminCall, project: ServedProject, asked: RoutingTestBody) -> Caller:

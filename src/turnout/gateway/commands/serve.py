@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from turnout.errors import ConfigError
+from turnout.errors import ConfigError, SecretKeyMissing
 
 if TYPE_CHECKING:
     import argparse
@@ -77,6 +77,9 @@ def _main_serve(args: argparse.Namespace) -> int:
     try:
         control = open_control(options.config_path, os.environ)
         control.load()
+    except SecretKeyMissing as exc:
+        print(f"error: cannot start: {exc}", file=sys.stderr)
+        return 1
     except ConfigError as exc:
         source = options.config_path or "the embedded defaults"
         print(f"error: {source}: the configuration is invalid", file=sys.stderr)

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 from turnout.access.bindings import IMPLICIT_GRANT
 from turnout.access.keys import NO_REQUIREMENTS
-from turnout.access.policies import CLEAR, Policies, ProviderFacts
+from turnout.access.policies import CLEAR, Policies, ProviderFacts, target_family
 from turnout.errors import NoRoute, PolicyDenied, RoutingError
 from turnout.routing.plan import CallerCredential, RequestPlan, TargetPlan, TargetRule
 
@@ -104,6 +104,7 @@ class RequestPlanner:
         "_modes",
         "_open",
         "_policies",
+        "_provider_configs",
         "_route_configs",
     )
 
@@ -123,6 +124,7 @@ class RequestPlanner:
         self._has_passthrough = "passthrough" in self._modes.values()
         self._facts = {p.name: ProviderFacts.from_config(p) for p in config.providers}
         self._families = {name: facts.family for name, facts in self._facts.items()}
+        self._provider_configs = {p.name: p for p in config.providers}
         self._configs: dict[str, RouteConfig | None] = {
             name: entry.config for name, entry in routes.items()
         }
@@ -346,9 +348,15 @@ class RequestPlanner:
         config = self._configs.get(route.name)
         if config is None or not config.allow_cross_provider:
             return {}
-        providers = route.providers
-        families = {index: self._families.get(providers[index], "none") for index in kept}
+        families = {index: self._target_family(route, index) for index in kept}
         return families if len(set(families.values())) > 1 else {}
+
+    def _target_family(self, route: Route, index: int) -> str:
+        """The family of target `index` of `route`: a `vertex` target's follows its model."""
+        provider = self._provider_configs.get(route.providers[index])
+        if provider is None:
+            return self._families.get(route.providers[index], "none")
+        return target_family(provider, route.targets[index].model)
 
     def _org_key_fallback(self, route: str) -> bool:
         config = self._configs.get(route)

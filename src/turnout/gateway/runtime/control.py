@@ -22,6 +22,9 @@ A project the validator refuses keeps its previous runtime (or is not served), w
 line; at start, a refused file project is a start-up error.
 Rule 6: refreshes run one at a time; one that started before a SIGHUP reload of the file is
 dropped rather than swapped in over the reload's newer result.
+Rule 7: without `TURNOUT_SECRET_KEY`, a store holding encrypted provider secrets is a start-up
+error naming the variable; a store without any starts, with one WARNING line when the admin API
+is on (a provider secret sent to it is then refused with 503 `SECRET_KEY_MISSING`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ from turnout.routing.clock import LoopClock
 from turnout.state.config_feed import StateFeed
 from turnout.store.file_sync import sync_file
 from turnout.store.notify import PostgresFeed
-from turnout.store.service import current_version
+from turnout.store.secret_box import SECRET_KEY_VARIABLE
+from turnout.store.service import check_secret_key, current_version
 from turnout.store.snapshot import load_snapshot
 
 if TYPE_CHECKING:
@@ -275,7 +279,9 @@ class ControlPlane:
         return self._served
 
     def load(self) -> ServedProjects:
-        """Load the store and build every runtime (start-up; blocking I/O)."""
+        """Load the store and build every runtime (start-up; blocking I/O). `SecretKeyMissing`
+        when the store holds provider secrets and `TURNOUT_SECRET_KEY` is not set (Rule 7)."""
+        self._check_secret_key()
         self._served = build_served(
             self.file,
             load_snapshot(self.store),
@@ -289,6 +295,7 @@ class ControlPlane:
     async def start(self, swap: Callable[[ServedProjects], object]) -> ServedProjects:
         """Load (unless loaded), then keep `served` current, swapping through `swap`."""
         if self._served is None:
+            await asyncio.to_thread(self._check_secret_key)
             snapshot = await asyncio.to_thread(load_snapshot, self.store)
             self._served = build_served(
                 self.file, snapshot, embedded=self.embedded, clock=self._clock, state=self.state
@@ -296,6 +303,16 @@ class ControlPlane:
         self._swap = swap
         self._poller = asyncio.get_running_loop().create_task(self._poll())
         return self._served
+
+    def _check_secret_key(self) -> None:
+        """Rule 7."""
+        check_secret_key(self.store)
+        if self.file.admin_keys and not self.store.secrets.has_key:
+            logger.warning(
+                "the admin API is on and %s is not set: a provider secret sent to it is"
+                " refused with 503 SECRET_KEY_MISSING until the variable is set",
+                SECRET_KEY_VARIABLE,
+            )
 
     async def refresh(self) -> bool:
         """Rule 2: swap in the store's newest state if its version moved (True when swapped)."""
