@@ -36,6 +36,7 @@ import httptools
 
 from turnout.gateway.server import _endings
 from turnout.gateway.server._endings import LINGER
+from turnout.gateway.server._tracebacks import release_frames
 from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle
 
 if TYPE_CHECKING:
@@ -275,6 +276,7 @@ class HttpConnection(asyncio.Protocol):
         except Exception as exc:  # noqa: BLE001 - answered (500) or the connection is cut
             failure = exc
         self._finish(cycle, failure)
+        release_frames(failure)  # its frames hold the request's body
 
     def _finish(self, cycle: RequestCycle, failure: Exception | None) -> None:
         self._task = None
