@@ -134,6 +134,32 @@ async def test_a_chunked_request_body_is_read(client: RawClient) -> None:
     assert (await client.response()).status == 200
 
 
+H2C = {"connection": "Upgrade, HTTP2-Settings", "upgrade": "h2c", "http2-settings": "AAMAAABk"}
+
+
+async def test_an_h2c_upgrade_request_keeps_its_body(client: RawClient) -> None:
+    """A request asking to upgrade to h2c (as `curl --http2` sends) is served as HTTP/1.1 with
+    its body, and the connection serves the request after it."""
+    await client.send(
+        request("POST", "/v1/chat/completions", chat("quick"), headers=H2C)
+        + request("GET", "/healthz")
+    )
+    reply = await client.response()
+    assert (reply.status, reply.json()["model"]) == (200, "quick")
+    assert (await client.response()).status == 200
+
+
+async def test_an_h2c_upgrade_request_keeps_its_chunked_body(client: RawClient) -> None:
+    """An upgrade request's chunked body, arriving after its head, is read whole."""
+    body = chat("quick")
+    await client.send(
+        request("POST", "/v1/chat/completions", headers={**H2C, "transfer-encoding": "chunked"})
+    )
+    await asyncio.sleep(0.02)
+    await client.send(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+    assert (await client.response()).status == 200
+
+
 async def test_expect_100_continue_asks_for_the_body(client: RawClient) -> None:
     """With `Expect: 100-continue` the server says `100 Continue` before the body is sent."""
     body = chat("quick")

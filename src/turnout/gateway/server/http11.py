@@ -23,6 +23,9 @@ How a connection ends (those answers, the deadline's timer, the close) is in `_e
 out of the data path.
 Rule 5: when the caller leaves, the running request is told (`http.disconnect`, and the app
 cancels its work) and the requests waiting behind it are dropped without reaching the app.
+Rule 6: a request asking to upgrade the connection (`Upgrade: h2c`, as `curl --http2` sends
+over plain HTTP) is served as plain HTTP/1.1, its body read as its framing says; the
+connection stays HTTP/1.1.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ class HttpConnection(asyncio.Protocol):
         self._task: asyncio.Task[None] | None = None
         self._queue: deque[RequestCycle] = deque()  # parsed, waiting their turn
         self._parsing: RequestCycle | None = None  # whose body the parser is reading
+        self._upgrading: RequestCycle | None = None  # Rule 6: asked to upgrade, has a body
+        self._resumed: RequestCycle | None = None  # Rule 6: whose body a fresh parser reads
         self._backlog = bytearray()  # bytes not parsed while requests wait
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
@@ -180,14 +185,30 @@ class HttpConnection(asyncio.Protocol):
             self._head_bytes += len(data)
         try:
             self._parser.feed_data(data)
-        except (httptools.HttpParserUpgrade, httptools.HttpParserError) as exc:
+        except httptools.HttpParserUpgrade as exc:
+            if self._upgrading is None:
+                _endings.unparsed(self, exc)
+            else:
+                self._ignore_upgrade(data[exc.args[0] :])
+        except httptools.HttpParserError as exc:
             _endings.unparsed(self, exc)
         else:
             if self._in_head and self._head_bytes > self._limits.max_header_bytes:
                 _endings.reject(self, _endings.head_too_large(self._limits))
         self._start_next()
 
+    def _ignore_upgrade(self, rest: bytes) -> None:
+        """Rule 6: the parser stopped after the head of a request asking for an upgrade; a
+        fresh one reads its body, from a stand-in head with the request's own framing."""
+        cycle, self._upgrading = self._upgrading, None
+        assert cycle is not None
+        self._parser = httptools.HttpRequestParser(self)
+        self._resumed = cycle
+        self._feed(b"POST / HTTP/1.1\r\n%s\r\n\r\n%s" % (_framing(cycle.headers), rest))
+
     def on_message_begin(self) -> None:
+        if self._resumed is not None:
+            return  # Rule 6: the stand-in head
         if len(self._queue) >= PIPELINE_DEPTH:
             raise _endings.PipelineFull
         self._url = b""
@@ -203,6 +224,8 @@ class HttpConnection(asyncio.Protocol):
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._resumed is not None:
+            return
         headers = self._headers
         if len(headers) >= self._limits.max_header_count:
             raise _endings.too_many_header_lines(self._limits)
@@ -213,6 +236,10 @@ class HttpConnection(asyncio.Protocol):
         self._lines_size += len(name) + len(value) + 4
 
     def on_headers_complete(self) -> None:
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None:
+            self._parsing = resumed
+            return
         self._in_head = False
         if len(self._url) + _REQUEST_LINE_SLACK + self._lines_size > self._limits.max_header_bytes:
             raise _endings.head_too_large(self._limits)
@@ -229,6 +256,8 @@ class HttpConnection(asyncio.Protocol):
         )
         self._queue.append(cycle)
         self._parsing = cycle
+        if cycle.method != "CONNECT" and parser.should_upgrade() and _framing(self._headers):
+            self._upgrading = cycle  # Rule 6: its body follows the parser's stop
 
     def on_body(self, body: bytes) -> None:
         cycle = self._parsing
@@ -241,6 +270,8 @@ class HttpConnection(asyncio.Protocol):
             self._deadline = self._loop.time() + self._limits.body_timeout  # Rule 2
 
     def on_message_complete(self) -> None:
+        if self._upgrading is not None:
+            return  # Rule 6: the parser took the body for another protocol's; it is not
         cycle, self._parsing = self._parsing, None
         if cycle is None:
             return
@@ -385,6 +416,16 @@ class HttpConnection(asyncio.Protocol):
         task = self._task
         if task is not None and not task.done():
             task.cancel()
+
+
+def _framing(headers: list[tuple[bytes, bytes]]) -> bytes:
+    """The header line that frames a request's body (empty: it has none)."""
+    for name, value in headers:
+        if name == b"transfer-encoding" and b"chunked" in value.lower():
+            return b"transfer-encoding: chunked"
+        if name == b"content-length" and value.strip() not in (b"", b"0"):
+            return b"content-length: " + value.strip()
+    return b""
 
 
 def _address(transport: asyncio.BaseTransport, name: str) -> tuple[str, int] | None:
