@@ -8,9 +8,11 @@ connection reads no more requests and closes once those are answered), and bytes
 meanwhile wait unparsed, at most `HIGH_WATER` of them before the socket stops being read.
 Rule 2: one deadline runs at a time, set by what the connection waits for: a request head
 (`header_timeout` from the accept or from the end of the previous response), the body of the
-running request (`body_timeout` since its last byte, while the connection reads), or the next
-request (`keepalive_timeout`). Past it the connection closes, after a 408 when part of a
-request arrived and nothing was answered (`_endings` Rule 1).
+running request (`body_timeout` since its last byte, and no later than `body_timeout` plus
+one second per `min_body_rate` bytes read since the body began, while the connection reads:
+the time it does not read is not counted), or the next request (`keepalive_timeout`). Past
+it the connection closes, after a 408 when part of a request arrived and nothing was answered
+(`_endings` Rule 1).
 Rule 3: a head over `max_header_count` lines or `max_header_bytes` bytes gets 431, and
 framing that cannot be parsed 400, in the OpenAI error envelope; the connection then closes,
 once the requests before the bad one are answered (`_endings` Rule 2).
@@ -89,6 +91,9 @@ class ConnectionHost(Protocol):
     def release(self, conn: HttpConnection) -> None:
         """Count a closed connection out."""
 
+    def touch(self, conn: HttpConnection) -> None:
+        """The connection started a request head or ended a response."""
+
 
 class HttpConnection(asyncio.Protocol):
     """One caller's connection (see the module rules)."""
@@ -116,6 +121,10 @@ class HttpConnection(asyncio.Protocol):
         self._served = 0
         self._idle_since = self._loop.time()
         self._deadline: float | None = None
+        self._body_since: float | None = None  # Rule 2: when the running body began (shifted)
+        self._body_bytes = 0
+        self._body_quiet_from = 0.0  # the last body byte, or when reading (re)started
+        self._paused_at = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
         self._reading = True
@@ -131,16 +140,27 @@ class HttpConnection(asyncio.Protocol):
         """True once the server is shutting down."""
         return self._host.draining
 
+    @property
+    def peer_host(self) -> str | None:
+        """The caller's address (without its port), when known."""
+        peer = self._addresses[1]
+        return None if peer is None else peer[0]
+
+    @property
+    def is_idle(self) -> bool:
+        """No request is running or waiting to run (the server may close it to make room)."""
+        return self._cycle is None and not self._queue and not self._lingering and not self.closed
+
     # -- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport, but have its methods.
         self.transport = cast("asyncio.Transport", transport)
+        self._addresses = (_address(transport, "sockname"), _address(transport, "peername"))
         if not self._host.admit(self):
             self.closed = True
             transport.close()
             return
-        self._addresses = (_address(transport, "sockname"), _address(transport, "peername"))
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -217,6 +237,7 @@ class HttpConnection(asyncio.Protocol):
         self._in_head = True
         self._head_bytes = 0
         self._lines_size = 0
+        self._host.touch(self)
         if self._cycle is None:
             self._arm()
 
@@ -264,10 +285,12 @@ class HttpConnection(asyncio.Protocol):
         if cycle is None:
             return
         cycle.add_body(body)
+        if cycle is self._cycle:
+            self._body_bytes += len(body)
         if cycle.buffered > HIGH_WATER:
             self._update_reading()
         elif cycle is self._cycle:
-            self._deadline = self._loop.time() + self._limits.body_timeout  # Rule 2
+            self._deadline = self._body_deadline(self._loop.time())  # Rule 2
 
     def on_message_complete(self) -> None:
         if self._upgrading is not None:
@@ -291,6 +314,8 @@ class HttpConnection(asyncio.Protocol):
                 _endings.answer(self, self._rejection)
             return
         cycle = self._cycle = self._queue.popleft()
+        self._body_since = None
+        self._body_bytes = cycle.buffered  # read ahead while it waited its turn
         self._arm()
         self._task = self._loop.create_task(self._run(cycle))
 
@@ -322,6 +347,7 @@ class HttpConnection(asyncio.Protocol):
             return
         self._served += 1
         self._idle_since = self._loop.time()
+        self._host.touch(self)
         if self._queue:
             self._start_next()
         elif self._rejection is not None:
@@ -375,8 +401,11 @@ class HttpConnection(asyncio.Protocol):
             return
         self._reading = want
         if want:
+            if self._body_since is not None:  # Rule 2: the pause is not the caller's
+                self._body_since += self._loop.time() - self._paused_at
             self.transport.resume_reading()
         else:
+            self._paused_at = self._loop.time()
             self.transport.pause_reading()
         self._arm()
 
@@ -390,7 +419,7 @@ class HttpConnection(asyncio.Protocol):
             when = now + LINGER
         elif cycle is not None:
             reading_body = cycle is self._parsing and self._reading and not cycle.awaiting_continue
-            when = now + limits.body_timeout if reading_body else None
+            when = self._body_deadline(now) if reading_body else None
         elif self._in_head or not self._served:
             when = self._idle_since + limits.header_timeout
         else:
@@ -402,6 +431,27 @@ class HttpConnection(asyncio.Protocol):
                 timer.cancel()
             self._timer = self._loop.call_at(when, _endings.deadline_due, self)
             self._timer_at = when
+
+    def _body_deadline(self, now: float) -> float:
+        """Rule 2: when the running request's body, read on from `now`, is too late."""
+        self._body_quiet_from = now
+        slowest = self._slowest_body()
+        idle = now + self._limits.body_timeout
+        return idle if slowest is None else min(idle, slowest)
+
+    def _slowest_body(self) -> float | None:
+        """Rule 2: the latest the running body may end at its minimum rate (None: no rate)."""
+        limits = self._limits
+        if not limits.min_body_rate:
+            return None
+        if self._body_since is None:
+            self._body_since = self._body_quiet_from
+        return self._body_since + limits.body_timeout + self._body_bytes / limits.min_body_rate
+
+    def is_body_slow(self) -> bool:
+        """Whether the running body missed its minimum rate rather than went silent."""
+        slowest = self._slowest_body()
+        return slowest is not None and slowest < self._body_quiet_from + self._limits.body_timeout
 
     # -- ending
 
