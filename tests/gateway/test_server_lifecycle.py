@@ -149,6 +149,22 @@ async def test_shutdown_answers_a_waiting_answer_503() -> None:
         assert (reply.status, reply.json()["error"]["code"]) == (503, "shutting_down")
 
 
+async def test_shutdown_ends_soon_after_the_grace_with_a_body_still_owed() -> None:
+    """A request whose body is still owed when the grace ends gets its 503, and the shutdown
+    ends well before the connection's linger would (`LINGER`, 2 s) had passed."""
+    limits = ServerLimits(shutdown_grace=0.2)
+    async with running_gateway(CONFIG, limits) as gateway, connected(_port(gateway)) as client:
+        head = request("POST", "/v1/chat/completions")
+        await client.send(head[:-2] + b"content-length: 1000\r\n\r\n" + b'{"model": ')
+        await asyncio.sleep(0.05)
+        started = asyncio.get_running_loop().time()
+        await gateway.listener.shutdown()
+        took = asyncio.get_running_loop().time() - started
+        reply = await client.response()
+        assert (reply.status, reply.json()["error"]["code"]) == (503, "shutting_down")
+        assert took < limits.shutdown_grace + 0.5
+
+
 async def test_reload_swaps_a_valid_runtime_and_closes_the_old_one(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -213,3 +213,4 @@ def close(conn: HttpConnection, *, linger: bool = False) -> None:
         conn._reading = True
         conn.transport.resume_reading()
     conn._arm()
+    conn._host.quiet(conn)

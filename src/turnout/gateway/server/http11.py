@@ -94,6 +94,9 @@ class ConnectionHost(Protocol):
     def touch(self, conn: HttpConnection) -> None:
         """The connection started a request head or ended a response."""
 
+    def quiet(self, conn: HttpConnection) -> None:
+        """The connection lingers after its last answer: it owes nothing more."""
+
 
 class HttpConnection(asyncio.Protocol):
     """One caller's connection (see the module rules)."""
@@ -145,6 +148,11 @@ class HttpConnection(asyncio.Protocol):
         """The caller's address (without its port), when known."""
         peer = self._addresses[1]
         return None if peer is None else peer[0]
+
+    @property
+    def lingering(self) -> bool:
+        """True once the connection half-closed after its last answer (Rule 4)."""
+        return self._lingering
 
     @property
     def is_idle(self) -> bool:

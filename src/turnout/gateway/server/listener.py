@@ -11,7 +11,8 @@ Rule 2: `shutdown()` stops accepting, closes idle connections, and lets the requ
 flight finish for `limits.shutdown_grace` seconds (less if `hurry()` is called). Then the app
 is asked to end what is still open (`RequestEnder`: a started stream ends with an error
 event, an unstarted answer is a 503), given `_END_WAIT` seconds to write it, and whatever is
-left is cut.
+left is cut. A connection that lingers after its last answer (`_endings` Rule 3) owes nothing:
+it is not waited for, and is closed when the rest are.
 Rule 3: `serving()` runs the app's lifespan around the listener: startup before the first
 connection is accepted, shutdown after the last one is closed.
 """
@@ -161,6 +162,14 @@ class Listener:
         """`conn` started a request head or ended a response (Rule 1's idleness)."""
         self._table.touch(conn)
 
+    def quiet(self, conn: HttpConnection) -> None:
+        """`conn` lingers after its last answer (Rule 2: the shutdown does not wait for it)."""
+        if self.draining and self._settled_now():
+            self._empty.set()
+
+    def _settled_now(self) -> bool:
+        return all(conn.lingering for conn in self.connections)
+
     def release(self, conn: HttpConnection) -> None:
         """Count `conn` out."""
         self.connections.discard(conn)
@@ -172,7 +181,7 @@ class Listener:
         address = conn.peer_host
         if address in self._crowded and table.count(address) <= table.per_address * _BURST_END:
             self._crowded.discard(address)
-        if not count and self.draining:
+        if self.draining and self._settled_now():
             self._empty.set()
 
     def hurry(self) -> None:
@@ -188,18 +197,18 @@ class Listener:
             conn.drain()
         if not self.connections:
             return
-        if await self._settled(self.limits.shutdown_grace):
-            return
-        if self._ender is not None:
+        if not await self._settled(self.limits.shutdown_grace) and self._ender is not None:
             self._ender.end_requests()
-            if await self._settled(_END_WAIT):
-                return
+            await self._settled(_END_WAIT)
         for conn in list(self.connections):
-            conn.abort()
+            conn.abort()  # lingering (Rule 2), or still not done: cut
         await asyncio.sleep(0)  # let the cut requests' tasks end
 
     async def _settled(self, limit: float) -> bool:
-        """Wait until every connection closed (True), `limit` seconds or `hurry()`."""
+        """Wait until every connection closed or lingers (True), `limit` seconds or
+        `hurry()`."""
+        if self._settled_now():
+            return True
         waits = [
             asyncio.ensure_future(self._empty.wait()),
             asyncio.ensure_future(self._hurry.wait()),
@@ -210,7 +219,7 @@ class Listener:
             for wait in waits:
                 wait.cancel()
         self._hurry.clear()
-        return not self.connections
+        return self._settled_now()
 
 
 @contextlib.asynccontextmanager
