@@ -201,7 +201,10 @@ class Listener:
             self._ender.end_requests()
             await self._settled(_END_WAIT)
         for conn in list(self.connections):
-            conn.abort()  # lingering (Rule 2), or still not done: cut
+            if conn.lingering:
+                conn.transport.close()  # Rule 2: its answer is written (or being written)
+            else:
+                conn.abort()  # still not done: cut
         await asyncio.sleep(0)  # let the cut requests' tasks end
 
     async def _settled(self, limit: float) -> bool:
