@@ -30,6 +30,7 @@ BODY_BYTES = 2 * 1024 * 1024
 FAILURES = 6
 LIMIT = 4 * 1024 * 1024  # server.max_body_bytes in these tests
 EVENT_LIMIT = 64 * 1024  # the provider's max_response_bytes
+TEXT = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"early"}}]}\n\n'
 
 
 async def _upstream(server: RawServer, reader: asyncio.StreamReader, writer: Any) -> None:
@@ -37,12 +38,14 @@ async def _upstream(server: RawServer, reader: asyncio.StreamReader, writer: Any
     while (sent := await server.read_request(reader)) is not None:
         # What the gateway leaves held is measured without the fake's own copies.
         server.requests.clear()
-        streams, sent = b'"stream":true' in sent, b""
+        streams, late, sent = b'"stream":true' in sent, b'"content":"late' in sent, b""
         if not streams:
             body = b'{"error": {"message": "no", "type": "invalid_request_error"}}'
             writer.write(b"HTTP/1.1 400 Bad\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
             continue
         event = b"data: " + b"x" * (2 * EVENT_LIMIT) + b"\n\n"
+        if late:  # the stream is committed to the caller first
+            event = TEXT + event
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
         writer.write(b"content-length: %d\r\n\r\n%s" % (len(event), event))
 
@@ -63,8 +66,8 @@ def _config(base_url: str) -> dict[str, Any]:
     }
 
 
-def _large_chat(*, stream: bool) -> bytes:
-    content = "y" * BODY_BYTES
+def _large_chat(*, stream: bool, late: bool = False) -> bytes:
+    content = ("late" if late else "") + "y" * BODY_BYTES
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}]}
     return orjson.dumps({**body, "stream": stream})
 
@@ -94,6 +97,13 @@ async def _broken_stream(client: RawClient) -> int:
     return 599 if b"error" in reply.body else reply.status
 
 
+async def _broken_committed_stream(client: RawClient) -> int:
+    body = _large_chat(stream=True, late=True)
+    await client.send(request("POST", "/v1/chat/completions", body))
+    reply = await client.response(wait=10.0)
+    return 599 if b"early" in reply.body and b"error" in reply.body else reply.status
+
+
 @contextlib.contextmanager
 def _collector_off() -> Iterator[None]:
     gc.collect()
@@ -106,8 +116,14 @@ def _collector_off() -> Iterator[None]:
 
 @pytest.mark.parametrize(
     ("send", "status"),
-    [(_bad_json, 400), (_oversize_chunked, 413), (_upstream_400, 400), (_broken_stream, 599)],
-    ids=["bad-json", "oversize-chunked", "upstream-400", "broken-stream"],
+    [
+        (_bad_json, 400),
+        (_oversize_chunked, 413),
+        (_upstream_400, 400),
+        (_broken_stream, 599),
+        (_broken_committed_stream, 599),
+    ],
+    ids=["bad-json", "oversize-chunked", "upstream-400", "broken-stream", "broken-after-commit"],
 )
 async def test_failed_request_bodies_are_freed_without_a_collection(send: Any, status: int) -> None:
     """After several large failures with the collector off, what stays allocated is well
