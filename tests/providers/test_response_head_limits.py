@@ -100,7 +100,7 @@ async def test_a_header_flood_fails_over_to_the_next_target() -> None:
     target answers."""
     backup = MockProvider("backup")
     async with RawServer(_flood) as server:
-        primary = OpenAI("sk-test", base_url=server.url("/v1"))
+        primary = OpenAI("sk-test", base_url=server.url("/v1"), name="flooding")
         route = Route(
             "flood", [Target("primary", primary, "gpt-4o"), Target("backup", backup, "gpt-4o")]
         )
