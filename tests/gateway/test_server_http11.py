@@ -5,6 +5,7 @@ request bodies, HEAD, and the answers it gives in the app's place (400, 401 unre
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import resource
 import time
 from typing import TYPE_CHECKING, Any
@@ -131,6 +132,32 @@ async def test_a_chunked_request_body_is_read(client: RawClient) -> None:
         part = body[start : start + 20]
         await client.send(b"%x\r\n%s\r\n" % (len(part), part))
     await client.send(b"0\r\n\r\n")
+    assert (await client.response()).status == 200
+
+
+H2C = {"connection": "Upgrade, HTTP2-Settings", "upgrade": "h2c", "http2-settings": "AAMAAABk"}
+
+
+async def test_an_h2c_upgrade_request_keeps_its_body(client: RawClient) -> None:
+    """A request asking to upgrade to h2c (as `curl --http2` sends) is served as HTTP/1.1 with
+    its body, and the connection serves the request after it."""
+    await client.send(
+        request("POST", "/v1/chat/completions", chat("quick"), headers=H2C)
+        + request("GET", "/healthz")
+    )
+    reply = await client.response()
+    assert (reply.status, reply.json()["model"]) == (200, "quick")
+    assert (await client.response()).status == 200
+
+
+async def test_an_h2c_upgrade_request_keeps_its_chunked_body(client: RawClient) -> None:
+    """An upgrade request's chunked body, arriving after its head, is read whole."""
+    body = chat("quick")
+    await client.send(
+        request("POST", "/v1/chat/completions", headers={**H2C, "transfer-encoding": "chunked"})
+    )
+    await asyncio.sleep(0.02)
+    await client.send(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
     assert (await client.response()).status == 200
 
 
@@ -314,6 +341,39 @@ async def test_a_stalled_body_is_closed_after_the_body_timeout() -> None:
         message = _envelope(await client.response(wait=1.0), 408, "request_timeout")
         assert "body_timeout" in message
         assert await client.closed()
+
+
+async def test_a_trickled_body_is_closed_below_the_minimum_rate() -> None:
+    """A body sent a byte every 0.05 s, never silent for `body_timeout`, gets 408 once it
+    falls behind `min_body_rate` (100 bytes/s after 0.2 s of slack), long before its end."""
+    limits = dataclasses.replace(SHORT, min_body_rate=100)
+    async with running_gateway(CONFIG, limits) as gateway, connected(_port(gateway)) as client:
+        head = request("POST", "/v1/chat/completions")
+        await client.send(head[:-2] + b"content-length: 100\r\n\r\n")
+
+        async def trickle() -> None:
+            for _ in range(30):  # 1.5 s at most
+                await client.send(b" ")
+                await asyncio.sleep(0.05)
+
+        sending = asyncio.ensure_future(trickle())
+        try:
+            message = _envelope(await client.response(wait=1.5), 408, "request_timeout")
+        finally:
+            sending.cancel()
+        assert "server.min_body_rate" in message
+
+
+async def test_a_body_at_the_minimum_rate_is_read() -> None:
+    """A body arriving faster than `min_body_rate`, in small pieces, is read whole."""
+    limits = dataclasses.replace(SHORT, min_body_rate=100)
+    async with running_gateway(CONFIG, limits) as gateway, connected(_port(gateway)) as client:
+        body = chat("quick")
+        await client.send(request("POST", "/v1/chat/completions", body)[: -len(body)])
+        for start in range(0, len(body), 20):
+            await client.send(body[start : start + 20])
+            await asyncio.sleep(0.02)  # 1,000 bytes per second
+        assert (await client.response()).status == 200
 
 
 async def test_an_idle_keep_alive_connection_is_reaped() -> None:

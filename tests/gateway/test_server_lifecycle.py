@@ -5,6 +5,7 @@ gateway that cannot start."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -50,23 +51,20 @@ def _port(gateway: RunningGateway) -> int:
 async def test_over_the_cap_connections_are_closed_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """With `max_connections` 4, three more connections are closed at once; one WARNING line
-    marks the burst, and the admitted connections still serve."""
-    limits = ServerLimits(max_connections=4, shutdown_grace=0.0)
+    """With `max_connections` 4 and every connection running a request, three more
+    connections are closed at once; one WARNING line marks the burst, and the admitted
+    connections are still answered."""
+    limits = ServerLimits(max_connections=4, max_connections_per_address=4, shutdown_grace=0.0)
     caplog.set_level(logging.WARNING, logger="turnout.gateway")
-    async with running_gateway(CONFIG, limits) as gateway:
+    async with running_gateway(CONFIG, limits) as gateway, contextlib.AsyncExitStack() as stack:
         port = _port(gateway)
-        async with (
-            connected(port) as first,
-            connected(port),
-            connected(port),
-            connected(port),
-        ):
-            await asyncio.sleep(0.05)  # the four are accepted before the extra ones
-            async with connected(port) as a, connected(port) as b, connected(port) as c:
-                assert [await extra.closed(wait=1.0) for extra in (a, b, c)] == [True] * 3
-            await first.send(request("GET", "/healthz"))
-            assert (await first.response()).status == 200
+        busy = [await stack.enter_async_context(connected(port)) for _ in range(4)]
+        for each in busy:
+            await each.send(request("POST", "/v1/chat/completions", chat("drip", stream=True)))
+        await asyncio.sleep(0.05)  # the four are accepted and running before the extra ones
+        async with connected(port) as a, connected(port) as b, connected(port) as c:
+            assert [await extra.closed(wait=1.0) for extra in (a, b, c)] == [True] * 3
+        assert [(await each.response()).status for each in busy] == [200] * 4
     warnings = [r for r in caplog.records if "connection cap reached" in r.getMessage()]
     assert len(warnings) == 1
     assert "server.max_connections" in warnings[0].getMessage()
@@ -149,6 +147,22 @@ async def test_shutdown_answers_a_waiting_answer_503() -> None:
         await gateway.listener.shutdown()
         reply = await client.response()
         assert (reply.status, reply.json()["error"]["code"]) == (503, "shutting_down")
+
+
+async def test_shutdown_ends_soon_after_the_grace_with_a_body_still_owed() -> None:
+    """A request whose body is still owed when the grace ends gets its 503, and the shutdown
+    ends well before the connection's linger would (`LINGER`, 2 s) had passed."""
+    limits = ServerLimits(shutdown_grace=0.2)
+    async with running_gateway(CONFIG, limits) as gateway, connected(_port(gateway)) as client:
+        head = request("POST", "/v1/chat/completions")
+        await client.send(head[:-2] + b"content-length: 1000\r\n\r\n" + b'{"model": ')
+        await asyncio.sleep(0.05)
+        started = asyncio.get_running_loop().time()
+        await gateway.listener.shutdown()
+        took = asyncio.get_running_loop().time() - started
+        reply = await client.response()
+        assert (reply.status, reply.json()["error"]["code"]) == (503, "shutting_down")
+        assert took < limits.shutdown_grace + 0.5
 
 
 async def test_reload_swaps_a_valid_runtime_and_closes_the_old_one(

@@ -5,6 +5,10 @@ reads), with its body decompressed and the server's Keep-Alive hint read.
 Rule 1: a response is read by one `httptools` parser: 1xx heads are skipped, chunked trailers
 ignored, and a body without length ends with the connection.
 Rule 2: bytes after the response, or a second response, make the connection unusable.
+Rule 2b: a response head holds at most `MAX_HEAD_LINES` header lines and `MAX_HEAD_BYTES` bytes
+(1xx heads included); past either it fails as `HeadTooLarge` as soon as the bound is passed,
+before the rest arrives. A header sent on several lines reads as one comma-joined value, joined
+once the head is complete.
 Rule 3: a slow reader pauses the socket once `HIGH_WATER` bytes wait unread.
 Rule 4: a connection whose socket refused the request's write is a `RequestNotSent` (the
 server cannot have read it: the caller may send it once more, `http1` Rule 7); once the
@@ -29,6 +33,7 @@ import httptools
 from turnout.providers.transport import (
     AnswerTooLarge,
     BodyCutShort,
+    HeadTooLarge,
     InvalidHeader,
     InvalidURL,
     ReadTimeout,
@@ -46,6 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HIGH_WATER",
+    "MAX_HEAD_BYTES",
+    "MAX_HEAD_LINES",
     "Origin",
     "ParsedURL",
     "RequestNotSent",
@@ -58,6 +65,17 @@ __all__ = [
 
 HIGH_WATER = 256 * 1024
 """Unread body bytes (per response) above which the socket stops being read."""
+
+MAX_HEAD_LINES = 100
+"""Header lines a response head may hold (Rule 2b): as many as the gateway's own server takes
+from a caller by default."""
+
+MAX_HEAD_BYTES = 64 * 1024
+"""Bytes a response head may hold, status line included (Rule 2b): as many as the gateway's
+own server takes from a caller by default."""
+
+_OVER_BYTES = f"more than {MAX_HEAD_BYTES // 1024} KiB"
+_LINE_ENDS = 4  # ": " and CRLF around a header line's name and value
 
 _FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 """Headers the client writes itself; the caller's copies are dropped."""
@@ -202,7 +220,10 @@ class Response:
         "_done",
         "_error",
         "_fields",
+        "_head_bytes",
         "_head_done",
+        "_head_lines",
+        "_head_size",
         "_inflater",
         "_informational",
         "_limit",
@@ -212,6 +233,7 @@ class Response:
         "_pausing",
         "_provider",
         "_read_timeout",
+        "_repeats",
         "_unread",
         "_until_eof",
         "_waiter",
@@ -224,6 +246,10 @@ class Response:
         self.status = 0
         self._fields: dict[str, str] = {}
         self.headers: Mapping[str, str] = self._fields
+        self._repeats: dict[str, list[str]] | None = None  # headers sent on several lines
+        self._head_lines = 0
+        self._head_size = 0  # the header lines' bytes, as counted for the bound
+        self._head_bytes = 0  # every byte fed before the head was complete
         self.keep_alive = False
         self._conn = conn
         self._read_timeout = read_timeout
@@ -251,23 +277,48 @@ class Response:
             self._conn.reusable = False  # a second response nobody asked for
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if self._head_done:
-            return  # a trailer of a chunked body
+        if self._head_done or self._error is not None:
+            return  # a trailer of a chunked body, or a head already refused
+        self._head_lines += 1
+        self._head_size += len(name) + len(value) + _LINE_ENDS
+        if self._head_lines > MAX_HEAD_LINES:
+            self._head_too_large(f"more than {MAX_HEAD_LINES} header lines")
+            return
+        if self._head_size > MAX_HEAD_BYTES:
+            self._head_too_large(_OVER_BYTES)
+            return
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
         fields = self._fields
-        fields[key] = f"{fields[key]}, {text}" if key in fields else text
+        if key not in fields:
+            fields[key] = text
+            return
+        repeats = self._repeats
+        if repeats is None:
+            repeats = self._repeats = {}
+        values = repeats.get(key)
+        if values is None:
+            repeats[key] = [fields[key], text]
+        else:
+            values.append(text)  # Rule 2b: joined once, when the head is complete
 
     def on_headers_complete(self) -> None:
         assert self._parser is not None  # a parser callback
+        if self._error is not None:
+            return
         status = self._parser.get_status_code()
         if status < 200:
             self._informational = True  # 1xx: skipped, the real head follows
             self._fields.clear()
+            self._repeats = None
             return
         self.status = status
         self._head_done = True
         headers = self._fields
+        if self._repeats is not None:
+            for key, values in self._repeats.items():
+                headers[key] = ", ".join(values)
+            self._repeats = None
         encoding = headers.get("transfer-encoding")
         if (
             (encoding is None or "chunked" not in encoding.lower())
@@ -337,6 +388,10 @@ class Response:
                 self._conn.reusable = False  # bytes after the response: never reuse
             else:
                 self._fail(UnreadableResponse(f"unreadable response: {exc}"))
+        if not self._head_done and self._error is None:
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._head_too_large(_OVER_BYTES)  # Rule 2b: not waited for to its end
         if self._done or self._error is not None:
             # The parser holds this response's methods: dropped now, neither waits for the
             # cyclic garbage collector.
@@ -370,6 +425,12 @@ class Response:
                     self._too_large()
                     return
         self._done = True
+
+    def _head_too_large(self, what: str) -> None:
+        """Rule 2b: fail with `what` the head holds too much of, and drop what was read."""
+        self._fields.clear()
+        self._repeats = None
+        self._fail(HeadTooLarge(f"unreadable response: its head holds {what}"))
 
     def _fail(self, error: TransportFailure) -> None:
         if self._error is None and not self._done:

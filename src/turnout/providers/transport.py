@@ -26,7 +26,9 @@ traceback), so health never counts it and the route does not fail over as if the
 had failed.
 Rule 6: every answer is bounded: a whole answer, once decompressed, and each event of a stream
 hold at most `HttpOptions.max_response_bytes` (default 32 MiB); a larger one fails the call as
-`provider_error` ("answer larger than 32 MiB"), so the route moves on.
+`provider_error` ("answer larger than 32 MiB"), so the route moves on. So does a response head
+of more than 100 header lines or 64 KiB (the bounds the gateway's own server puts on a
+caller's request head).
 Rule 7: no secret an upstream echoes reaches a caller or a routing record: every error made
 from an upstream's words (`error_for_status`, `redact_error`) has the provider's secrets and
 anything shaped like a key or token scrubbed (`turnout.vendors.redact`).
@@ -54,6 +56,7 @@ __all__ = [
     "BodyCutShort",
     "ConnectFailed",
     "ConnectTimeout",
+    "HeadTooLarge",
     "HttpOptions",
     "HttpReply",
     "HttpTimeouts",
@@ -213,6 +216,10 @@ class UnreadableResponse(TransportFailure):
     """The response bytes are not HTTP/1.1 (or its compressed body does not decode)."""
 
 
+class HeadTooLarge(UnreadableResponse):
+    """The response head has more header lines, or more bytes, than a client takes."""
+
+
 class AnswerTooLarge(TransportFailure):
     """The answer (after decompression) is larger than the transport's `max_response_bytes`."""
 
@@ -315,7 +322,8 @@ def error_for_exception(exc: BaseException, *, provider: str) -> ProviderError:
 
     Timeouts are `timeout` (reason `connect timeout` / `read timeout`); refused, reset or dropped
     connections and bodies cut short are `provider_error` with reason `connection`; an answer
-    over the limit is `provider_error` (Rule 6); a `LocalFailure` is `local_error` (Rule 5).
+    over the limit, or a response head over the client's bounds, is `provider_error` (Rule 6);
+    a `LocalFailure` is `local_error` (Rule 5).
     """
     if isinstance(exc, ProviderError):
         return exc
@@ -336,6 +344,10 @@ def error_for_exception(exc: BaseException, *, provider: str) -> ProviderError:
         )
     if isinstance(exc, AnswerTooLarge):
         return too_large_error(exc.limit, provider=provider)
+    if isinstance(exc, HeadTooLarge):
+        return ProviderError.for_class(
+            "provider_error", str(exc), reason="response head too large", provider=provider
+        )
     if isinstance(exc, LocalFailure):
         return local_error(exc, provider=provider)
     message = _connection_message(exc)

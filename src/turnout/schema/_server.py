@@ -144,6 +144,14 @@ class ServerConfig(Model):
         "it (default 30); past it the connection is closed, with 408 `request_timeout` when "
         "nothing was answered yet.",
     )
+    min_body_rate: int = Field(
+        500,
+        ge=0,
+        description="The slowest a request body may arrive, in bytes per second on average, "
+        "after a first `body_timeout` of slack (default 500; 0: no minimum): a body of N bytes "
+        "has `body_timeout` + N / `min_body_rate` seconds. A body slower than that gets 408 "
+        "`request_timeout` and the connection is closed, however often its bytes come.",
+    )
     keepalive_timeout: Seconds = Field(
         5.0,
         description="Seconds an idle keep-alive connection is kept open for the caller's next "
@@ -153,8 +161,19 @@ class ServerConfig(Model):
         None,
         ge=1,
         description="The most connections open at once, per worker process (default: the "
-        "process's open-file limit minus 64, at most 4096). Over it, a new connection is "
-        "closed at once and a WARNING line says the cap was reached.",
+        "process's open-file limit minus 64, at most 4096). At the cap, a new connection "
+        "takes the place of the idlest idle one (no request running; the longest since its "
+        "accept, its last request's head or its last response), and is closed at once when "
+        "none is idle; a WARNING line says the cap was reached.",
+    )
+    max_connections_per_address: int | None = Field(
+        None,
+        ge=1,
+        description="The most connections one peer address may hold, per worker process "
+        "(default: half of `max_connections`). Past it, a new connection from that address "
+        "takes the place of that address's idlest idle connection, or is closed at once; it "
+        "never pushes out another address's. Behind a proxy or load balancer every caller "
+        "shares its address: raise it to `max_connections` there.",
     )
     shutdown_grace_seconds: float = Field(
         30.0,

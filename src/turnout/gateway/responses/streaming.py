@@ -218,6 +218,7 @@ async def _relay(
                     await exchange.write(data)
         tail = writer.finish()
     except Exception as exc:  # noqa: BLE001 - after commit every failure is an in-stream event
+        exchange.failure = exc
         tail = error_event(
             exc, fmt, request_id=record.request_id, sequence_number=writer.events_sent()
         )
@@ -260,6 +261,7 @@ async def _first_chunk(
 
 async def _fail_before_commit(exchange: Exchange, exc: Exception, record: RoutingRecord) -> None:
     """A failure before the first token: a JSON error response, or (Rule 2) an error event."""
+    exchange.failure = exc
     if not exchange.started:
         await exchange.reply(error_reply(exc, exchange.fmt, request_id=record.request_id))
         return

@@ -150,6 +150,14 @@ def expire(conn: HttpConnection) -> None:
         cycle.leave()
         if cycle.started:
             conn.abort()
+        elif conn.is_body_slow():
+            answer(
+                conn,
+                RequestTimeout(
+                    f"the request body arrived too slowly: under {limits.min_body_rate} bytes"
+                    " per second (server.min_body_rate)"
+                ),
+            )
         else:
             answer(
                 conn,
@@ -205,3 +213,4 @@ def close(conn: HttpConnection, *, linger: bool = False) -> None:
         conn._reading = True
         conn.transport.resume_reading()
     conn._arm()
+    conn._host.quiet(conn)

@@ -50,6 +50,7 @@ from turnout.gateway.handlers import (
 from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI, RESPONSES
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
+from turnout.gateway.server._tracebacks import release_frames
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
 from turnout.gateway.ui.app import Dashboard
 from turnout.routing.request_state import new_request_id
@@ -294,6 +295,8 @@ class GatewayApp:
             del self._open[exchange]
             self._ending.discard(exchange)
             settings.observer.request_done(exchange, opened)
+            failure, exchange.failure = exchange.failure, None
+            release_frames(failure)  # Rule 3: the failure's frames hold the request's body
 
     def _beside(self, path: str) -> Callable[..., Awaitable[None]] | None:
         """The app beside the gateway's endpoints that serves `path`, if any: the dashboard at

@@ -8,9 +8,11 @@ connection reads no more requests and closes once those are answered), and bytes
 meanwhile wait unparsed, at most `HIGH_WATER` of them before the socket stops being read.
 Rule 2: one deadline runs at a time, set by what the connection waits for: a request head
 (`header_timeout` from the accept or from the end of the previous response), the body of the
-running request (`body_timeout` since its last byte, while the connection reads), or the next
-request (`keepalive_timeout`). Past it the connection closes, after a 408 when part of a
-request arrived and nothing was answered (`_endings` Rule 1).
+running request (`body_timeout` since its last byte, and no later than `body_timeout` plus
+one second per `min_body_rate` bytes read since the body began, while the connection reads:
+the time it does not read is not counted), or the next request (`keepalive_timeout`). Past
+it the connection closes, after a 408 when part of a request arrived and nothing was answered
+(`_endings` Rule 1).
 Rule 3: a head over `max_header_count` lines or `max_header_bytes` bytes gets 431, and
 framing that cannot be parsed 400, in the OpenAI error envelope; the connection then closes,
 once the requests before the bad one are answered (`_endings` Rule 2).
@@ -23,6 +25,9 @@ How a connection ends (those answers, the deadline's timer, the close) is in `_e
 out of the data path.
 Rule 5: when the caller leaves, the running request is told (`http.disconnect`, and the app
 cancels its work) and the requests waiting behind it are dropped without reaching the app.
+Rule 6: a request asking to upgrade the connection (`Upgrade: h2c`, as `curl --http2` sends
+over plain HTTP) is served as plain HTTP/1.1, its body read as its framing says; the
+connection stays HTTP/1.1.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import httptools
 
 from turnout.gateway.server import _endings
 from turnout.gateway.server._endings import LINGER
+from turnout.gateway.server._tracebacks import release_frames
 from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle
 
 if TYPE_CHECKING:
@@ -85,6 +91,12 @@ class ConnectionHost(Protocol):
     def release(self, conn: HttpConnection) -> None:
         """Count a closed connection out."""
 
+    def touch(self, conn: HttpConnection) -> None:
+        """The connection started a request head or ended a response."""
+
+    def quiet(self, conn: HttpConnection) -> None:
+        """The connection lingers after its last answer: it owes nothing more."""
+
 
 class HttpConnection(asyncio.Protocol):
     """One caller's connection (see the module rules)."""
@@ -100,6 +112,8 @@ class HttpConnection(asyncio.Protocol):
         self._task: asyncio.Task[None] | None = None
         self._queue: deque[RequestCycle] = deque()  # parsed, waiting their turn
         self._parsing: RequestCycle | None = None  # whose body the parser is reading
+        self._upgrading: RequestCycle | None = None  # Rule 6: asked to upgrade, has a body
+        self._resumed: RequestCycle | None = None  # Rule 6: whose body a fresh parser reads
         self._backlog = bytearray()  # bytes not parsed while requests wait
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
@@ -110,6 +124,10 @@ class HttpConnection(asyncio.Protocol):
         self._served = 0
         self._idle_since = self._loop.time()
         self._deadline: float | None = None
+        self._body_since: float | None = None  # Rule 2: when the running body began (shifted)
+        self._body_bytes = 0
+        self._body_quiet_from = 0.0  # the last body byte, or when reading (re)started
+        self._paused_at = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
         self._reading = True
@@ -125,16 +143,32 @@ class HttpConnection(asyncio.Protocol):
         """True once the server is shutting down."""
         return self._host.draining
 
+    @property
+    def peer_host(self) -> str | None:
+        """The caller's address (without its port), when known."""
+        peer = self._addresses[1]
+        return None if peer is None else peer[0]
+
+    @property
+    def lingering(self) -> bool:
+        """True once the connection half-closed after its last answer (Rule 4)."""
+        return self._lingering
+
+    @property
+    def is_idle(self) -> bool:
+        """No request is running or waiting to run (the server may close it to make room)."""
+        return self._cycle is None and not self._queue and not self._lingering and not self.closed
+
     # -- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport, but have its methods.
         self.transport = cast("asyncio.Transport", transport)
+        self._addresses = (_address(transport, "sockname"), _address(transport, "peername"))
         if not self._host.admit(self):
             self.closed = True
             transport.close()
             return
-        self._addresses = (_address(transport, "sockname"), _address(transport, "peername"))
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -179,14 +213,30 @@ class HttpConnection(asyncio.Protocol):
             self._head_bytes += len(data)
         try:
             self._parser.feed_data(data)
-        except (httptools.HttpParserUpgrade, httptools.HttpParserError) as exc:
+        except httptools.HttpParserUpgrade as exc:
+            if self._upgrading is None:
+                _endings.unparsed(self, exc)
+            else:
+                self._ignore_upgrade(data[exc.args[0] :])
+        except httptools.HttpParserError as exc:
             _endings.unparsed(self, exc)
         else:
             if self._in_head and self._head_bytes > self._limits.max_header_bytes:
                 _endings.reject(self, _endings.head_too_large(self._limits))
         self._start_next()
 
+    def _ignore_upgrade(self, rest: bytes) -> None:
+        """Rule 6: the parser stopped after the head of a request asking for an upgrade; a
+        fresh one reads its body, from a stand-in head with the request's own framing."""
+        cycle, self._upgrading = self._upgrading, None
+        assert cycle is not None
+        self._parser = httptools.HttpRequestParser(self)
+        self._resumed = cycle
+        self._feed(b"POST / HTTP/1.1\r\n%s\r\n\r\n%s" % (_framing(cycle.headers), rest))
+
     def on_message_begin(self) -> None:
+        if self._resumed is not None:
+            return  # Rule 6: the stand-in head
         if len(self._queue) >= PIPELINE_DEPTH:
             raise _endings.PipelineFull
         self._url = b""
@@ -195,6 +245,7 @@ class HttpConnection(asyncio.Protocol):
         self._in_head = True
         self._head_bytes = 0
         self._lines_size = 0
+        self._host.touch(self)
         if self._cycle is None:
             self._arm()
 
@@ -202,6 +253,8 @@ class HttpConnection(asyncio.Protocol):
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._resumed is not None:
+            return
         headers = self._headers
         if len(headers) >= self._limits.max_header_count:
             raise _endings.too_many_header_lines(self._limits)
@@ -212,6 +265,10 @@ class HttpConnection(asyncio.Protocol):
         self._lines_size += len(name) + len(value) + 4
 
     def on_headers_complete(self) -> None:
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None:
+            self._parsing = resumed
+            return
         self._in_head = False
         if len(self._url) + _REQUEST_LINE_SLACK + self._lines_size > self._limits.max_header_bytes:
             raise _endings.head_too_large(self._limits)
@@ -228,18 +285,24 @@ class HttpConnection(asyncio.Protocol):
         )
         self._queue.append(cycle)
         self._parsing = cycle
+        if cycle.method != "CONNECT" and parser.should_upgrade() and _framing(self._headers):
+            self._upgrading = cycle  # Rule 6: its body follows the parser's stop
 
     def on_body(self, body: bytes) -> None:
         cycle = self._parsing
         if cycle is None:
             return
         cycle.add_body(body)
+        if cycle is self._cycle:
+            self._body_bytes += len(body)
         if cycle.buffered > HIGH_WATER:
             self._update_reading()
         elif cycle is self._cycle:
-            self._deadline = self._loop.time() + self._limits.body_timeout  # Rule 2
+            self._deadline = self._body_deadline(self._loop.time())  # Rule 2
 
     def on_message_complete(self) -> None:
+        if self._upgrading is not None:
+            return  # Rule 6: the parser took the body for another protocol's; it is not
         cycle, self._parsing = self._parsing, None
         if cycle is None:
             return
@@ -259,6 +322,8 @@ class HttpConnection(asyncio.Protocol):
                 _endings.answer(self, self._rejection)
             return
         cycle = self._cycle = self._queue.popleft()
+        self._body_since = None
+        self._body_bytes = cycle.buffered  # read ahead while it waited its turn
         self._arm()
         self._task = self._loop.create_task(self._run(cycle))
 
@@ -275,6 +340,7 @@ class HttpConnection(asyncio.Protocol):
         except Exception as exc:  # noqa: BLE001 - answered (500) or the connection is cut
             failure = exc
         self._finish(cycle, failure)
+        release_frames(failure)  # its frames hold the request's body
 
     def _finish(self, cycle: RequestCycle, failure: Exception | None) -> None:
         self._task = None
@@ -289,6 +355,7 @@ class HttpConnection(asyncio.Protocol):
             return
         self._served += 1
         self._idle_since = self._loop.time()
+        self._host.touch(self)
         if self._queue:
             self._start_next()
         elif self._rejection is not None:
@@ -342,8 +409,11 @@ class HttpConnection(asyncio.Protocol):
             return
         self._reading = want
         if want:
+            if self._body_since is not None:  # Rule 2: the pause is not the caller's
+                self._body_since += self._loop.time() - self._paused_at
             self.transport.resume_reading()
         else:
+            self._paused_at = self._loop.time()
             self.transport.pause_reading()
         self._arm()
 
@@ -357,7 +427,7 @@ class HttpConnection(asyncio.Protocol):
             when = now + LINGER
         elif cycle is not None:
             reading_body = cycle is self._parsing and self._reading and not cycle.awaiting_continue
-            when = now + limits.body_timeout if reading_body else None
+            when = self._body_deadline(now) if reading_body else None
         elif self._in_head or not self._served:
             when = self._idle_since + limits.header_timeout
         else:
@@ -369,6 +439,27 @@ class HttpConnection(asyncio.Protocol):
                 timer.cancel()
             self._timer = self._loop.call_at(when, _endings.deadline_due, self)
             self._timer_at = when
+
+    def _body_deadline(self, now: float) -> float:
+        """Rule 2: when the running request's body, read on from `now`, is too late."""
+        self._body_quiet_from = now
+        slowest = self._slowest_body()
+        idle = now + self._limits.body_timeout
+        return idle if slowest is None else min(idle, slowest)
+
+    def _slowest_body(self) -> float | None:
+        """Rule 2: the latest the running body may end at its minimum rate (None: no rate)."""
+        limits = self._limits
+        if not limits.min_body_rate:
+            return None
+        if self._body_since is None:
+            self._body_since = self._body_quiet_from
+        return self._body_since + limits.body_timeout + self._body_bytes / limits.min_body_rate
+
+    def is_body_slow(self) -> bool:
+        """Whether the running body missed its minimum rate rather than went silent."""
+        slowest = self._slowest_body()
+        return slowest is not None and slowest < self._body_quiet_from + self._limits.body_timeout
 
     # -- ending
 
@@ -383,6 +474,16 @@ class HttpConnection(asyncio.Protocol):
         task = self._task
         if task is not None and not task.done():
             task.cancel()
+
+
+def _framing(headers: list[tuple[bytes, bytes]]) -> bytes:
+    """The header line that frames a request's body (empty: it has none)."""
+    for name, value in headers:
+        if name == b"transfer-encoding" and b"chunked" in value.lower():
+            return b"transfer-encoding: chunked"
+        if name == b"content-length" and value.strip() not in (b"", b"0"):
+            return b"content-length: " + value.strip()
+    return b""
 
 
 def _address(transport: asyncio.BaseTransport, name: str) -> tuple[str, int] | None:

@@ -41,8 +41,13 @@ class ServerLimits:
     - `header_timeout` (10): the whole head must arrive within it, from the accept or from the
       end of the previous response.
     - `body_timeout` (30): the longest silence of a body the app is waiting for.
+    - `min_body_rate` (500, bytes per second; 0: none): a body must arrive at this average
+      rate, after `body_timeout` of slack: N bytes have `body_timeout` + N / rate seconds.
     - `keepalive_timeout` (5): how long an idle connection waits for its next request.
-    - `max_connections` (4096): connections open at once; more are closed at accept.
+    - `max_connections` (4096): connections open at once; past it a new connection replaces
+      the idlest idle one, or is closed at accept (`connections`).
+    - `max_connections_per_address` (None: half of `max_connections`): connections one peer
+      address may hold (`per_address`).
     - `shutdown_grace` (30): how long requests in flight may take to finish at shutdown.
     """
 
@@ -53,6 +58,16 @@ class ServerLimits:
     keepalive_timeout: float = 5.0
     max_connections: int = CONNECTION_CAP
     shutdown_grace: float = 30.0
+    min_body_rate: int = 500
+    max_connections_per_address: int | None = None
+
+    @property
+    def per_address(self) -> int:
+        """The connections one peer address may hold (at most `max_connections`)."""
+        share = self.max_connections_per_address
+        if share is None:
+            return max(1, self.max_connections // 2)
+        return min(share, self.max_connections)
 
     @classmethod
     def from_config(cls, server: ServerConfig) -> ServerLimits:
@@ -67,4 +82,6 @@ class ServerLimits:
             keepalive_timeout=server.keepalive_timeout,
             max_connections=cap if cap is not None else default_max_connections(),
             shutdown_grace=server.shutdown_grace_seconds,
+            min_body_rate=server.min_body_rate,
+            max_connections_per_address=server.max_connections_per_address,
         )

@@ -1,14 +1,18 @@
 """The gateway's HTTP server on one listening socket: it accepts connections up to a cap and
 shuts down within a bound.
 
-Rule 1: at most `limits.max_connections` connections are open; one accepted over the cap is
-closed at once. One WARNING line marks each burst over the cap; a burst ends when the open
-connections fall to `_BURST_END` of the cap.
+Rule 1: at most `limits.max_connections` connections are open, and at most
+`limits.per_address` from one peer address; a connection accepted past either takes the place
+of the idlest idle connection it competes with, or is closed at once when none is idle (the
+policy is `connections.ConnectionTable`'s). One WARNING line marks each burst at the cap (and
+one each address's burst at its share); a burst ends when the open connections fall to
+`_BURST_END` of the bound.
 Rule 2: `shutdown()` stops accepting, closes idle connections, and lets the requests in
 flight finish for `limits.shutdown_grace` seconds (less if `hurry()` is called). Then the app
 is asked to end what is still open (`RequestEnder`: a started stream ends with an error
 event, an unstarted answer is a 503), given `_END_WAIT` seconds to write it, and whatever is
-left is cut.
+left is cut. A connection that lingers after its last answer (`_endings` Rule 3) owes nothing:
+it is not waited for, and is closed when the rest are.
 Rule 3: `serving()` runs the app's lifespan around the listener: startup before the first
 connection is accepted, shutdown after the last one is closed.
 """
@@ -21,6 +25,8 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
+from turnout.gateway.server import _endings
+from turnout.gateway.server.connections import ConnectionTable
 from turnout.gateway.server.http11 import HttpConnection
 from turnout.gateway.server.lifespan import Lifespan
 
@@ -78,6 +84,9 @@ class Listener:
 
     def __init__(self, app: ASGIApp, limits: ServerLimits) -> None:
         self.app = app
+        self._table: ConnectionTable[HttpConnection] = ConnectionTable(
+            limits.max_connections, limits.per_address
+        )
         self.limits = limits
         self.draining = False
         self.connections: set[HttpConnection] = set()
@@ -87,6 +96,7 @@ class Listener:
             subject.serve_cycle if isinstance(subject, CycleServer) else None
         )
         self._over_cap = False
+        self._crowded: set[str | None] = set()  # addresses warned about, in their burst
         self._server: asyncio.AbstractServer | None = None
         self._empty = asyncio.Event()
         self._hurry = asyncio.Event()
@@ -98,28 +108,80 @@ class Listener:
             lambda: HttpConnection(self), sock=sock, backlog=BACKLOG
         )
 
+    @property
+    def limits(self) -> ServerLimits:
+        """The server's limits (a reload may set new ones)."""
+        return self._limits
+
+    @limits.setter
+    def limits(self, limits: ServerLimits) -> None:
+        self._limits = limits
+        self._table.cap = limits.max_connections
+        self._table.per_address = limits.per_address
+
     def admit(self, conn: HttpConnection) -> bool:
         """Rule 1."""
-        cap = self.limits.max_connections
-        if self.draining or len(self.connections) >= cap:
-            if not self._over_cap and not self.draining:
-                self._over_cap = True
-                logger.warning(
-                    "connection cap reached: %d connections are open (server.max_connections);"
-                    " new connections are closed at once until some end",
-                    cap,
-                )
+        if self.draining:
             return False
+        table = self._table
+        address = conn.peer_host
+        crowded = table.per_address < table.cap and table.count(address) >= table.per_address
+        if crowded or len(table) >= table.cap:
+            self._warn(address, crowded=crowded)
+        admission = table.admit(conn, address)
+        if not admission.admitted:
+            return False
+        evicted = admission.evicted
+        if evicted is not None:
+            self.connections.discard(evicted)
+            _endings.close(evicted)
         self.connections.add(conn)
         return True
+
+    def _warn(self, address: str | None, *, crowded: bool) -> None:
+        """Rule 1: one WARNING line per burst."""
+        if crowded and address not in self._crowded:
+            self._crowded.add(address)
+            logger.warning(
+                "connection share reached: %s holds %d connections"
+                " (server.max_connections_per_address); its idlest are closed to make room for"
+                " its new ones, which are closed at once while none is idle",
+                address,
+                self._table.per_address,
+            )
+        elif not crowded and not self._over_cap:
+            self._over_cap = True
+            logger.warning(
+                "connection cap reached: %d connections are open (server.max_connections);"
+                " the idlest are closed to make room, and new connections are closed at once"
+                " while none is idle",
+                self._table.cap,
+            )
+
+    def touch(self, conn: HttpConnection) -> None:
+        """`conn` started a request head or ended a response (Rule 1's idleness)."""
+        self._table.touch(conn)
+
+    def quiet(self, conn: HttpConnection) -> None:
+        """`conn` lingers after its last answer (Rule 2: the shutdown does not wait for it)."""
+        if self.draining and self._settled_now():
+            self._empty.set()
+
+    def _settled_now(self) -> bool:
+        return all(conn.lingering for conn in self.connections)
 
     def release(self, conn: HttpConnection) -> None:
         """Count `conn` out."""
         self.connections.discard(conn)
-        count = len(self.connections)
-        if self._over_cap and count <= self.limits.max_connections * _BURST_END:
+        table = self._table
+        table.release(conn)
+        count = len(table)
+        if self._over_cap and count <= table.cap * _BURST_END:
             self._over_cap = False
-        if not count and self.draining:
+        address = conn.peer_host
+        if address in self._crowded and table.count(address) <= table.per_address * _BURST_END:
+            self._crowded.discard(address)
+        if self.draining and self._settled_now():
             self._empty.set()
 
     def hurry(self) -> None:
@@ -135,18 +197,21 @@ class Listener:
             conn.drain()
         if not self.connections:
             return
-        if await self._settled(self.limits.shutdown_grace):
-            return
-        if self._ender is not None:
+        if not await self._settled(self.limits.shutdown_grace) and self._ender is not None:
             self._ender.end_requests()
-            if await self._settled(_END_WAIT):
-                return
+            await self._settled(_END_WAIT)
         for conn in list(self.connections):
-            conn.abort()
+            if conn.lingering:
+                conn.transport.close()  # Rule 2: its answer is written (or being written)
+            else:
+                conn.abort()  # still not done: cut
         await asyncio.sleep(0)  # let the cut requests' tasks end
 
     async def _settled(self, limit: float) -> bool:
-        """Wait until every connection closed (True), `limit` seconds or `hurry()`."""
+        """Wait until every connection closed or lingers (True), `limit` seconds or
+        `hurry()`."""
+        if self._settled_now():
+            return True
         waits = [
             asyncio.ensure_future(self._empty.wait()),
             asyncio.ensure_future(self._hurry.wait()),
@@ -157,7 +222,7 @@ class Listener:
             for wait in waits:
                 wait.cancel()
         self._hurry.clear()
-        return not self.connections
+        return self._settled_now()
 
 
 @contextlib.asynccontextmanager
