@@ -198,8 +198,8 @@ _KIND_OPTIONS: Mapping[str, frozenset[str]] = {
 
 
 def _check_providers(config: FileConfig) -> Problems:
-    """Per-kind options (each only on the kinds that take it), prices by model name, mock
-    scripts."""
+    """Per-kind options (each only on the kinds that take it), prices and catalog overrides
+    by model name, mock scripts."""
     errors: Problems = []
     for p, provider in enumerate(config.providers):
         errors.extend(_provider_problems(f"providers[{p}]", provider))
@@ -238,6 +238,10 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
             errors.append(
                 (f"{base}.prices.{model}", "a price is for one model name, without '*' or spaces")
             )
+    for model in provider.catalog:
+        if not model or "*" in model or any(char.isspace() for char in model):
+            rule = "a catalog override is for one model name, without '*' or spaces"
+            errors.append((f"{base}.catalog.{model}", rule))
     if provider.script:
         errors.extend(_script_problems(base, provider.script))
     return errors
