@@ -233,18 +233,23 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
         if kind not in kinds and getattr(provider, option):
             allowed = " and ".join(sorted(kinds))
             errors.append((f"{base}.{option}", f"is only for {allowed} providers"))
-    for model in provider.prices:
-        if not model or "*" in model or any(char.isspace() for char in model):
-            errors.append(
-                (f"{base}.prices.{model}", "a price is for one model name, without '*' or spaces")
-            )
-    for model in provider.catalog:
-        if not model or "*" in model or any(char.isspace() for char in model):
-            rule = "a catalog override is for one model name, without '*' or spaces"
-            errors.append((f"{base}.catalog.{model}", rule))
+    errors.extend(_model_name_problems(base, provider))
     if provider.script:
         errors.extend(_script_problems(base, provider.script))
     return errors
+
+
+def _model_name_problems(base: str, provider: ProviderConfig) -> Problems:
+    """Prices and catalog overrides are each for one model name."""
+    return [
+        (f"{base}.{option}.{model}", f"{what} is for one model name, without '*' or spaces")
+        for option, what, models in (
+            ("prices", "a price", provider.prices),
+            ("catalog", "a catalog override", provider.catalog),
+        )
+        for model in models
+        if not model or "*" in model or any(char.isspace() for char in model)
+    ]
 
 
 def vertex_problems(base: str, provider: ProviderConfig) -> Problems:

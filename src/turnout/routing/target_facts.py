@@ -128,7 +128,8 @@ def _first_price(
     """The price of the first of `models` with one, a configured price before a catalog's."""
     found = [price for price in map(price_of, dict.fromkeys(models)) if price is not None]
     configured = [price for price in found if price.source == "config"]
-    return (configured or found or [None])[0]
+    chosen = configured or found
+    return chosen[0] if chosen else None
 
 
 class TargetTable:

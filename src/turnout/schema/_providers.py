@@ -25,8 +25,7 @@ class Price(Model):
     cache_write: float | None = Field(
         None,
         ge=0,
-        description="USD per 1M input tokens written to the prompt cache (null: the input "
-        "price).",
+        description="USD per 1M input tokens written to the prompt cache (null: the input price).",
     )
 
 
