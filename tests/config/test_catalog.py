@@ -79,8 +79,10 @@ def test_a_name_claimed_by_two_models_is_refused() -> None:
         "anthropic.claude-sonnet-4-20250514-v1:0",
         "us.anthropic.claude-sonnet-4-20250514-v1:0",
         "global.anthropic.claude-sonnet-4-20250514-v1:0",
-        "arn:aws:bedrock:us-east-1:123456789012:inference-profile/"
-        "eu.anthropic.claude-sonnet-4-20250514-v1:0",
+        (
+            "arn:aws:bedrock:us-east-1:123456789012:inference-profile/"
+            "eu.anthropic.claude-sonnet-4-20250514-v1:0"
+        ),
         "claude-sonnet-4@20250514",
     ],
 )

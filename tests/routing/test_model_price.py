@@ -47,7 +47,7 @@ def test_a_configured_price_comes_before_the_catalog() -> None:
     facts = _facts(listed=(1.0, 1.0))
     assert facts.bill(Usage(1_000_000, 0), "listed") == (pytest.approx(1.0), "config")
     # The answer names a dated snapshot the config does not price; the asked model's own wins.
-    asked = _facts(**{"asked": (3.0, 3.0)})
+    asked = _facts(asked=(3.0, 3.0))
     assert asked.bill(Usage(1_000_000, 0), "listed", "asked") == (pytest.approx(3.0), "config")
 
 
