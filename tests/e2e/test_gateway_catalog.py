@@ -65,6 +65,13 @@ def _config(upstream: MockUpstream, catalog_file: str) -> dict[str, Any]:
     }
 
 
+def _routing(completion: Any) -> dict[str, Any]:
+    extra = completion.model_extra
+    assert extra is not None
+    routing: dict[str, Any] = extra["routing"]
+    return routing
+
+
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def upstream() -> AsyncIterator[MockUpstream]:
     async with MockUpstream() as server:
@@ -85,7 +92,7 @@ async def test_an_unpriced_model_is_billed_at_the_catalog_price(oai: openai.Asyn
     """No `prices` for gpt-4o-mini: the record's cost is the shipped catalog's, and says so."""
     raw = await oai.chat.completions.with_raw_response.create(model="catalog-priced", messages=USER)
     completion = raw.parse()
-    routing = completion.model_extra["routing"]
+    routing = _routing(completion)
     usage = completion.usage
     assert usage is not None
     assert usage.prompt_tokens > 0
@@ -98,7 +105,7 @@ async def test_an_unpriced_model_is_billed_at_the_catalog_price(oai: openai.Asyn
 async def test_a_configured_price_is_billed_before_the_catalog(oai: openai.AsyncOpenAI) -> None:
     """The provider's own price wins, and the record says it came from the config."""
     completion = await oai.chat.completions.create(model="config-priced", messages=USER)
-    routing = completion.model_extra["routing"]
+    routing = _routing(completion)
     usage = completion.usage
     assert usage is not None
     expected = (usage.prompt_tokens + usage.completion_tokens) / 1e6
@@ -112,7 +119,7 @@ async def test_a_request_over_a_catalog_window_fails_over_to_a_larger_one(
     """About 12,400 tokens skip the 8,192-token target (ineligible); the large one answers."""
     long: Any = [{"role": "user", "content": "x" * (4 * 12_000)}]
     completion = await oai.chat.completions.create(model="windows", messages=long, max_tokens=400)
-    routing = completion.model_extra["routing"]
+    routing = _routing(completion)
     attempts = routing["attempts"]
     assert [(a["target"], a["outcome"]) for a in attempts] == [
         ("small", "ineligible"),
@@ -127,5 +134,5 @@ async def test_a_request_within_the_window_is_served_by_the_first_target(
 ) -> None:
     """A short request fits the small window: no skip."""
     completion = await oai.chat.completions.create(model="windows", messages=USER)
-    first = completion.model_extra["routing"]["attempts"][0]
+    first = _routing(completion)["attempts"][0]
     assert (first["target"], first["outcome"]) == ("small", "answered")

@@ -61,7 +61,8 @@ class TargetConfig(Model):
         None,
         gt=0,
         description="Tokens. A request whose estimated prompt (characters / 4) plus "
-        "`max_tokens` exceeds it skips the target as `ineligible`.",
+        "`max_tokens` exceeds it skips the target as `ineligible`. Null: the model catalog's "
+        "window for the target's model, when the catalog knows it.",
     )
     capabilities: tuple[Literal["tools", "vision", "json_schema", "embeddings"], ...] | None = (
         Field(
