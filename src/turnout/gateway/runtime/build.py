@@ -120,7 +120,7 @@ def build_providers(
     every configured secret from its errors; `ids` maps `("provider", name)` to the stored id
     the adapter carries (`provider_id`)."""
     secrets = configured_secrets(config)
-    catalog = load_catalog(config.catalog_file) if config.providers else None
+    catalog = _catalog(config.catalog_file) if config.providers else None
     return {
         p.name: build_provider(
             p,
@@ -131,6 +131,16 @@ def build_providers(
         )
         for p in config.providers
     }
+
+
+def _catalog(path: str | None) -> ModelCatalog:
+    """The model catalog with the configuration's `catalog_file` over it; a file that cannot
+    be read or has a wrong shape refuses the configuration, each problem under `catalog_file`."""
+    try:
+        return load_catalog(path)
+    except ConfigError as exc:
+        problems = [("catalog_file", f"{where}: {rule}") for where, rule in exc.errors]
+        raise ConfigError(f"catalog_file: {exc}", problems) from None
 
 
 def build_provider(
