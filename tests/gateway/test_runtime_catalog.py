@@ -76,3 +76,22 @@ def test_a_catalog_file_entry_replaces_the_shipped_window(tmp_path: Path) -> Non
         json.dumps({"updated": "2026-01-01", "models": {"gpt-4o": {"context_window": 32000}}})
     )
     assert _windows(_runtime(catalog_file=str(path)))["listed"] == 32000
+
+
+def test_an_alias_target_takes_the_window_of_its_own_wire_model() -> None:
+    """A route alias that sends gpt-4.1 instead of gpt-4o checks gpt-4.1's window."""
+    config = {
+        "providers": [{"name": "oa", "kind": "openai", "api_key": "sk-test"}],
+        "routes": [
+            {
+                "name": "r",
+                "models": ["r"],
+                "aliases": {"long": {"oa": "gpt-4.1"}},
+                "targets": [{"provider": "oa", "model": "gpt-4o"}],
+            }
+        ],
+    }
+    runtime = Runtime.from_config(parse_config(config, env={}))
+    assert runtime.routes["r"].route.targets[0].context_window == 128000
+    alias = runtime.routes["r"].aliases["long"].routes["chat"]
+    assert alias.targets[0].context_window == 1047576

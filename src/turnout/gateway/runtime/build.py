@@ -33,7 +33,11 @@ from turnout.config.catalog import load_catalog
 from turnout.config.rules import mock_script_steps
 from turnout.errors import ConfigError
 from turnout.gateway.resolution.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, RouteEntry
-from turnout.gateway.runtime.engine_config import build_route_options, build_target
+from turnout.gateway.runtime.engine_config import (
+    build_route_options,
+    build_target,
+    catalog_window,
+)
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
@@ -507,7 +511,9 @@ def _alias_routes(
     for i, (target, target_config) in enumerate(zip(targets, config.targets, strict=True)):
         wire = alias_wire_model(mapping, target.name, target_config.provider)
         if wire is not None:
-            mapped[i] = dataclasses.replace(target, model=wire)
+            # The window follows the model: the catalog's for the alias's own wire model.
+            window = target_config.context_window or catalog_window(target.client, wire)
+            mapped[i] = dataclasses.replace(target, model=wire, context_window=window)
     providers = tuple(dict.fromkeys(config.targets[i].provider for i in mapped))
     routes: dict[str, Route] = {}
     reasons: dict[str, str] = {}
