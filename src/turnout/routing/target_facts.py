@@ -126,10 +126,14 @@ def _first_price(
     price_of: Callable[[str | None], ModelPrice | None], models: tuple[str | None, ...]
 ) -> ModelPrice | None:
     """The price of the first of `models` with one, a configured price before a catalog's."""
-    found = [price for price in map(price_of, dict.fromkeys(models)) if price is not None]
-    configured = [price for price in found if price.source == "config"]
-    chosen = configured or found
-    return chosen[0] if chosen else None
+    listed: ModelPrice | None = None
+    for model in models:
+        price = price_of(model)
+        if price is not None:
+            if price.source == "config":
+                return price
+            listed = listed or price
+    return listed
 
 
 class TargetTable:
