@@ -233,8 +233,8 @@ class RoutingRecord:
     fallback route that served or was last tried. `credential_fallback` is True when an org-key
     target served a caller that brought its own credential. `usage` and `cost`
     (USD, None without a price) are the serving call's; `price_source` says where its price
-    came from (`config`: the provider's `prices`; `catalog`: the model catalog; None without
-    a cost); `discarded_usage` sums every other call's usage.
+    came from (`config`: the provider's own `prices`; `catalog`: the model catalog; None
+    without a cost); `discarded_usage` sums every other call's usage.
     `remaining_attempts` is what is left of the request's `max_attempts`. `error` describes how
     a failed request ended (`status`, `code`, `message`), None on success.
     """

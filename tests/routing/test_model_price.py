@@ -9,6 +9,7 @@ from turnout.providers import OpenAI
 from turnout.routing.model_info import ModelInfo, ModelPrice
 from turnout.routing.route import Target
 from turnout.routing.target_facts import TargetFacts
+from turnout.testing import ScriptedModel
 from turnout.wire.model import Usage
 
 CATALOG_PRICE = ModelPrice(2.0, 8.0, cache_read=0.5, cache_write=2.5, source="catalog")
@@ -54,3 +55,10 @@ def test_a_configured_price_comes_before_the_catalog() -> None:
 def test_a_model_neither_prices_has_no_cost() -> None:
     """Unknown everywhere: no cost and no source."""
     assert _facts().bill(Usage(10, 10), "unknown") == (None, None)
+
+
+def test_a_client_with_plain_prices_bills_them_as_its_own() -> None:
+    """A client offering only `price_for` (a scripted model) is billed at it, as `config`."""
+    client = ScriptedModel("northwind", "nw", [], prices={"nw": (1.0, 2.0)})
+    facts = TargetFacts.of("r", Target("t", client), health_key=None)
+    assert facts.bill(Usage(1_000_000, 1_000_000), "nw") == (3.0, "config")

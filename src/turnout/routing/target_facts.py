@@ -107,8 +107,8 @@ class TargetFacts:
 
     def bill(self, usage: Usage, *models: str | None) -> tuple[float | None, str | None]:
         """USD for `usage` at the price of the first of `models` that has one, and where that
-        price came from (`config`, `catalog`; None for a client's plain `price_for`); (None,
-        None) when none has a price. A provider's own price for any of them comes before the
+        price came from (`catalog`, else `config`: the client's own, `price_for` included);
+        (None, None) when none has a price. A provider's own price for any of them comes before the
         catalog's."""
         full = self.model_price
         if full is not None:
@@ -118,7 +118,7 @@ class TargetFacts:
             prices = self.price(model)
             if prices is not None:
                 total = usage.input_tokens * prices[0] + usage.output_tokens * prices[1]
-                return float(total) / 1_000_000, None
+                return float(total) / 1_000_000, "config"
         return None, None
 
 
