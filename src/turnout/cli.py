@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the gateway up afterwards, with its dashboard at /ui, until Ctrl-C",
     )
+    from turnout.gateway.commands.catalog import add_catalog_parser  # noqa: PLC0415
     from turnout.gateway.commands.health import add_health_parser  # noqa: PLC0415
     from turnout.gateway.commands.inspect import add_check_parser, add_routes_parser  # noqa: PLC0415
     from turnout.gateway.commands.keys import add_keys_parser  # noqa: PLC0415
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mock_upstream(commands)
     _add_import(commands)
     add_keys_parser(commands)
+    add_catalog_parser(commands)
     return parser
 
 
@@ -139,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from turnout.gateway.commands.keys import main_keys  # noqa: PLC0415
 
         return main_keys(args)
+    if args.command == "catalog":
+        from turnout.gateway.commands.catalog import main_catalog  # noqa: PLC0415
+
+        return main_catalog(args)
     if args.command == "health":
         from turnout.gateway.commands.health import main_health  # noqa: PLC0415
 

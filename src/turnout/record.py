@@ -232,8 +232,9 @@ class RoutingRecord:
     started. `fallback_route` / `fallback_kind` (`general`, `context`, `content`) name the
     fallback route that served or was last tried. `credential_fallback` is True when an org-key
     target served a caller that brought its own credential. `usage` and `cost`
-    (USD, None without a price) are the serving call's; `discarded_usage` sums every other
-    call's usage.
+    (USD, None without a price) are the serving call's; `price_source` says where its price
+    came from (`config`: the provider's own `prices`; `catalog`: the model catalog; None
+    without a cost); `discarded_usage` sums every other call's usage.
     `remaining_attempts` is what is left of the request's `max_attempts`. `error` describes how
     a failed request ended (`status`, `code`, `message`), None on success.
     """
@@ -262,6 +263,7 @@ class RoutingRecord:
     usage: Usage | None = None
     discarded_usage: Usage | None = None
     cost: float | None = None
+    price_source: str | None = None
     error: dict[str, Any] | None = None
     attempts: list[AttemptEntry] = field(default_factory=list)
 
@@ -304,6 +306,7 @@ class RoutingRecord:
                 None if self.discarded_usage is None else self.discarded_usage.as_dict()
             ),
             "cost": self.cost,
+            "price_source": self.price_source,
             "error": None if self.error is None else dict(self.error),
             "attempts": [entry.as_dict() for entry in self.attempts],
         }

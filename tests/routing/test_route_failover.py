@@ -313,7 +313,7 @@ async def test_context_window_makes_a_target_ineligible() -> None:
     )
     record = await ask(route, health, max_tokens=100)
     assert record.attempts[0].outcome == "ineligible"
-    assert "context window of 100" in (record.attempts[0].reason or "")
+    assert record.attempts[0].reason == "context window 100 < estimated 106 tokens"
 
 
 async def test_cost_budget_skips_a_target_whose_estimate_passes_it() -> None:

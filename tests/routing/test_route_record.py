@@ -73,6 +73,7 @@ def test_as_dict_is_json_ready_with_every_spec_field() -> None:
         "usage",
         "discarded_usage",
         "cost",
+        "price_source",
         "error",
         "attempts",
     }

@@ -164,7 +164,22 @@ def _load_text(
     if data is None:
         rule = "the file is empty: a configuration needs at least one provider or route"
         raise ConfigError(f"{file}: {rule}", [(str(file), rule)])
-    return parse_config(data, env=env, read_env=read_env)
+    return parse_config(_beside(file, data), env=env, read_env=read_env)
+
+
+_PATH_KEYS = ("catalog_file", "catalogFile")
+
+
+def _beside(file: Path, data: Any) -> Any:
+    """`data` with a relative `catalog_file` made a path beside `file` (a value holding a
+    `${VAR}` is left as it is)."""
+    if not isinstance(data, dict):
+        return data
+    for key in _PATH_KEYS:
+        value = data.get(key)
+        if isinstance(value, str) and value and "${" not in value:
+            data = {**data, key: str(file.resolve().parent / Path(value).expanduser())}
+    return data
 
 
 def _read(file: Path) -> str:

@@ -51,7 +51,7 @@ REGENERATE = "python -m turnout.config.reference > docs/configuration.md"
 """The command that rewrites the committed page."""
 
 # The placeholder a map's key gets in a path, by field name (default `<key>`).
-_MAP_KEYS = {"prices": "<model>"}
+_MAP_KEYS = {"prices": "<model>", "catalog": "<model>"}
 
 STRATEGY_STARTS: dict[str, str] = {
     "failover": "the first target (the default).",

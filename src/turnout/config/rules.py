@@ -198,8 +198,8 @@ _KIND_OPTIONS: Mapping[str, frozenset[str]] = {
 
 
 def _check_providers(config: FileConfig) -> Problems:
-    """Per-kind options (each only on the kinds that take it), prices by model name, mock
-    scripts."""
+    """Per-kind options (each only on the kinds that take it), prices and catalog overrides
+    by model name, mock scripts."""
     errors: Problems = []
     for p, provider in enumerate(config.providers):
         errors.extend(_provider_problems(f"providers[{p}]", provider))
@@ -233,14 +233,23 @@ def _provider_problems(base: str, provider: ProviderConfig) -> Problems:
         if kind not in kinds and getattr(provider, option):
             allowed = " and ".join(sorted(kinds))
             errors.append((f"{base}.{option}", f"is only for {allowed} providers"))
-    for model in provider.prices:
-        if not model or "*" in model or any(char.isspace() for char in model):
-            errors.append(
-                (f"{base}.prices.{model}", "a price is for one model name, without '*' or spaces")
-            )
+    errors.extend(_model_name_problems(base, provider))
     if provider.script:
         errors.extend(_script_problems(base, provider.script))
     return errors
+
+
+def _model_name_problems(base: str, provider: ProviderConfig) -> Problems:
+    """Prices and catalog overrides are each for one model name."""
+    return [
+        (f"{base}.{option}.{model}", f"{what} is for one model name, without '*' or spaces")
+        for option, what, models in (
+            ("prices", "a price", provider.prices),
+            ("catalog", "a catalog override", provider.catalog),
+        )
+        for model in models
+        if not model or "*" in model or any(char.isspace() for char in model)
+    ]
 
 
 def vertex_problems(base: str, provider: ProviderConfig) -> Problems:

@@ -2,7 +2,7 @@
 
 Rule 1: the config file's project is served from the file plus what the admin API stored in the
 project of the same name; any other stored project is served from the store alone, with the
-file's `server`, `state` and `defaults`.
+file's `server`, `state`, `defaults` and `catalog_file`.
 Rule 2: the result is checked by the same validator as the file (`check_config`), so a stored
 object that clashes with a file object (a name, an overlapping pattern) is refused alike; the
 project's stored default route is what its consumers without an assignment inherit.
@@ -26,7 +26,11 @@ def project_config(file: FileConfig | None, project: ProjectSnapshot) -> FileCon
     base = file if file is not None else FileConfig()
     if file is None or project.name != file.project:
         base = FileConfig(
-            project=project.name, server=base.server, state=base.state, defaults=base.defaults
+            project=project.name,
+            server=base.server,
+            state=base.state,
+            defaults=base.defaults,
+            catalog_file=base.catalog_file,
         )
     stored = {
         "providers": project.providers,

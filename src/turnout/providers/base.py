@@ -57,6 +57,7 @@ from turnout.errors import (
     ProviderUnavailable,
 )
 from turnout.providers._prepare import prepare_chat, prepare_embeddings
+from turnout.providers._prices import ModelBook, read_prices
 from turnout.providers._wire import (
     ANTHROPIC_MESSAGES,
     GEMINI_GENERATE,
@@ -83,10 +84,11 @@ from turnout.wire.model import ChatChunk
 from turnout.wire.sse import EventTooLarge, SSEDecoder
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Iterator, Mapping
     from typing import Self, Unpack
 
     from turnout.providers._wire import RelayDecoder
+    from turnout.routing.model_info import ModelInfo, ModelPrice
     from turnout.routing.plan import CallerCredential
     from turnout.wire.model import (
         ChatRequest,
@@ -124,6 +126,7 @@ class ProviderKeywords(TypedDict, total=False):
     model_aliases: Mapping[str, str] | None
     credential_mode: CredentialMode
     provider_id: str | None
+    catalog: Callable[[str], ModelInfo | None] | None
 
 
 class HttpProviderKeywords(ProviderKeywords, total=False):
@@ -171,19 +174,6 @@ _FORWARDED_HEADERS = frozenset({"anthropic-version", "anthropic-beta"})
 _USER_AGENT = "turnout"
 
 
-def _prices(prices: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
-    """`{model: (input, output)}` or `{model: {"input": …, "output": …}}` -> tuples."""
-    out: dict[str, tuple[float, float]] = {}
-    for model, price in (prices or {}).items():
-        if isinstance(price, tuple | list) and len(price) == 2:
-            out[model] = (float(price[0]), float(price[1]))
-        elif hasattr(price, "get"):
-            out[model] = (float(price.get("input", 0.0)), float(price.get("output", 0.0)))
-        else:
-            raise ValueError(f"prices[{model!r}]: expected (input, output) or {{input, output}}")
-    return out
-
-
 class HttpProvider:
     """A `ChatClient` for one account of one vendor, speaking one wire format over HTTP.
 
@@ -197,7 +187,10 @@ class HttpProvider:
     `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool size, the
     largest answer; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`:
     `model` (used when neither the target nor the request names one; default none), `prices`
-    (USD per 1M input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`),
+    (USD per 1M input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`,
+    optionally with `cache_read` and `cache_write`), `catalog` (`name -> ModelInfo | None`:
+    what the model catalog says of a model, its price asked when `prices` has none; default
+    none),
     `model_aliases` (requested -> wire model), `transport` (an alternative `Transport`, e.g. for
     tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`: `org_key`
     (default: the provider's own `api_key`, or none) or `passthrough` (no key of its own: each
@@ -261,8 +254,10 @@ class HttpProvider:
             **(auth_headers or {}),
             **own_key,
         }
-        self._prices = _prices(keywords.get("prices"))
         self._aliases = dict(keywords.get("model_aliases") or {})
+        self._book = ModelBook(
+            read_prices(keywords.get("prices")), self._aliases, keywords.get("catalog")
+        )
         transport = keywords.get("transport")
         self._transport: Transport = (
             transport
@@ -348,9 +343,17 @@ class HttpProvider:
 
     def price_for(self, model: str | None) -> tuple[float, float] | None:
         """USD per 1M (input, output) tokens for `model`, or None when unknown."""
-        if model is None:
-            return None
-        return self._prices.get(model) or self._prices.get(self._aliases.get(model, model))
+        price = self._book.price(model)
+        return None if price is None else (price.input, price.output)
+
+    def model_price(self, model: str | None) -> ModelPrice | None:
+        """The full price of `model` (cache prices, and whether it is the provider's own
+        `prices` or the `catalog`'s), or None when unknown."""
+        return self._book.price(model)
+
+    def model_info(self, model: str | None) -> ModelInfo | None:
+        """What the provider's `catalog` says of `model` (or of its wire model), or None."""
+        return self._book.info(model)
 
     def wire_model(self, model: str | None) -> str:
         """The model to send upstream: `model` (or the provider's default) through the aliases."""

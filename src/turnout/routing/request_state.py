@@ -154,7 +154,7 @@ class RequestState:
         if (
             not isinstance(request, ChatRequest)
             or request.max_tokens is None
-            or facts.price_for is None
+            or (facts.price_for is None and facts.model_price is None)
             or self.cost_budget is None
         ):
             return False
@@ -245,8 +245,8 @@ class RequestState:
         record.served_model = served_model
         usage = entry.usage
         record.usage = usage
-        if usage is not None and facts.price_for is not None:
-            record.cost = facts.cost(served_model, usage)
+        if usage is not None and (facts.price_for is not None or facts.model_price is not None):
+            record.cost, record.price_source = facts.bill(usage, served_model, call.model)
         if self.calls > 1:
             record.discarded_usage = _total(
                 e.usage for e in record.attempts if e.usage is not None and e is not entry

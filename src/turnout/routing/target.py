@@ -15,6 +15,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from turnout.errors import ConfigError
+from turnout.routing.context_fit import context_overflow
 from turnout.routing.target_facts import native_formats
 from turnout.wire.model import EmbeddingRequest, ImagePart
 from turnout.wire.structured import RESPONSE_FORMATS, response_format_kind
@@ -190,13 +191,9 @@ def ineligible_reason(
         if crossing is not None:
             return crossing
     if target.context_window is not None:
-        prompt = request.prompt_chars // 4
-        wanted = prompt + (request.max_tokens or 0)
-        if wanted > target.context_window:
-            return (
-                f"the request needs about {wanted} tokens, over its context window of "
-                f"{target.context_window}"
-            )
+        overflow = context_overflow(target.context_window, request)
+        if overflow is not None:
+            return overflow
     if target.eligible is not None:
         return target.eligible(request, context)
     return None

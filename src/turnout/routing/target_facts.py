@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, cast, get_args
 
+from turnout.routing.model_info import DescribedClient
 from turnout.routing.strategies import Candidate, try_order
 from turnout.wire.model import WireFormat
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
     from turnout.routing.client import PricedClient
     from turnout.routing.health import Health
+    from turnout.routing.model_info import ModelPrice
     from turnout.routing.target import Target
     from turnout.wire.model import Usage
 
@@ -43,6 +45,8 @@ class TargetFacts:
       every format it serves natively (its `wire_formats`, else `wire_format` alone).
     - `vendor`: the vendor the client calls (a provider adapter's `vendor`, such as `openai`),
       None when it does not say; spans name the provider by it (`turnout.routing.spans`).
+    - `model_price`: a `DescribedClient`'s, bound once: the full price (cache prices and where
+      it came from), asked before `price_for`; None when the client does not offer it.
     """
 
     provider: str
@@ -56,6 +60,7 @@ class TargetFacts:
     wire_format: WireFormat | None = None
     wire_formats: frozenset[WireFormat] = frozenset()
     vendor: str | None = None
+    model_price: Callable[[str | None], ModelPrice | None] | None = None
 
     @classmethod
     def of(cls, route: str, target: Target, *, health_key: str | None) -> TargetFacts:
@@ -77,6 +82,7 @@ class TargetFacts:
             _wire_format(client),
             native_formats(client),
             _vendor(client),
+            client.model_price if isinstance(client, DescribedClient) else None,
         )
 
     def format_for(self, origin: WireFormat | None) -> WireFormat | None:
@@ -88,15 +94,46 @@ class TargetFacts:
 
     def price(self, model: str | None) -> tuple[float, float] | None:
         """USD per 1M (input, output) tokens of `model`; None without a price."""
+        full = self.model_price
+        if full is not None:
+            found = full(model)
+            return None if found is None else (found.input, found.output)
         price_for = self.price_for
         return None if price_for is None else price_for(model)
 
     def cost(self, model: str | None, usage: Usage) -> float | None:
         """USD for `usage` on `model`; None without a price."""
-        prices = self.price(model)
-        if prices is None:
-            return None
-        return float(usage.input_tokens * prices[0] + usage.output_tokens * prices[1]) / 1_000_000
+        return self.bill(usage, model)[0]
+
+    def bill(self, usage: Usage, *models: str | None) -> tuple[float | None, str | None]:
+        """USD for `usage` at the price of the first of `models` that has one, and where that
+        price came from (`catalog`, else `config`: the client's own, `price_for` included);
+        (None, None) when none has a price. A provider's own price for any of them comes before the
+        catalog's."""
+        full = self.model_price
+        if full is not None:
+            found = _first_price(full, models)
+            return (None, None) if found is None else (found.cost(usage), found.source)
+        for model in models:
+            prices = self.price(model)
+            if prices is not None:
+                total = usage.input_tokens * prices[0] + usage.output_tokens * prices[1]
+                return float(total) / 1_000_000, "config"
+        return None, None
+
+
+def _first_price(
+    price_of: Callable[[str | None], ModelPrice | None], models: tuple[str | None, ...]
+) -> ModelPrice | None:
+    """The price of the first of `models` with one, a configured price before a catalog's."""
+    listed: ModelPrice | None = None
+    for model in models:
+        price = price_of(model)
+        if price is not None:
+            if price.source == "config":
+                return price
+            listed = listed or price
+    return listed
 
 
 class TargetTable:

@@ -22,6 +22,13 @@ from turnout.schema._access import (
     SubjectConfig,
 )
 from turnout.schema._base import Model
+from turnout.schema._catalog import (
+    CatalogCapabilities,
+    CatalogFile,
+    CatalogModel,
+    CatalogOverride,
+    CatalogPrices,
+)
 from turnout.schema._providers import DataHandling, Price, ProviderConfig
 from turnout.schema._routes import CacheConfig, FallbacksConfig, RouteConfig, TargetConfig
 from turnout.schema._server import BreakerConfig, DefaultsConfig, ServerConfig, TracingConfig
@@ -30,6 +37,11 @@ __all__ = [
     "BindingConfig",
     "BreakerConfig",
     "CacheConfig",
+    "CatalogCapabilities",
+    "CatalogFile",
+    "CatalogModel",
+    "CatalogOverride",
+    "CatalogPrices",
     "ConsumerConfig",
     "DataHandling",
     "DefaultsConfig",
@@ -91,6 +103,13 @@ class FileConfig(Model):
         "without a file). Default: beside an SQLite store file, `<file>-spill` "
         "(`turnout.db-spill`); otherwise `turnout-spill` beside this file. Several workers and "
         "replicas on one machine may share it.",
+    )
+    catalog_file: str | None = Field(
+        None,
+        description="A model catalog (JSON, as `turnout catalog update` writes it) read over "
+        "the one shipped with turnout, model by model, each time the configuration is built. "
+        "A relative path is beside this file (or in the working directory without a file). "
+        "Null: the shipped catalog alone.",
     )
     providers: tuple[ProviderConfig, ...] = Field((), description="The providers.")
     routes: tuple[RouteConfig, ...] = Field((), description="The routes.")

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from turnout.schema._base import Model, Preset, ProviderKind
+from turnout.schema._catalog import CatalogOverride
 
 __all__ = ["DataHandling", "Price", "ProviderConfig"]
 
@@ -16,6 +17,16 @@ class Price(Model):
 
     input: float = Field(ge=0, description="USD per 1M input (prompt) tokens.")
     output: float = Field(ge=0, description="USD per 1M output (completion) tokens.")
+    cache_read: float | None = Field(
+        None,
+        ge=0,
+        description="USD per 1M input tokens read from the prompt cache (null: the input price).",
+    )
+    cache_write: float | None = Field(
+        None,
+        ge=0,
+        description="USD per 1M input tokens written to the prompt cache (null: the input price).",
+    )
 
 
 class DataHandling(Model):
@@ -160,7 +171,13 @@ class ProviderConfig(Model):
     prices: dict[str, Price] = Field(
         default_factory=dict,
         description="Prices by exact model name. They give the routing record its `cost` and "
-        "rank targets under `lowest-cost`.",
+        "rank targets under `lowest-cost`; a model without one here is priced from the model "
+        "catalog when the catalog knows it.",
+    )
+    catalog: dict[str, CatalogOverride] = Field(
+        default_factory=dict,
+        description="This provider's word on a model's context window, largest answer and "
+        "capabilities, by exact model name, over the model catalog's.",
     )
     data_handling: DataHandling = Field(
         DataHandling(),

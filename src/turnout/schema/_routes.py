@@ -62,7 +62,8 @@ class TargetConfig(Model):
         gt=0,
         le=1_000_000_000_000,
         description="Tokens. A request whose estimated prompt (characters / 4) plus "
-        "`max_tokens` exceeds it skips the target as `ineligible`.",
+        "`max_tokens` exceeds it skips the target as `ineligible`. Null: the model catalog's "
+        "window for the target's model, when the catalog knows it.",
     )
     capabilities: tuple[Literal["tools", "vision", "json_schema", "embeddings"], ...] | None = (
         Field(

@@ -252,3 +252,24 @@ async def test_every_collection_round_trips(admin: httpx.AsyncClient, plural: st
         assert patched.json()[name] == value
     assert (await admin.delete(one)).status_code == 204
     assert (await admin.get(one)).status_code == 404
+
+
+async def test_a_provider_keeps_its_catalog_overrides_and_cache_prices(
+    admin: httpx.AsyncClient,
+) -> None:
+    """A provider's `catalog` and cache prices are stored as sent; a bad window is a 400
+    naming its path, the same rule as in the file."""
+    pid = await new_project(admin)
+    base = f"/admin/v1/projects/{pid}/providers"
+    catalog = {"gpt-4o": {"context_window": 64000}}
+    prices = {"gpt-4o": {"input": 2.0, "output": 8.0, "cache_read": 0.5}}
+    made = await admin.post(base, json={**MOCK, "catalog": catalog, "prices": prices})
+    assert made.status_code == 201, made.text
+    assert made.json()["catalog"]["gpt-4o"]["context_window"] == 64000
+    assert made.json()["prices"]["gpt-4o"]["cache_read"] == 0.5
+    bad = await admin.post(
+        base, json={**MOCK, "name": "mock-b", "catalog": {"gpt-4o": {"context_window": 0}}}
+    )
+    assert bad.status_code == 400
+    paths = [e["path"] for e in error_of(bad)["meta"]["errors"]]
+    assert paths == ["catalog.gpt-4o.context_window"]

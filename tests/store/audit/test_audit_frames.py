@@ -30,6 +30,7 @@ def _every_field_set() -> RoutingRecord:
         fallback_route="spare", fallback_kind="general", cache="miss", credential_fallback=True,
         conversation_id="c-1", visited_models=["m1", "m2"], remaining_attempts=2,
         usage=Usage(10, 20, 3, 4), discarded_usage=Usage(1, 2, 0, 0), cost=0.25,
+        price_source="catalog",
         error={"status": 502, "code": "upstream_error", "message": "bad \u00e9 \u2603"},
     )  # fmt: skip
     record.add(

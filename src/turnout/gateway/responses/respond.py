@@ -223,6 +223,9 @@ def routing_object(record: RoutingRecord) -> dict[str, Any]:
         routing["fallback_kind"] = record.fallback_kind
     if record.cache is not None:
         routing["cache"] = record.cache
+    if record.cost is not None:
+        routing["cost"] = record.cost
+        routing["price_source"] = record.price_source
     if record.served_provider_id is not None:  # a provider from the store
         routing["served_provider_id"] = record.served_provider_id
     return routing

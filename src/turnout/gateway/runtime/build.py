@@ -29,10 +29,15 @@ from turnout.access.served_routes import (
     credential_mode,
     messages_split,
 )
+from turnout.config.catalog import load_catalog
 from turnout.config.rules import mock_script_steps
 from turnout.errors import ConfigError
 from turnout.gateway.resolution.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, RouteEntry
-from turnout.gateway.runtime.engine_config import build_route_options, build_target
+from turnout.gateway.runtime.engine_config import (
+    build_route_options,
+    build_target,
+    catalog_window,
+)
 from turnout.providers import (
     Anthropic,
     AzureOpenAI,
@@ -58,6 +63,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from turnout.access.served_routes import ServedRoute, ServedRoutes
+    from turnout.config.catalog import ModelCatalog
     from turnout.providers.base import ProviderKeywords
     from turnout.routing.clock import Clock
     from turnout.schema import (
@@ -118,12 +124,27 @@ def build_providers(
     every configured secret from its errors; `ids` maps `("provider", name)` to the stored id
     the adapter carries (`provider_id`)."""
     secrets = configured_secrets(config)
+    catalog = _catalog(config.catalog_file) if config.providers else None
     return {
         p.name: build_provider(
-            p, clock=clock, secrets=secrets, provider_id=ids.get(("provider", p.name))
+            p,
+            clock=clock,
+            secrets=secrets,
+            provider_id=ids.get(("provider", p.name)),
+            catalog=catalog,
         )
         for p in config.providers
     }
+
+
+def _catalog(path: str | None) -> ModelCatalog:
+    """The model catalog with the configuration's `catalog_file` over it; a file that cannot
+    be read or has a wrong shape refuses the configuration, each problem under `catalog_file`."""
+    try:
+        return load_catalog(path)
+    except ConfigError as exc:
+        problems = [("catalog_file", f"{where}: {rule}") for where, rule in exc.errors]
+        raise ConfigError(f"catalog_file: {exc}", problems) from None
 
 
 def build_provider(
@@ -132,17 +153,20 @@ def build_provider(
     clock: Clock | None = None,
     secrets: Sequence[str] = (),
     provider_id: str | None = None,
+    catalog: ModelCatalog | None = None,
 ) -> Any:
     """The adapter for one configured provider (`kind` -> class), with its options from
     `build_http_options`. A missing `api_key` means no credential: the adapters' own
     environment defaults are not read, only `${VAR}` is. The adapter gets the provider's
     credential mode: a passthrough adapter has no key of its own and sends each call with the
-    caller's credential."""
+    caller's credential. With a `catalog` the adapter prices and limits the models its
+    `prices` and `catalog` do not (`turnout.config.catalog`)."""
     keywords: ProviderKeywords = {
-        "prices": {model: (p.input, p.output) for model, p in config.prices.items()},
+        "prices": {model: p.model_dump() for model, p in config.prices.items()},
         "model_aliases": dict(config.model_aliases),
         "credential_mode": credential_mode(config),
         "provider_id": provider_id,
+        "catalog": None if catalog is None else catalog.for_provider(config),
     }
     name, url = config.name, config.base_url
     if config.kind == "mock":
@@ -487,7 +511,9 @@ def _alias_routes(
     for i, (target, target_config) in enumerate(zip(targets, config.targets, strict=True)):
         wire = alias_wire_model(mapping, target.name, target_config.provider)
         if wire is not None:
-            mapped[i] = dataclasses.replace(target, model=wire)
+            # The window follows the model: the catalog's for the alias's own wire model.
+            window = target_config.context_window or catalog_window(target.client, wire)
+            mapped[i] = dataclasses.replace(target, model=wire, context_window=window)
     providers = tuple(dict.fromkeys(config.targets[i].provider for i in mapped))
     routes: dict[str, Route] = {}
     reasons: dict[str, str] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Final
 
+from turnout.routing.model_info import DescribedClient
 from turnout.routing.options import RouteOptions
 from turnout.routing.target import Target
 
@@ -21,6 +22,7 @@ __all__ = [
     "TARGET_OPTION_FIELDS",
     "build_route_options",
     "build_target",
+    "catalog_window",
 ]
 
 ROUTE_OPTION_FIELDS: Final = (
@@ -87,12 +89,25 @@ def build_route_options(
 
 
 def build_target(config: TargetConfig, client: ChatClient) -> Target:
-    """The target `config` describes, calling `client` (its provider's adapter)."""
+    """The target `config` describes, calling `client` (its provider's adapter). A target
+    without a `context_window` of its own takes its model's from the catalog (looked up here,
+    once), when the client knows the model."""
     capabilities = config.capabilities
+    options = {field: getattr(config, field) for field in TARGET_OPTION_FIELDS}
+    if options["context_window"] is None:
+        options["context_window"] = catalog_window(client, config.model)
     return Target(
         config.display_name,
         client,
         config.model,
-        **{field: getattr(config, field) for field in TARGET_OPTION_FIELDS},
+        **options,
         capabilities=None if capabilities is None else frozenset(capabilities),
     )
+
+
+def catalog_window(client: object, model: str | None) -> int | None:
+    """The context window the catalog gives `model` on `client` (None: unknown)."""
+    if model is None or not isinstance(client, DescribedClient):
+        return None
+    info = client.model_info(model)
+    return None if info is None else info.context_window
