@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
     from pathlib import Path
 
 __all__ = ["Replica", "until"]
@@ -23,13 +23,14 @@ _START_LIMIT = 60.0
 
 
 class Replica:
-    """One `turnout serve --config config --port 0` process named `name`: its base `url` once
-    `start()` returned; what it logs (warnings and up) goes to `log`."""
+    """One `turnout serve --config config --port 0 *options` process named `name`: its base
+    `url` once `start()` returned; what it logs (warnings and up) goes to `log`."""
 
-    def __init__(self, name: str, config: Path, log: Path) -> None:
+    def __init__(self, name: str, config: Path, log: Path, options: Sequence[str] = ()) -> None:
         self.name = name
         self.config = config
         self.log = log
+        self.options = tuple(options)
         self.url = ""
         self.process: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Task[None] | None = None
@@ -47,7 +48,7 @@ class Replica:
         with self.log.open("ab") as log:  # the child keeps a descriptor of its own
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", _SERVE, "serve", "--config", str(self.config),
-                "--port", "0", "--log-level", "warning",
+                "--port", "0", "--log-level", "warning", *self.options,
                 stdout=asyncio.subprocess.PIPE, stderr=log,
             )  # fmt: skip
         out = self.process.stdout
