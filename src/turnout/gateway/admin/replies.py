@@ -6,7 +6,8 @@ nothing to add). A validation error lists each problem in `meta.errors` as `{pat
 a 405 lists the path's methods in `meta.allowed` and in an `allow` header.
 Rule 2: errors of turnout's own carry their status and code (`AdminError`, `ConfigError`,
 `StoreError`); a value the database refuses (too long for its column) is a 400; a store that
-cannot be reached (a lost or refused connection) is a 503 `store_unavailable`; anything else
+cannot be reached (a lost or refused connection, or no answer within the bound of a store
+call) is a 503 `store_unavailable`; anything else
 is a 500 `internal_error` whose message says nothing of the cause (the log has it).
 """
 
@@ -15,10 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError
 
 from turnout.errors import ConfigError, StoreError
 from turnout.gateway.responses.respond import Reply
+from turnout.store.calls import is_unreachable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -84,10 +86,9 @@ def error_reply(exc: BaseException) -> Reply:
 
 
 def store_unreachable(exc: BaseException) -> bool:
-    """Whether `exc` says the database could not be reached or the connection was lost."""
-    if isinstance(exc, OperationalError | InterfaceError):
-        return True
-    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+    """Whether `exc` says the database could not be reached, did not answer in time, or the
+    connection was lost."""
+    return is_unreachable(exc)
 
 
 def _envelope(status: int, code: str, message: str, meta: dict[str, Any]) -> Reply:

@@ -49,6 +49,7 @@ from turnout.gateway.handlers import (
 from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI, RESPONSES
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
+from turnout.gateway.runtime.status import ControlStatus
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
 from turnout.gateway.ui.app import Dashboard
 from turnout.routing.request_state import new_request_id
@@ -140,7 +141,8 @@ class GatewayApp:
     `keepalive_seconds` (15) are as in `GatewaySettings`; `observer` (default: a new
     `Observer`) serves every runtime the app installs, so metrics and activity outlive a
     reload. With `admin_hashes` (the admin keys' hashes), the dashboard is served at `/ui`;
-    `admin` serves the admin API (Rule 6).
+    `admin` serves the admin API (Rule 6). `status` (default: one without a store) is what
+    `/readyz` and the metrics say of the store and of reloads.
     Lifespan shutdown closes the providers' connection pools.
     """
 
@@ -155,6 +157,7 @@ class GatewayApp:
         admin_hashes: Callable[[], frozenset[str]] | None = None,
         observer: Observer | None = None,
         admin: AdminContext | None = None,
+        status: ControlStatus | None = None,
     ) -> None:
         self._load = load
         self._control = control
@@ -164,6 +167,8 @@ class GatewayApp:
         self._keepalive_seconds = keepalive_seconds
         # One observer for the app's life: metrics and activity outlive a reload.
         self.observer = observer if observer is not None else Observer()
+        self.status = status if status is not None else ControlStatus()
+        self.status.watch(self.observer.metrics)
         self._dashboard = (
             None
             if admin_hashes is None
@@ -311,7 +316,7 @@ class GatewayApp:
         fmt = ANTHROPIC if path.startswith(_ANTHROPIC_PATHS) else OPENAI
         methods = _PATHS.get(path) or _parameterized(path)
         if path == "/readyz" and method == "GET":
-            status, body = await readiness(self.settings)
+            status, body = await readiness(self.settings, self.status)
             return json_reply(status, body)
         if path == "/healthz" and method == "GET":
             return json_reply(200, {"status": "ok"})
