@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from turnout.gateway.admin.dispatch import AdminCall
     from turnout.gateway.runtime.live import Runtime
 
-__all__ = ["ServedProject", "served_project", "served_projects"]
+__all__ = ["ServedProject", "file_project", "served_project", "served_projects"]
 
 DEFAULT_PROJECT = "default"
 
@@ -38,7 +38,7 @@ class ServedProject:
 def served_projects(call: AdminCall) -> list[ServedProject]:
     """Rules 1 and 2: every served project, the file's first."""
     runtimes = call.context.served_runtimes()
-    first = _file_project(call)
+    first = file_project(call)
     names = [first, *(name for name in runtimes if name != first)]
     return [
         ServedProject(name, runtimes[name].stored.project_id, runtimes[name])
@@ -50,7 +50,7 @@ def served_projects(call: AdminCall) -> list[ServedProject]:
 async def served_project(call: AdminCall, project_id: str | None) -> ServedProject:
     """The project `project_id` names (None: the file's), or 404."""
     if project_id is None:
-        name = _file_project(call)
+        name = file_project(call)
         stored = await read(call, service.list_projects)
         found_id = next((row["id"] for row in stored if row["name"] == name), None)
     else:
@@ -63,6 +63,7 @@ async def served_project(call: AdminCall, project_id: str | None) -> ServedProje
     return ServedProject(name, found_id, runtime)
 
 
-def _file_project(call: AdminCall) -> str:
+def file_project(call: AdminCall) -> str:
+    """The name of the config file's project (the embedded defaults' without a file)."""
     file = call.context.file_config()
     return file.project if file is not None else DEFAULT_PROJECT
