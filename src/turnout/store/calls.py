@@ -60,19 +60,21 @@ class StoreCalls:
         self._watchers.append(watcher)
         watcher(self.answering)
 
-    async def run(self, function: Callable[..., _T], *args: Any) -> _T:
-        """`function(*args)` on a thread of its own, bounded (Rules 1 and 2)."""
+    async def run(self, function: Callable[..., _T], *args: Any, within: float | None = None) -> _T:
+        """`function(*args)` on a thread of its own, bounded by `within` seconds (default:
+        `timeout`) (Rules 1 and 2)."""
+        bound = self.timeout if within is None else within
         if self._waiting >= _MOST_WAITING:
             self.mark(f"{self._waiting} calls still waiting")
             raise StoreUnavailable(f"{self._waiting} calls are still waiting on the store")
         future = _on_thread(functools.partial(function, *args))
         try:
-            result = await asyncio.wait_for(asyncio.shield(future), self.timeout)
+            result = await asyncio.wait_for(asyncio.shield(future), bound)
         except TimeoutError:
             self._waiting += 1
             future.add_done_callback(self._ended)
-            self.mark(f"no answer within {self.timeout:g} s")
-            raise StoreUnavailable(f"the store did not answer within {self.timeout:g} s") from None
+            self.mark(f"no answer within {bound:g} s")
+            raise StoreUnavailable(f"the store did not answer within {bound:g} s") from None
         except Exception as exc:
             if not is_unreachable(exc):
                 self.mark(None)

@@ -75,6 +75,9 @@ logger = logging.getLogger("turnout.gateway")
 
 POLL_SECONDS = 1.0
 """Seconds between two reads of the store's version by `PollFeed`."""
+PREPARE_SECONDS = 60.0
+"""The bound on preparing a store that could not be reached at start (migrating it may take
+longer than a store call of serving is allowed)."""
 
 
 class ChangeFeed(Protocol):
@@ -301,7 +304,7 @@ class ControlPlane:
         """Load (unless loaded), then keep `served` current, swapping through `swap`."""
         if self._served is None:
             try:
-                await self.store.calls.run(self.prepare)
+                await self.store.calls.run(self.prepare, within=PREPARE_SECONDS)
                 snapshot = await self.store.run(load_snapshot)
             except Exception as exc:
                 if not is_unreachable(exc):
@@ -320,7 +323,7 @@ class ControlPlane:
             generation = self._generation
             try:
                 if not self.prepared:
-                    await self.store.calls.run(self.prepare)
+                    await self.store.calls.run(self.prepare, within=PREPARE_SECONDS)
                 version = await self.store.run(current_version)
                 if not self._is_news(version):
                     self._recovered()
