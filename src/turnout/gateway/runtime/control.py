@@ -40,7 +40,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 from turnout.config.stored import project_config, project_problems
-from turnout.errors import ConfigError, NameTaken
+from turnout.errors import ConfigError, NameTaken, StoreUnavailable
 from turnout.gateway.admin.auth import admin_key_hashes
 from turnout.gateway.runtime.live import Runtime, StoredFacts, open_state_store
 from turnout.gateway.runtime.served import ServedProjects
@@ -153,7 +153,7 @@ def build_served(
         primary = name == file.project
         config, dangling = _split_dangling(project_config(file, project))
         stored = StoredFacts(
-            project.ids, project.id, project.default_route, consumer_projects, dangling
+            project.ids, project.id or None, project.default_route, consumer_projects, dangling
         )
         before = previous.runtimes.get(name) if previous is not None else None
         if before is not None and before.config == config and before.stored == stored:
@@ -408,12 +408,13 @@ class ControlPlane:
 
     def _unreachable_at_start(self, exc: Exception) -> StoreSnapshot:
         """Rule 5: the snapshot of the file alone, for a store that cannot be reached."""
-        self.store.calls.mark(type(exc).__name__)
+        if not isinstance(exc, StoreUnavailable):
+            self.store.calls.mark(type(exc).__name__)
         self._outage = True
         logger.warning(
             "the store is unreachable (%s): serving the config file's project from the file"
             " alone, and trying the store again every %g s",
-            type(exc).__name__,
+            self.store.calls.failure,
             POLL_SECONDS,
         )
         project = ProjectSnapshot(id="", name=self.file.project)
@@ -436,7 +437,7 @@ class ControlPlane:
             self._outage = True
             logger.warning(
                 "the store cannot be read (%s); still serving store version %s",
-                type(exc).__name__,
+                self.store.calls.failure or type(exc).__name__,
                 None if self._served is None else self._served.version,
             )
 
