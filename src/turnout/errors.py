@@ -46,6 +46,7 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
     │   ├── ObjectNotFound             404 NOT_FOUND                 no such stored object
     │   ├── NameTaken                  409 NAME_TAKEN                a route/provider name is taken
     │   ├── FileManaged                409 FILE_MANAGED              the config file owns the object
+    │   ├── StoreUnavailable           503 store_unavailable         the database did not answer
     │   ├── ModelRouteHasDependents    409 MODEL_ROUTE_HAS_          deleting or disabling a route
     │   │                                  DEPENDENTS                that others reference
     │   ├── ProviderHasDependents      409 PROVIDER_HAS_DEPENDENTS   deleting a provider in use
@@ -122,6 +123,7 @@ __all__ = [
     "SecretKeyMissing",
     "ShuttingDown",
     "StoreError",
+    "StoreUnavailable",
     "StreamBroken",
     "StreamRejected",
     "TurnoutError",
@@ -208,6 +210,13 @@ class FileManaged(StoreError):
 
     status = 409
     code = "FILE_MANAGED"
+
+
+class StoreUnavailable(StoreError):
+    """The database could not be reached, or did not answer within the call's bound."""
+
+    status = 503
+    code = "store_unavailable"
 
 
 class ModelRouteHasDependents(StoreError):

@@ -154,6 +154,38 @@ async def test_sighup_reloads_a_valid_file_and_keeps_serving_on_an_invalid_one(
         assert await served.stop() == 0
 
 
+async def test_a_reload_s_outcome_shows_in_readyz_and_the_metrics(tmp_path: Path) -> None:
+    """A refused SIGHUP reload makes `/readyz` degraded with the problem and moves the reload
+    metrics; a valid one that changes `server.port` is served, with a WARNING line and
+    `restart_required` naming the port."""
+    path = tmp_path / "turnout.yaml"
+    path.write_text(CONFIG)
+    async with serve(path) as served, httpx.AsyncClient(base_url=served.url, timeout=10) as client:
+        assert (await client.get("/readyz")).json()["reload"] is None
+        path.write_text(INVALID)
+        served.process.send_signal(signal.SIGHUP)
+        await served.wait_for_line("reload of")
+        refused = (await client.get("/readyz")).json()
+        assert refused["status"] == "degraded"
+        assert refused["reload"]["outcome"] == "refused"
+        assert "routes[1].targets[0].provider" in refused["reload"]["problems"][0]
+        metrics = (await client.get("/metrics")).text
+        assert 'turnout_config_reloads_total{outcome="refused"} 1.0' in metrics
+        assert "turnout_config_last_reload_ok 0.0" in metrics
+        path.write_text(RELOADED.replace("auth: open,", "auth: open, port: 4999,"))
+        served.process.send_signal(signal.SIGHUP)
+        line = await served.wait_for_line("server.port changed")
+        assert "WARNING" in line
+        assert "next start" in line
+        await served.wait_for_line("reloaded")
+        ready = (await client.get("/readyz")).json()
+        assert ready["status"] == "ready"
+        assert ready["reload"]["outcome"] == "ok"
+        assert ready["reload"]["restart_required"] == ["server.port"]
+        assert "turnout_config_last_reload_ok 1.0" in (await client.get("/metrics")).text
+        assert await served.stop() == 0
+
+
 async def _until(condition: Callable[[], bool]) -> None:
     for _ in range(200):
         if condition():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,7 @@ from tests.gateway._app_support import mock_provider, runtime_of
 from turnout.errors import ConfigError
 from turnout.gateway.commands.serve import add_serve_parser, main_serve
 from turnout.gateway.server.app import GatewayApp
-from turnout.gateway.server.serving import banner, worker_app, worker_warning
+from turnout.gateway.server.serving import banner, open_control, worker_app, worker_warning
 
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
@@ -146,19 +147,25 @@ async def test_worker_app_loads_the_configured_file(tmp_path: Path) -> None:
     assert list(after.routes) == ["only"]
 
 
-def test_a_store_that_cannot_be_opened_stops_the_start(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_store_that_cannot_be_reached_does_not_stop_the_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Nothing answers at the store's address: exit 1 naming `store`, without its password."""
+    """Nothing answers at the store's address: a WARNING names the store without its password,
+    and the file's project is served from the file alone (store version 0)."""
     path = tmp_path / "turnout.yaml"
     path.write_text(
         "store: postgresql://turnout:pw-hunter2@127.0.0.1:1/turnout\n"
         "providers: [{name: m, kind: mock}]\n"
     )
-    assert main_serve(_parse("--config", str(path))) == 1
-    err = capsys.readouterr().err
-    assert "store: cannot open the store at postgresql://turnout:***@127.0.0.1:1/turnout" in err
-    assert "hunter2" not in err
+    with caplog.at_level(logging.WARNING, logger="turnout.gateway"):
+        control = open_control(str(path), {})
+        served = control.load()
+    assert "the store at postgresql://turnout:***@127.0.0.1:1/turnout is unreachable" in (
+        caplog.text
+    )
+    assert "hunter2" not in caplog.text
+    assert (served.version, list(served.runtimes)) == (0, ["default"])
+    control.store.close()
 
 
 def test_serving_needs_no_third_party_server() -> None:

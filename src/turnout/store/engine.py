@@ -5,15 +5,22 @@ foreign keys enforced) or `postgresql://…` (driven by psycopg 3). `migrate(sto
 schema to the newest revision; on PostgreSQL it holds an advisory lock meanwhile (on SQLite, a
 lock on a file beside the database), so replicas that start together migrate once and the
 others wait, then find nothing to do.
+
+On PostgreSQL every wait is bounded (`StoreTimeouts`): opening a connection, each statement
+(the server cancels it; a migration's statements are not bounded), and waiting for a pooled
+connection; and each call from the event loop is bounded as a whole (`Store.run`), so a
+database that accepts connections and never answers is reported as unreachable within
+seconds instead of holding its callers.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from sqlalchemy import create_engine, event, select, text
 from sqlalchemy.engine import make_url
@@ -21,18 +28,20 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from turnout.errors import ConfigError
+from turnout.store.calls import StoreCalls
 from turnout.store.secret_box import SecretBox
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from alembic.config import Config
-    from sqlalchemy.engine import Connection, Engine
+    from sqlalchemy.engine import URL, Connection, Engine
 
 __all__ = [
     "HEAD_REVISION",
     "MIGRATIONS",
     "Store",
+    "StoreTimeouts",
     "downgrade",
     "migrate",
     "open_store",
@@ -47,15 +56,42 @@ so a process that starts on an up-to-date store never loads the migration tool (
 and a noticeable part of the start-up time). A test keeps it equal to the migrations' head."""
 # An arbitrary constant that names turnout's migration lock among the database's advisory locks.
 _MIGRATION_LOCK: Final = 0x7475726E6F7574
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreTimeouts:
+    """How long the gateway waits on PostgreSQL, in seconds: to open a connection (`connect`,
+    2; the driver waits at least 2), for one statement (`statement`, 10; the server cancels
+    it), for a pooled connection when all are busy (`checkout`, 5), and for one call made from
+    the event loop as a whole (`call`, 5: it then fails as `StoreUnavailable`, whatever its
+    thread is still waiting on). SQLite, a local file, takes only `call`."""
+
+    connect: float = 2.0
+    statement: float = 10.0
+    checkout: float = 5.0
+    call: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
 class Store:
-    """An open store: its engine, a session factory and the box for provider secrets."""
+    """An open store: its engine, a session factory, the box for provider secrets, and the
+    bounded calls from the event loop (`run`; whether the store answered the last one)."""
 
     engine: Engine
     sessions: sessionmaker[Session]
     secrets: SecretBox
+    calls: StoreCalls = field(default_factory=StoreCalls)
+
+    @property
+    def backend(self) -> str:
+        """`postgresql` or `sqlite`."""
+        return str(self.engine.dialect.name)
+
+    async def run(self, function: Callable[..., _T], *args: Any, **keywords: Any) -> _T:
+        """`function(self, *args, **keywords)` on a thread of its own, bounded by the call
+        timeout (`StoreUnavailable` past it, or when the database cannot be reached)."""
+        return await self.calls.run(functools.partial(function, self, *args, **keywords))
 
     @property
     def is_postgres(self) -> bool:
@@ -67,23 +103,50 @@ class Store:
         self.engine.dispose()
 
 
-def open_store(url: str, *, secrets: SecretBox | None = None, **engine_options: Any) -> Store:
+def open_store(
+    url: str,
+    *,
+    secrets: SecretBox | None = None,
+    timeouts: StoreTimeouts | None = None,
+    **engine_options: Any,
+) -> Store:
     """Open the store at `url` (`sqlite:///path` or `postgresql://…`); no schema change.
 
-    `secrets` defaults to the box keyed by `TURNOUT_SECRET_KEY`; `engine_options` go to
-    SQLAlchemy's `create_engine`.
+    `secrets` defaults to the box keyed by `TURNOUT_SECRET_KEY`; `timeouts` to
+    `StoreTimeouts()`; `engine_options` go to SQLAlchemy's `create_engine` (`connect_args`
+    are merged with the timeouts').
     """
+    bounds = timeouts if timeouts is not None else StoreTimeouts()
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         engine = _sqlite_engine(url, parsed.database, engine_options)
     elif backend == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
-        engine = create_engine(parsed, pool_pre_ping=True, **engine_options)
+        engine = _postgres_engine(parsed, bounds, engine_options)
     else:
         raise ConfigError(f"store: {backend!r} is not supported: use sqlite:/// or postgresql://")
     box = secrets if secrets is not None else SecretBox.from_env()
-    return Store(engine, sessionmaker(engine, expire_on_commit=False), box)
+    sessions = sessionmaker(engine, expire_on_commit=False)
+    return Store(engine, sessions, box, StoreCalls(timeout=bounds.call))
+
+
+def _postgres_engine(url: URL, bounds: StoreTimeouts, options: dict[str, Any]) -> Engine:
+    """A PostgreSQL engine with the bounds; a bound that the URL or `connect_args` set already
+    is kept."""
+    connect_args = dict(options.pop("connect_args", {}))
+    query = {key: str(value) for key, value in url.query.items()}
+    if "connect_timeout" not in query:
+        connect_args.setdefault("connect_timeout", max(2, round(bounds.connect)))
+    given = " ".join(
+        str(each) for each in (query.get("options"), connect_args.get("options")) if each
+    )
+    if "statement_timeout" not in given:
+        statement = f"-c statement_timeout={round(bounds.statement * 1000)}"
+        given = f"{given} {statement}" if given else statement
+    connect_args["options"] = given
+    options.setdefault("pool_timeout", bounds.checkout)
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **options)
 
 
 def _sqlite_engine(url: str, database: str | None, options: dict[str, Any]) -> Engine:
@@ -134,6 +197,8 @@ def current_revisions(store: Store) -> list[str]:
 def _run(store: Store, step: Any) -> None:
     with start_lock(store), store.engine.connect() as connection:
         if store.is_postgres:
+            # A migration may take longer than a statement of serving is allowed.
+            connection.execute(text("SET statement_timeout = 0"))
             connection.execute(select(text(f"pg_advisory_lock({_MIGRATION_LOCK})")))
             connection.commit()
         try:
@@ -143,6 +208,7 @@ def _run(store: Store, step: Any) -> None:
             if store.is_postgres:
                 connection.rollback()
                 connection.execute(select(text(f"pg_advisory_unlock({_MIGRATION_LOCK})")))
+                connection.execute(text("RESET statement_timeout"))
                 connection.commit()
 
 

@@ -119,7 +119,7 @@ class PostgresFeed:
         while not self._closed:
             try:
                 if self._schema is None:
-                    self._schema = await asyncio.to_thread(self._current_schema)
+                    self._schema = await self.store.calls.run(self._current_schema)
                 connection = await psycopg.AsyncConnection.connect(
                     autocommit=True, **self._connect_params()
                 )

@@ -6,6 +6,8 @@ Rule 2: the default route may be repointed at any time, but not cleared while a 
 inherits it (`ProjectDefaultRouteInherited`, with the consumers counted and sampled).
 Rule 3: every write takes a `validate` hook, called with the project as the write leaves it
 (deleting a project: with the project emptied).
+Rule 4: the config file's project (`file_project`, its name) is never deleted nor renamed here
+(`FileManaged`): serving needs it in the store.
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from turnout.errors import ConfigError, NameTaken, ObjectNotFound, ProjectDefaultRouteInherited
+from turnout.errors import (
+    ConfigError,
+    FileManaged,
+    NameTaken,
+    ObjectNotFound,
+    ProjectDefaultRouteInherited,
+)
 from turnout.store._writes import (
     audit,
     check_written,
@@ -84,13 +92,17 @@ def update_project(
     *,
     actor: str | None = None,
     validate: Validate | None = None,
+    file_project: str | None = None,
 ) -> dict[str, Any]:
-    """Merge-patch the project: `name`, `default_model_route_id` (None clears it: Rule 2)."""
+    """Merge-patch the project: `name`, `default_model_route_id` (None clears it: Rule 2); the
+    config file's project keeps its name (Rule 4)."""
     with write(store) as session:
         row = require_project(session, project_id)
         before = _read(row)
         current = {"name": row.name, "default_model_route_id": row.default_model_route_id}
         fields = _checked(merge_patch(current, patch))
+        if row.name == file_project and fields["name"] != row.name:
+            raise _file_managed(row, "renamed")
         _check_name(session, fields["name"], row.id)
         route_id = fields.get("default_model_route_id")
         if route_id is not None:
@@ -106,11 +118,18 @@ def update_project(
 
 
 def delete_project(
-    store: Store, project_id: str, *, actor: str | None = None, validate: Validate | None = None
+    store: Store,
+    project_id: str,
+    *,
+    actor: str | None = None,
+    validate: Validate | None = None,
+    file_project: str | None = None,
 ) -> None:
-    """Delete the project and every object it owns."""
+    """Delete the project and every object it owns; never the config file's (Rule 4)."""
     with write(store) as session:
         row = require_project(session, project_id)
+        if row.name == file_project:
+            raise _file_managed(row, "deleted")
         before = _read(row)
         session.delete(row)
         if validate is not None:
@@ -118,6 +137,14 @@ def delete_project(
             validate(ProjectSnapshot(id=row.id, name=row.name))
         audit(session, actor=actor, action="delete", kind="project", object_id=project_id,
               project_id=project_id, before=before, after=None)  # fmt: skip
+
+
+def _file_managed(row: Project, done: str) -> FileManaged:
+    return FileManaged(
+        f"project {row.name!r} ({row.id}) is the config file's project: it cannot be {done}"
+        " through the admin API (change `project` in the file instead)",
+        meta={"id": row.id, "name": row.name},
+    )
 
 
 def _check_default_route(session: Session, project_id: str, route_id: str) -> None:

@@ -81,6 +81,11 @@ class StoreContext:
             self.runtimes[project_name] = self._build(project_name)
         return self.runtimes[project_name]
 
+    def served_runtimes(self) -> dict[str, Runtime]:
+        names = [self.project, *self._snapshot.projects]
+        found = {name: self.runtime_for(name) for name in names}
+        return {name: runtime for name, runtime in found.items() if runtime is not None}
+
     def reload(self) -> None:
         """A fresh snapshot; runtimes are built from it when first asked for."""
         self._snapshot = load_snapshot(self.store)

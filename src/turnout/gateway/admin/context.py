@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from turnout.gateway.runtime.live import Runtime
     from turnout.schema import FileConfig
     from turnout.store import Store
@@ -33,6 +35,10 @@ class AdminContext(Protocol):
 
     def runtime_for(self, project_name: str) -> Runtime | None:
         """The live runtime of a project, None when it serves none."""
+        ...
+
+    def served_runtimes(self) -> Mapping[str, Runtime]:
+        """The live runtime of every served project, by name."""
         ...
 
     async def committed(self) -> None:

@@ -33,7 +33,7 @@ __all__ = ["health_operations"]
 
 
 async def get_health(call: AdminCall) -> Reply:
-    projects = await served_projects(call)
+    projects = served_projects(call)
     return json_body(200, {"data": [_project_health(project) for project in projects]})
 
 
@@ -80,7 +80,7 @@ def _key(entry: KeyHealth, key_by: str, providers: Any) -> dict[str, Any]:
 async def get_upstreams(call: AdminCall) -> Reply:
     routes: list[dict[str, Any]] = []
     providers: list[dict[str, Any]] = []
-    for project in await served_projects(call):
+    for project in served_projects(call):
         snapshot = project.runtime.health.snapshot()
         entries = list(project.runtime.routes.values())
         routes.extend(

@@ -14,12 +14,14 @@ target.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from turnout.errors import ConfigError, ObjectNotFound
 from turnout.gateway.admin.dispatch import Operation
 from turnout.gateway.admin.replies import NO_CONTENT, json_body
+from turnout.gateway.admin.served import file_project
 from turnout.gateway.admin.writes import read, write
 from turnout.store import service
 
@@ -122,13 +124,15 @@ async def get_project(call: AdminCall) -> Reply:
 
 async def update_project(call: AdminCall) -> Reply:
     pid = call.params["project_id"]
-    found = await write(call, service.update_project, pid, call.body, what=f"update {pid}")
+    update = functools.partial(service.update_project, file_project=file_project(call))
+    found = await write(call, update, pid, call.body, what=f"update {pid}")
     return json_body(200, found)
 
 
 async def delete_project(call: AdminCall) -> Reply:
     pid = call.params["project_id"]
-    await write(call, service.delete_project, pid, what=f"delete {pid}")
+    delete = functools.partial(service.delete_project, file_project=file_project(call))
+    await write(call, delete, pid, what=f"delete {pid}")
     return NO_CONTENT
 
 

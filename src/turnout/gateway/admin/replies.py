@@ -7,7 +7,8 @@ a 405 lists the path's methods in `meta.allowed` and in an `allow` header.
 Rule 2: errors of turnout's own carry their status and code (`AdminError`, `ConfigError`,
 `StoreError`; a missing `TURNOUT_SECRET_KEY` is 503 `SECRET_KEY_MISSING`, its `meta` naming the
 variable); a value the database refuses (too long for its column) is a 400; a store that
-cannot be reached (a lost or refused connection) is a 503 `store_unavailable`; anything else
+cannot be reached (a lost or refused connection, or no answer within the bound of a store
+call) is a 503 `store_unavailable`; anything else
 is a 500 `internal_error` whose message says nothing of the cause (the log has it).
 """
 
@@ -16,10 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError
 
 from turnout.errors import ConfigError, SecretKeyMissing, StoreError
 from turnout.gateway.responses.respond import Reply
+from turnout.store.calls import is_unreachable
 from turnout.store.secret_box import SECRET_KEY_VARIABLE
 
 if TYPE_CHECKING:
@@ -90,10 +92,9 @@ def error_reply(exc: BaseException) -> Reply:
 
 
 def store_unreachable(exc: BaseException) -> bool:
-    """Whether `exc` says the database could not be reached or the connection was lost."""
-    if isinstance(exc, OperationalError | InterfaceError):
-        return True
-    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+    """Whether `exc` says the database could not be reached, did not answer in time, or the
+    connection was lost."""
+    return is_unreachable(exc)
 
 
 def _envelope(status: int, code: str, message: str, meta: dict[str, Any]) -> Reply:

@@ -4,6 +4,8 @@ its live runtime.
 
 Rule 1: a project without a live runtime (one that fails validation, say) is left out of the
 views; the routing test answers 404 for it.
+Rule 2: the views of every served project (`served_projects`: health, upstreams) read the live
+runtimes alone, never the store, so they answer while the store does not.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from turnout.gateway.admin.dispatch import AdminCall
     from turnout.gateway.runtime.live import Runtime
 
-__all__ = ["ServedProject", "served_project", "served_projects"]
+__all__ = ["ServedProject", "file_project", "served_project", "served_projects"]
 
 DEFAULT_PROJECT = "default"
 
@@ -33,22 +35,22 @@ class ServedProject:
     runtime: Runtime
 
 
-async def served_projects(call: AdminCall) -> list[ServedProject]:
-    """Rule 1: every served project, the file's first."""
-    stored = {row["name"]: row["id"] for row in await read(call, service.list_projects)}
-    names = [_file_project(call), *(name for name in stored if name != _file_project(call))]
-    found = []
-    for name in names:
-        runtime = call.context.runtime_for(name)
-        if runtime is not None:
-            found.append(ServedProject(name, stored.get(name), runtime))
-    return found
+def served_projects(call: AdminCall) -> list[ServedProject]:
+    """Rules 1 and 2: every served project, the file's first."""
+    runtimes = call.context.served_runtimes()
+    first = file_project(call)
+    names = [first, *(name for name in runtimes if name != first)]
+    return [
+        ServedProject(name, runtimes[name].stored.project_id, runtimes[name])
+        for name in names
+        if name in runtimes
+    ]
 
 
 async def served_project(call: AdminCall, project_id: str | None) -> ServedProject:
     """The project `project_id` names (None: the file's), or 404."""
     if project_id is None:
-        name = _file_project(call)
+        name = file_project(call)
         stored = await read(call, service.list_projects)
         found_id = next((row["id"] for row in stored if row["name"] == name), None)
     else:
@@ -61,6 +63,7 @@ async def served_project(call: AdminCall, project_id: str | None) -> ServedProje
     return ServedProject(name, found_id, runtime)
 
 
-def _file_project(call: AdminCall) -> str:
+def file_project(call: AdminCall) -> str:
+    """The name of the config file's project (the embedded defaults' without a file)."""
     file = call.context.file_config()
     return file.project if file is not None else DEFAULT_PROJECT

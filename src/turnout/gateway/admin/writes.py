@@ -1,5 +1,6 @@
 """How the admin API calls the store: every service function in a worker thread (the store is
-synchronous; the event loop keeps serving chat meanwhile), and every write checked, audited
+synchronous; the event loop keeps serving chat meanwhile), bounded (`Store.run`: a store that
+does not answer is a 503 `store_unavailable` within seconds), and every write checked, audited
 and served before it is answered.
 
 Rule 1: a write passes `actor=` (the admin key's id) and `validate=`, which runs the one
@@ -14,8 +15,6 @@ until a reload succeeds).
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,8 +36,8 @@ _T = TypeVar("_T")
 
 
 async def read(call: AdminCall, function: Callable[..., _T], *args: Any) -> _T:
-    """`function(store, *args)` in a worker thread."""
-    return await asyncio.to_thread(function, call.context.store, *args)
+    """`function(store, *args)` in a worker thread, bounded."""
+    return await call.context.store.run(function, *args)
 
 
 async def write(call: AdminCall, function: Callable[..., _T], *args: Any, what: str) -> _T:
@@ -46,8 +45,7 @@ async def write(call: AdminCall, function: Callable[..., _T], *args: Any, what: 
     the reload. `what` names the write in the log line (never a secret)."""
     context = call.context
     check = validator(context.file_config())
-    bound = functools.partial(function, context.store, *args, actor=call.actor, validate=check)
-    result = await asyncio.to_thread(bound)
+    result = await context.store.run(function, *args, actor=call.actor, validate=check)
     logger.info("admin %s: %s", call.actor, what)
     try:
         await context.committed()

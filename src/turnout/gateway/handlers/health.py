@@ -8,6 +8,7 @@ from turnout.gateway.responses.respond import json_reply
 
 if TYPE_CHECKING:
     from turnout.gateway.runtime.live import Runtime
+    from turnout.gateway.runtime.status import ControlStatus
     from turnout.gateway.server.exchange import Exchange, GatewaySettings
 
 __all__ = ["handle_healthz", "readiness"]
@@ -20,12 +21,17 @@ async def handle_healthz(exchange: Exchange) -> None:
     await exchange.reply(_OK)
 
 
-async def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, object]]:
+async def readiness(
+    settings: GatewaySettings | None, status: ControlStatus | None = None
+) -> tuple[int, dict[str, object]]:
     """`/readyz`'s status and body: 503 before the configuration is loaded; then 200, with
     `status: degraded` and its `reason` while the shared state store is unreachable (the gateway
     serves on local state then: a failing store never fails a call) and the store's own detail
-    under `state`. The store is asked each time (`StateStore.probe`: bounded, and at most about
-    once a second for a shared store), so an outage shows here before any call meets it.
+    under `state`; likewise while the store (the database) does not answer, while a store
+    version is refused, and after a refused reload of the config file (`status`: the fields
+    `store`, `refused_version` and `reload`). The shared state store is asked each time
+    (`StateStore.probe`: bounded, and at most about once a second for a shared store), so an
+    outage shows here before any call meets it.
     `health` says whether health is shared with other replicas (and its counts): while the
     store is down, each process keeps its own health, and the status stays 200 because the
     process still serves every request."""
@@ -35,9 +41,12 @@ async def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, ob
     state = runtime.state
     healthy = await state.probe()
     detail = state.describe()  # with any password redacted
-    body: dict[str, object] = {"status": "ready" if healthy else "degraded"}
-    if not healthy:
-        body["reason"] = f"shared state: {detail.get('detail', 'unreachable')}"
+    reasons = [] if healthy else [f"shared state: {detail.get('detail', 'unreachable')}"]
+    if status is not None:
+        reasons.extend(status.problems())
+    body: dict[str, object] = {"status": "degraded" if reasons else "ready"}
+    if reasons:
+        body["reason"] = "; ".join(reasons)
     body.update(
         {
             "config": "loaded",
@@ -50,6 +59,7 @@ async def readiness(settings: GatewaySettings | None) -> tuple[int, dict[str, ob
             "health": _health_detail(runtime),
             # Bindings load with the configuration; grants are enforced while resolving.
             "bindings": "loaded",
+            **(status.describe() if status is not None else {}),
         }
     )
     return 200, body

@@ -120,6 +120,7 @@ class Metrics:
             "Audit rows dropped because the audit writer's queue was full (usage is kept).",
             registry=registry,
         )
+        self._control_metrics(registry)
         self._children: dict[Hashable, Any] = {}
         self._calls: dict[tuple[str, str], Any] = {}  # (route, outcome) -> its calls child
         self._calls_of: dict[tuple[str | None, str | None, str], _Call] = {}
@@ -127,6 +128,51 @@ class Metrics:
         # histogram child -> [sum, count per bucket...] not yet added
         self._observed: dict[Any, list[float]] = {}
         self._flushing: asyncio.TimerHandle | None = None
+
+    def _control_metrics(self, registry: CollectorRegistry) -> None:
+        """The control plane's: the store answering, reloads, a refused store version."""
+        self.store_up = Gauge(
+            "turnout_store_up",
+            "1 while the store (the database) answers, 0 while this process serves the"
+            " configuration it loaded last; absent without a store.",
+            ["backend"],
+            multiprocess_mode="livemin",
+            registry=registry,
+        )
+        self.reloads = Counter(
+            "turnout_config_reloads",
+            "Reloads of the config file (SIGHUP), by outcome (ok, refused).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.reload_ok = Gauge(
+            "turnout_config_last_reload_ok",
+            "1 when the last reload of the config file is served (or none was asked), 0 when"
+            " it was refused.",
+            multiprocess_mode="livemin",
+            registry=registry,
+        )
+        self.reload_ok.set(1)
+        self.refused_version = Gauge(
+            "turnout_store_version_refused",
+            "The newest store version this process cannot serve (it serves an older one), 0"
+            " when it serves the newest.",
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+
+    def set_store_up(self, backend: str, up: bool) -> None:
+        """Say whether the store `backend` answers."""
+        self.store_up.labels(backend).set(1 if up else 0)
+
+    def count_reload(self, ok: bool) -> None:
+        """Count one reload of the config file, served (`ok`) or refused."""
+        self.reloads.labels("ok" if ok else "refused").inc()
+        self.reload_ok.set(1 if ok else 0)
+
+    def set_refused_version(self, version: int) -> None:
+        """Say which store version is refused (0: none)."""
+        self.refused_version.set(version)
 
     def _add(self, child: Any, amount: float) -> None:
         counts = self._counts

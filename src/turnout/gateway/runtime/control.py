@@ -17,9 +17,16 @@ cooldowns and parks carry over) unless the health policy changed.
 Rule 4: a consumer whose route or provider left the config file is served apart from the
 validator (it meets 503 NO_ROUTE) instead of refusing its whole project.
 Rule 5: a store that fails during a refresh never fails serving: the last snapshot keeps
-serving, one WARNING line says so per outage and one INFO line when the store answers again.
+serving, one WARNING line says so per outage and one INFO line when the store answers again;
+every store call is bounded (`Store.run`), and `status` says whether the store answers. A
+store that cannot be reached at start is no start-up error either: the config file's project
+is served from the file alone (store version 0) and the store is prepared (migrated, the file
+synced) and loaded by the first refresh that reaches it.
 A project the validator refuses keeps its previous runtime (or is not served), with an ERROR
-line; at start, a refused file project is a start-up error.
+line; at start, a refused file project is a start-up error. A store version that cannot be
+served at all (the file's project missing from it) keeps the last one serving and is an alarm:
+one ERROR line per version, and `status.refused` (`/readyz`, a metric) until a newer version
+is served.
 Rule 6: refreshes run one at a time; one that started before a SIGHUP reload of the file is
 dropped rather than swapped in over the reload's newer result.
 Rule 7: without `TURNOUT_SECRET_KEY`, a store holding encrypted provider secrets is a start-up
@@ -37,26 +44,28 @@ from typing import TYPE_CHECKING, Protocol
 
 from turnout.access.keys import Caller, KeyRing
 from turnout.config.stored import project_config, project_problems
-from turnout.errors import ConfigError, NameTaken
+from turnout.errors import ConfigError, NameTaken, StoreUnavailable
 from turnout.gateway.admin.auth import admin_key_hashes
 from turnout.gateway.runtime.live import Runtime, StoredFacts, open_state_store
 from turnout.gateway.runtime.served import ServedProjects
+from turnout.gateway.runtime.status import ControlStatus
 from turnout.routing.clock import LoopClock
 from turnout.state.config_feed import StateFeed
+from turnout.store.calls import is_unreachable
+from turnout.store.engine import migrate, start_lock
 from turnout.store.file_sync import sync_file
 from turnout.store.notify import PostgresFeed
 from turnout.store.secret_box import SECRET_KEY_VARIABLE
 from turnout.store.service import check_secret_key, current_version
-from turnout.store.snapshot import load_snapshot
+from turnout.store.snapshot import ProjectSnapshot, StoreSnapshot, load_snapshot
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from turnout.routing.clock import Clock
     from turnout.schema import ConsumerConfig, FileConfig
     from turnout.state.base import StateStore
     from turnout.store.engine import Store
-    from turnout.store.snapshot import ProjectSnapshot, StoreSnapshot
 
 __all__ = [
     "POLL_SECONDS",
@@ -71,6 +80,9 @@ logger = logging.getLogger("turnout.gateway")
 
 POLL_SECONDS = 1.0
 """Seconds between two reads of the store's version by `PollFeed`."""
+PREPARE_SECONDS = 60.0
+"""The bound on preparing a store that could not be reached at start (migrating it may take
+longer than a store call of serving is allowed)."""
 
 
 class ChangeFeed(Protocol):
@@ -146,7 +158,7 @@ def build_served(
         primary = name == file.project
         config, dangling = _split_dangling(project_config(file, project))
         stored = StoredFacts(
-            project.ids, project.id, project.default_route, consumer_projects, dangling
+            project.ids, project.id or None, project.default_route, consumer_projects, dangling
         )
         before = previous.runtimes.get(name) if previous is not None else None
         if before is not None and before.config == config and before.stored == stored:
@@ -206,7 +218,8 @@ class ControlPlane:
 
     `store` is open and migrated; `file` the configuration file's contents (the embedded
     defaults when `embedded`); `reload_file` (optional) reads the file again for SIGHUP; `clock`
-    times runtimes and the poll; `feed` (default: `change_feed`'s choice) wakes refreshes.
+    times runtimes and the poll; `feed` (default: `change_feed`'s choice) wakes refreshes;
+    `prepared` False when the store could not be migrated and synced at start (Rule 5).
     """
 
     def __init__(
@@ -218,8 +231,11 @@ class ControlPlane:
         reload_file: Callable[[], FileConfig] | None = None,
         clock: Clock | None = None,
         feed: ChangeFeed | None = None,
+        prepared: bool = True,
     ) -> None:
         self.store = store
+        self.prepared = prepared
+        self.status = ControlStatus(store.calls, store.backend)
         self.file = file
         self.embedded = embedded
         self._reload_file = reload_file
@@ -250,6 +266,11 @@ class ControlPlane:
         served = self._served
         return None if served is None else served.runtimes.get(project_name)
 
+    def served_runtimes(self) -> Mapping[str, Runtime]:
+        """The runtime of every project served now, by name."""
+        served = self._served
+        return MappingProxyType({}) if served is None else served.runtimes
+
     def validate(self, project: ProjectSnapshot) -> None:
         """A write's validation hook (the store's `validate=`): `ConfigError` listing every
         problem of `project` as it would be served with the config file."""
@@ -262,7 +283,7 @@ class ControlPlane:
         """A write committed: announce it, so the other replicas rebuild while this one does,
         and refresh now; returns once its runtimes serve (Rule 2)."""
         try:
-            version = await asyncio.to_thread(current_version, self.store)
+            version = await self.store.run(current_version)
         except Exception:  # noqa: BLE001 - the refresh below reports a failing store
             version = None
         if version is not None:
@@ -279,12 +300,20 @@ class ControlPlane:
         return self._served
 
     def load(self) -> ServedProjects:
-        """Load the store and build every runtime (start-up; blocking I/O). `SecretKeyMissing`
-        when the store holds provider secrets and `TURNOUT_SECRET_KEY` is not set (Rule 7)."""
-        self._check_secret_key()
+        """Load the store and build every runtime (start-up; blocking I/O); the file alone
+        when the store cannot be reached (Rule 5). `SecretKeyMissing` when the store holds
+        provider secrets and `TURNOUT_SECRET_KEY` is not set (Rule 7)."""
+        try:
+            self.prepare()
+            self._check_secret_key()
+            snapshot = load_snapshot(self.store)
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
+            snapshot = self._unreachable_at_start(exc)
         self._served = build_served(
             self.file,
-            load_snapshot(self.store),
+            snapshot,
             embedded=self.embedded,
             clock=self._clock,
             previous=self._served,
@@ -295,8 +324,14 @@ class ControlPlane:
     async def start(self, swap: Callable[[ServedProjects], object]) -> ServedProjects:
         """Load (unless loaded), then keep `served` current, swapping through `swap`."""
         if self._served is None:
-            await asyncio.to_thread(self._check_secret_key)
-            snapshot = await asyncio.to_thread(load_snapshot, self.store)
+            try:
+                await self.store.calls.run(self.prepare, within=PREPARE_SECONDS)
+                await self.store.calls.run(self._check_secret_key)
+                snapshot = await self.store.run(load_snapshot)
+            except Exception as exc:
+                if not is_unreachable(exc):
+                    raise
+                snapshot = self._unreachable_at_start(exc)
             self._served = build_served(
                 self.file, snapshot, embedded=self.embedded, clock=self._clock, state=self.state
             )
@@ -319,13 +354,14 @@ class ControlPlane:
         async with self._lock:
             generation = self._generation
             try:
-                version = await asyncio.to_thread(current_version, self.store)
-                served = self._served
-                if served is not None and served.version == version:
+                if not self.prepared:
+                    await self.store.calls.run(self.prepare, within=PREPARE_SECONDS)
+                version = await self.store.run(current_version)
+                if not self._is_news(version):
                     self._recovered()
                     return False
-                snapshot = await asyncio.to_thread(load_snapshot, self.store)
-            except Exception as exc:  # noqa: BLE001 - Rule 4: any failure of the store
+                snapshot = await self.store.run(load_snapshot)
+            except Exception as exc:  # noqa: BLE001 - Rule 5: any failure of the store
                 self._failed(exc)
                 return False
             self._recovered()
@@ -339,7 +375,7 @@ class ControlPlane:
                     state=self.state,
                 )
             except ConfigError as exc:
-                logger.error("store version %d is refused: %s", snapshot.version, exc)  # noqa: TRY400
+                self._refuse(snapshot.version, exc)
                 return False
             await fresh.start()  # new runtimes share health before they serve
             if generation != self._generation:  # Rule 6
@@ -352,6 +388,7 @@ class ControlPlane:
         """SIGHUP: read the file again, bring it into the store and rebuild (blocking I/O).
         Raises `ConfigError` or `OSError` for a bad file, and the store's errors."""
         file = self._reload_file() if self._reload_file is not None else self.file
+        self.prepare()
         try:
             sync_file(self.store, file)
         except NameTaken:  # another worker synced the same file at the same moment
@@ -368,10 +405,56 @@ class ControlPlane:
         self.file = file
         self._generation += 1
         self._served = fresh
+        self.status.serving(fresh.version)
         return fresh
+
+    def _is_news(self, version: int) -> bool:
+        """Whether store `version` is neither served nor refused already."""
+        served, refused = self._served, self.status.refused
+        if served is not None and served.version == version:
+            return False
+        return refused is None or refused.version != version
+
+    def _refuse(self, version: int, exc: ConfigError) -> None:
+        """Rule 5: a store version that cannot be served, reported once."""
+        if self.status.refuse(version, str(exc)):
+            logger.error(
+                "store version %d is refused, still serving store version %s: %s",
+                version,
+                None if self._served is None else self._served.version,
+                exc,
+            )
+
+    def prepare(self) -> None:
+        """Migrate the store and bring the file's objects into it, once (blocking I/O; raises
+        the store's errors)."""
+        if self.prepared:
+            return
+        migrate(self.store)
+        with start_lock(self.store):
+            try:
+                sync_file(self.store, self.file)
+            except NameTaken:  # another replica synced the same file at the same moment
+                sync_file(self.store, self.file)
+        self.prepared = True
+
+    def _unreachable_at_start(self, exc: Exception) -> StoreSnapshot:
+        """Rule 5: the snapshot of the file alone, for a store that cannot be reached."""
+        if not isinstance(exc, StoreUnavailable):
+            self.store.calls.mark(type(exc).__name__)
+        self._outage = True
+        logger.warning(
+            "the store is unreachable (%s): serving the config file's project from the file"
+            " alone, and trying the store again every %g s",
+            self.store.calls.failure,
+            POLL_SECONDS,
+        )
+        project = ProjectSnapshot(id="", name=self.file.project)
+        return StoreSnapshot(version=0, projects={self.file.project: project})
 
     def _install(self, fresh: ServedProjects) -> None:
         self._served = fresh
+        self.status.serving(fresh.version)
         if self._swap is not None:
             self._swap(fresh)
         logger.info(
@@ -386,7 +469,7 @@ class ControlPlane:
             self._outage = True
             logger.warning(
                 "the store cannot be read (%s); still serving store version %s",
-                type(exc).__name__,
+                self.store.calls.failure or type(exc).__name__,
                 None if self._served is None else self._served.version,
             )
 

@@ -50,6 +50,7 @@ from turnout.gateway.handlers import (
 from turnout.gateway.observe.observer import Observer
 from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI, RESPONSES
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
+from turnout.gateway.runtime.status import ControlStatus
 from turnout.gateway.server._tracebacks import release_frames
 from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
 from turnout.gateway.ui.app import Dashboard
@@ -143,7 +144,8 @@ class GatewayApp:
     `Observer`) serves every runtime the app installs, so metrics and activity outlive a
     reload. With `admin_hashes` (the admin keys' hashes), the dashboard is served at `/ui`;
     `admin` serves the admin API (Rule 6). `sign_ins` (default: a new `SignInThrottle`)
-    counts the failed admin keys both of them see.
+    counts the failed admin keys both of them see. `status` (default: one without a store) is
+    what `/readyz` and the metrics say of the store and of reloads.
     Lifespan shutdown closes the providers' connection pools.
     """
 
@@ -159,6 +161,7 @@ class GatewayApp:
         observer: Observer | None = None,
         admin: AdminContext | None = None,
         sign_ins: SignInThrottle | None = None,
+        status: ControlStatus | None = None,
     ) -> None:
         self._load = load
         # One count of failed admin keys for the admin API and the dashboard alike.
@@ -170,6 +173,8 @@ class GatewayApp:
         self._keepalive_seconds = keepalive_seconds
         # One observer for the app's life: metrics and activity outlive a reload.
         self.observer = observer if observer is not None else Observer()
+        self.status = status if status is not None else ControlStatus()
+        self.status.watch(self.observer.metrics)
         self._dashboard = (
             None
             if admin_hashes is None
@@ -324,7 +329,7 @@ class GatewayApp:
         fmt = ANTHROPIC if path.startswith(_ANTHROPIC_PATHS) else OPENAI
         methods = _PATHS.get(path) or _parameterized(path)
         if path == "/readyz" and method == "GET":
-            status, body = await readiness(self.settings)
+            status, body = await readiness(self.settings, self.status)
             return json_reply(status, body)
         if path == "/healthz" and method == "GET":
             return json_reply(200, {"status": "ok"})

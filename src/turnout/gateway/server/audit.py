@@ -110,6 +110,7 @@ def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
         admin_hashes=control.admin_key_hashes,
         admin=control,
         observer=Observer(sink=writer),
+        status=control.status,
     )
     if app.dashboard is not None:
         app.dashboard.audit = functools.partial(_audited, control.store)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from turnout.config._control_rules import store_url
 from turnout.config.load import load_config
-from turnout.errors import ConfigError, NameTaken
+from turnout.errors import ConfigError
 from turnout.gateway.observe.logs import configure_logging_from_env
 from turnout.gateway.observe.tracing import TracingSettings, install_tracing
 from turnout.gateway.runtime.control import ControlPlane
@@ -89,8 +89,9 @@ def open_control(
 ) -> ControlPlane:
     """The control plane of `config_path` (None or empty: the embedded defaults, with the
     store in the working directory); `prepare` migrates the store and brings the file's
-    objects into it (once per start, by the parent of several workers). Raises `ConfigError`
-    for a bad file or a store that cannot be opened, and `OSError` for an unreadable file."""
+    objects into it (once per start, by the parent of several workers; a store that cannot be
+    reached then is prepared later, by the control plane). Raises `ConfigError` for a bad file
+    or a store that cannot be opened, and `OSError` for an unreadable file."""
     file: FileConfig
     if config_path:
         file = load_config(config_path, env=env)
@@ -105,24 +106,27 @@ def open_control(
     from sqlalchemy.engine import make_url  # noqa: PLC0415
     from sqlalchemy.exc import SQLAlchemyError  # noqa: PLC0415
 
-    from turnout.store import migrate, open_store  # noqa: PLC0415
-    from turnout.store.engine import start_lock  # noqa: PLC0415
-    from turnout.store.file_sync import sync_file  # noqa: PLC0415
+    from turnout.store import open_store  # noqa: PLC0415
+    from turnout.store.calls import is_unreachable  # noqa: PLC0415
 
+    shown = make_url(url).render_as_string(hide_password=True)
     try:
         store = open_store(url)
-        if prepare:
-            migrate(store)
-            with start_lock(store):
-                try:
-                    sync_file(store, file)
-                except NameTaken:  # another replica synced the same file at the same moment
-                    sync_file(store, file)
     except SQLAlchemyError as exc:
-        shown = make_url(url).render_as_string(hide_password=True)
         rule = f"cannot open the store at {shown}: {type(exc).__name__}"
         raise ConfigError(f"store: {rule}", [("store", rule)]) from None
-    return ControlPlane(store, file, embedded=not config_path, reload_file=reload_file)
+    control = ControlPlane(
+        store, file, embedded=not config_path, reload_file=reload_file, prepared=not prepare
+    )
+    if prepare:
+        try:
+            control.prepare()
+        except SQLAlchemyError as exc:
+            if not is_unreachable(exc):
+                rule = f"cannot open the store at {shown}: {type(exc).__name__}"
+                raise ConfigError(f"store: {rule}", [("store", rule)]) from None
+            logger.warning("the store at %s is unreachable (%s)", shown, type(exc).__name__)
+    return control
 
 
 def worker_app(config_path: str | None, *, prepare: bool = True) -> GatewayApp:
@@ -219,13 +223,16 @@ def serve(
                 return run_worker(sock, GatewayApp(served), limits, reload=reload)
 
             return _traced(tracing, run_one)
+        prepared = control is None or control.prepared
         with contextlib.suppress(Exception):
             asyncio.run(_close_before_fork(served, control))
         supervisor = Supervisor(
             options.workers,
             lambda parent: _traced(
                 tracing,
-                lambda: _run_one_worker(sock, path, limits, parent, stored=control is not None),
+                lambda: _run_one_worker(
+                    sock, path, limits, parent, stored=control is not None, prepared=prepared
+                ),
             ),
             grace=limits.shutdown_grace,
         )
@@ -243,14 +250,21 @@ async def _close_before_fork(served: ServedProjects, control: ControlPlane | Non
 
 
 def _run_one_worker(
-    sock: socket.socket, path: str | None, limits: ServerLimits, parent: int, *, stored: bool
+    sock: socket.socket,
+    path: str | None,
+    limits: ServerLimits,
+    parent: int,
+    *,
+    stored: bool,
+    prepared: bool = True,
 ) -> int:
     configure_logging_from_env()
     source = path or "the embedded defaults"
     if not stored:
         load = functools.partial(load_runtime, path, os.environ)
         return run_worker(sock, GatewayApp(load=load), limits, reload=(source, load), parent=parent)
-    control = open_control(path, os.environ, prepare=False)
+    # A worker prepares the store only when its parent could not reach it.
+    control = open_control(path, os.environ, prepare=not prepared)
     app = store_app(control, path)
     return run_worker(sock, app, limits, reload=(source, control.reload_file), parent=parent)
 

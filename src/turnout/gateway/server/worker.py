@@ -5,7 +5,10 @@ Ctrl-C) starts the bounded shutdown of `listener.Listener`; a second one ends it
 once. The process then exits 0.
 Rule 2: SIGHUP reloads the configuration: the new one is loaded and checked first; on any
 problem the old runtime keeps serving and one ERROR line names the problems, else the app
-swaps the new runtime in (requests in flight finish on the old one) and one INFO line says so.
+swaps the new runtime in (requests in flight finish on the old one) and one INFO line says so,
+with one WARNING line for each changed setting that only a restart applies
+(`turnout.config.restart`). Either way the outcome is the app's `status.reload` (`/readyz`,
+the metrics).
 Rule 3: a pre-forked worker whose parent is gone shuts down as if told to.
 """
 
@@ -17,6 +20,7 @@ import os
 import signal
 from typing import TYPE_CHECKING, Final
 
+from turnout.config.restart import restart_required
 from turnout.errors import ConfigError
 from turnout.gateway.runtime.served import ServedProjects
 from turnout.gateway.server.lifespan import LifespanFailed
@@ -135,36 +139,32 @@ async def reload_runtime(
     """Rule 2: load and check the configuration again, and serve it if it is valid (True)."""
     try:
         loaded = load()
-    except ConfigError as exc:
-        problems = "; ".join(f"{path}: {msg}" if path else msg for path, msg in exc.errors)
+    except Exception as exc:  # noqa: BLE001 - every failure keeps the previous configuration
+        problems = _refusal(exc)
         logger.error(  # noqa: TRY400 - the problems are the message, a traceback adds nothing
             "reload of %s failed, still serving the previous configuration: %s",
             source,
-            problems or str(exc),
+            "; ".join(problems),
         )
-        return False
-    except OSError as exc:
-        logger.error(  # noqa: TRY400 - as above
-            "reload failed: cannot read %s (%s); still serving the previous configuration",
-            source,
-            exc.strerror or exc,
-        )
-        return False
-    except Exception as exc:  # noqa: BLE001 - the store: still serving what was loaded
-        logger.error(  # noqa: TRY400 - as above
-            "reload of %s failed: the store cannot be read (%s); still serving the previous"
-            " configuration",
-            source,
-            type(exc).__name__,
-        )
+        app.status.reloaded(ok=False, problems=problems)
         return False
     served = loaded if isinstance(loaded, ServedProjects) else ServedProjects.of(loaded)
     runtime = served.primary
     for warning in (*runtime.warnings, *served.warnings):
         logger.warning("%s: %s", source, warning)
+    before = app.runtime
+    restart = () if before is None else restart_required(before.config, runtime.config)
+    for path in restart:
+        logger.warning(
+            "%s: %s changed, which takes effect at the next start; still serving with the"
+            " value it started with",
+            source,
+            path,
+        )
     await served.start()  # health shared with other replicas, caught up before serving
     listener.limits = ServerLimits.from_config(runtime.config.server)
     app.swap_runtime(served)
+    app.status.reloaded(ok=True, restart=restart)
     count = len(runtime.routes)
     logger.info(
         "reloaded %s: %d route%s, auth=%s",
@@ -174,3 +174,13 @@ async def reload_runtime(
         runtime.config.server.auth,
     )
     return True
+
+
+def _refusal(exc: Exception) -> tuple[str, ...]:
+    """Why a reload was refused, as the log line and `/readyz` name it."""
+    if isinstance(exc, ConfigError):
+        problems = tuple(f"{path}: {msg}" if path else msg for path, msg in exc.errors)
+        return problems or (str(exc),)
+    if isinstance(exc, OSError):
+        return (f"cannot read the file ({exc.strerror or exc})",)
+    return (f"the store cannot be read ({type(exc).__name__})",)
