@@ -81,6 +81,9 @@ class BenchContext:
     def runtime_for(self, project_name: str) -> Runtime | None:
         return self.runtime if project_name == PROJECT else None
 
+    def served_runtimes(self) -> dict[str, Runtime]:
+        return {PROJECT: self.runtime}
+
     def _build(self) -> Runtime:
         snapshot = load_snapshot(self.store)
         return Runtime.from_config(project_config(self.file, snapshot.projects[PROJECT]))

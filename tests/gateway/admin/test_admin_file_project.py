@@ -51,7 +51,8 @@ async def _gateway(store: Store) -> AsyncIterator[tuple[httpx.AsyncClient, Contr
 
 
 def _file_project_id(store: Store) -> str:
-    return next(row["id"] for row in service.list_projects(store) if row["name"] == "default")
+    found: str = next(row["id"] for row in service.list_projects(store) if row["name"] == "default")
+    return found
 
 
 async def test_the_file_project_cannot_be_deleted_and_revocations_go_on(store: Store) -> None:
