@@ -213,7 +213,7 @@ async def test_an_event_over_the_limit_fails_the_stream(committed: bool) -> None
     first = records[-1].attempts[0]
     assert first.error_class == "provider_error"
     assert first.reason is not None
-    assert first.reason.endswith("(answer larger than 64 KiB)")
+    assert "(answer larger than 64 KiB)" in first.reason
     if committed:
         assert "".join(seen) == "early"
         assert backup.requests == []
