@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -147,23 +148,27 @@ def _run_client(call: cases.Call) -> tuple[str | None, str]:
     for key in ("HOME", "CODEX_HOME"):
         if key in call.env:
             Path(call.env[key]).mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run(
-            call.command,
-            env=env,
-            cwd=call.cwd,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=CALL_LIMIT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode(errors="replace")
-        return f"TIMEOUT after {CALL_LIMIT:g} s", out
-    out = done.stdout.decode(errors="replace")
-    if done.returncode != 0:
-        err = done.stderr.decode(errors="replace").strip()[-200:]
-        return f"exit {done.returncode}: {err or out[-200:]}", out
+    # A session of its own: on a timeout the client and every process it started are killed,
+    # so no helper left behind holds its output open.
+    with subprocess.Popen(
+        call.command,
+        env=env,
+        cwd=call.cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=CALL_LIMIT)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, _ = process.communicate()
+            return f"TIMEOUT after {CALL_LIMIT:g} s", stdout.decode(errors="replace")
+    out = stdout.decode(errors="replace")
+    if process.returncode != 0:
+        err = stderr.decode(errors="replace").strip()[-200:]
+        return f"exit {process.returncode}: {err or out[-200:]}", out
     return None, out
 
 
