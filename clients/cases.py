@@ -119,7 +119,8 @@ def claude_check(case: str, out: str) -> Verdict:
         if not deltas:
             return False, "no stream_event lines in stream-json output"
         return True, f"{len(deltas)} stream events; answer {str(result.get('result'))[:40]!r}"
-    return bool(result.get("result")), f"answer {str(result.get('result'))[:50]!r}"
+    asked = ",".join(result.get("modelUsage") or {})  # the model names Claude Code sent
+    return bool(result.get("result")), f"asked {asked}; answer {str(result.get('result'))[:40]!r}"
 
 
 # -- Codex -----------------------------------------------------------------------------------

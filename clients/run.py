@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,9 +227,19 @@ def run_case(stack: Stack, client: Client, exe: Path, *, route: str, case: str, 
     return Row(client.name, case, route, "pass" if ok else "FAIL", seconds, detail)
 
 
-def run_client(stack: Stack, client: Client, cache: Path, scratch: Path) -> list[Row]:
+def install_all(clients: list[Client], cache: Path) -> list[tuple[Path | None, str]]:
+    """Install (or find installed) every client, side by side; per client its executable, or
+    None and why not."""
+    print(f"installing {', '.join(c.name for c in clients)} into {cache}", flush=True)
+    with ThreadPoolExecutor(max_workers=len(clients) or 1) as pool:
+        return list(pool.map(lambda client: client.install(cache), clients))
+
+
+def run_client(
+    stack: Stack, client: Client, installed: tuple[Path | None, str], scratch: Path
+) -> list[Row]:
     """Every case of one client, or one skip row when it cannot be installed."""
-    exe, what = client.install(cache)
+    exe, what = installed
     if exe is None:
         return [Row(client.name, "-", "-", "skip", None, f"cannot be installed: {what}")]
     rows = [Row(client.name, "-", r, "n/a", None, why) for r, why in client.not_on.items()]
@@ -254,15 +265,17 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=[], help="run only these clients")
     args = parser.parse_args()
     began = time.monotonic()
+    chosen = [c for c in CLIENTS if not args.only or c.name in args.only]
+    installed = install_all(chosen, args.cache.resolve())
+    print(f"installed in {time.monotonic() - began:.0f} s", flush=True)
     with tempfile.TemporaryDirectory(prefix="turnout-clients-") as scratch:
         stack = Stack(Path(scratch))
         stack.start()
         try:
-            chosen = [c for c in CLIENTS if not args.only or c.name in args.only]
             rows = [
                 row
-                for c in chosen
-                for row in run_client(stack, c, args.cache.resolve(), Path(scratch))
+                for c, done in zip(chosen, installed, strict=True)
+                for row in run_client(stack, c, done, Path(scratch))
             ]
         finally:
             stack.stop()
