@@ -282,7 +282,10 @@ def main() -> int:
     print(f"\n{'client':<14} {'case':<10} {'route':<9} {'result':<5} {'s':>6}  detail")
     print("\n".join(_format(row) for row in rows))
     failed = sum(row.result == "FAIL" for row in rows)
-    print(f"\n{len(rows)} rows, {failed} failed, {time.monotonic() - began:.0f} s in all")
+    passed = sum(row.result == "pass" for row in rows)
+    skipped = sum(row.result == "skip" for row in rows)
+    print(f"\n{len(rows)} rows in {time.monotonic() - began:.0f} s")
+    print(f"clients: {passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed else 0
 
 
