@@ -96,7 +96,7 @@ async def test_a_consumer_whose_route_left_the_file_gets_no_route(store: Store) 
     control._reload_file = lambda: parse_config(smaller, env={})
     async with started(control) as app, client_of(app) as client:
         before = await _ask(client, "agent")
-        app.swap_runtime(control.reload_file())
+        app.swap_runtime(await control.reload_file())
         after = await _ask(client, "agent")
     assert before.status_code == 200
     assert after.status_code == 503

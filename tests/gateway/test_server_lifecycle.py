@@ -181,7 +181,11 @@ async def test_reload_swaps_a_valid_runtime_and_closes_the_old_one(
     app = GatewayApp(old)
     new = runtime_of({**CONFIG, "routes": CONFIG["routes"][:1]})
     listener = Listener(app, ServerLimits())
-    assert await reload_runtime(app, listener, lambda: new, "turnout.yaml")
+
+    async def load() -> Runtime:
+        return new
+
+    assert await reload_runtime(app, listener, load, "turnout.yaml")
     await asyncio.sleep(0)
     assert app.runtime is new
     assert closed == [True]
@@ -197,7 +201,7 @@ async def test_reload_keeps_the_old_runtime_when_the_new_one_is_invalid(
     old = runtime_of(CONFIG)
     app = GatewayApp(old)
 
-    def broken() -> Runtime:
+    async def broken() -> Runtime:
         raise ConfigError("bad", [("routes[0].targets[0].provider", "no provider 'x'")])
 
     assert not await reload_runtime(app, Listener(app, ServerLimits()), broken, "turnout.yaml")
@@ -218,6 +222,10 @@ async def test_a_reload_leaves_requests_in_flight_on_their_runtime() -> None:
 
     old.providers["m"].aclose = aclose
     app = GatewayApp(old)
+
+    async def load() -> Runtime:
+        return runtime_of(CONFIG)
+
     with bind_socket("127.0.0.1", 0) as sock:
         async with (
             serving(app, sock, ServerLimits(shutdown_grace=0.0)) as listener,
@@ -225,7 +233,7 @@ async def test_a_reload_leaves_requests_in_flight_on_their_runtime() -> None:
         ):
             await client.send(request("POST", "/v1/chat/completions", chat("drip", stream=True)))
             await client.reader.readuntil(b"\r\n\r\n")
-            assert await reload_runtime(app, listener, lambda: runtime_of(CONFIG), "f")
+            assert await reload_runtime(app, listener, load, "f")
             await asyncio.sleep(0.05)
             assert closed == []
             body = await asyncio.wait_for(client.reader.readuntil(b"0\r\n\r\n"), 3.0)

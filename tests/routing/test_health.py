@@ -257,6 +257,36 @@ def test_a_learned_trip_makes_calls_admitted_before_it_stale() -> None:
     assert health.snapshot().get(KEY).failures == 0  # type: ignore[union-attr]
 
 
+def test_a_route_s_own_trip_makes_calls_admitted_before_it_stale() -> None:
+    """A route whose breaker trips below the registry's threshold starts an epoch when it
+    skips the key: a call admitted before then that answers late closes nothing, so the key
+    stays open for that route until its probe's result."""
+    health, clock = make(Breaker(failures=5))
+    route = Breaker(failures=2, open_for=60)
+    in_flight = admitted(health, breaker=route)
+    fail(health, times=2)
+    opened = skipped(health, breaker=route)
+    clock.advance(1)
+    health.record_success(in_flight)
+    assert skipped(health, breaker=route) == opened
+    assert health.snapshot().get(KEY).failures == 2  # type: ignore[union-attr]
+
+
+def test_a_route_s_own_probe_still_closes_its_trip() -> None:
+    """After a route-level trip, the route's probe (admitted once its open period ends)
+    closes the key, and later calls count as usual."""
+    health, clock = make(Breaker(failures=5))
+    route = Breaker(failures=2, open_for=60)
+    fail(health, times=2)
+    skipped(health, breaker=route)
+    clock.advance(60)
+    probe = admitted(health, breaker=route)
+    assert probe.probe is True
+    health.record_success(probe)
+    assert admitted(health, breaker=route).probe is False
+    assert health.snapshot().get(KEY).failures == 0  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(
     "cls", ["cancelled", "context_length", "content_filtered", "auth", "invalid_request"]
 )

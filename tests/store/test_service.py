@@ -61,6 +61,20 @@ def test_merge_patch_absent_unchanged_null_clears(store: Store) -> None:
         svc.update_object(store, "route", project_id, route["id"], {"targets": []})
 
 
+def test_a_patch_clearing_an_unknown_field_is_refused(store: Store) -> None:
+    """A merge-patch naming a field the object lacks (even to clear it, or a key's own key)
+    is refused naming the field, not taken as a no-op."""
+    project_id = _project(store)
+    route = svc.create_object(store, "route", project_id, ROUTE)
+    key, _ = svc.create_key(store, project_id, {"name": "k"})
+    with pytest.raises(ConfigError, match="modles: unknown field"):
+        svc.update_object(store, "route", project_id, route["id"], {"modles": None})
+    with pytest.raises(ConfigError, match="key: unknown field"):
+        svc.update_key(store, project_id, key["id"], {"key": "sk-other-0123456789"})
+    with pytest.raises(ConfigError, match="nmae: unknown field"):
+        svc.update_project(store, project_id, {"nmae": None})
+
+
 def test_routes_and_providers_share_one_name_space(store: Store) -> None:
     """A route may not take a provider's name (ignoring case), nor two routes one name."""
     project_id = _project(store)

@@ -26,7 +26,9 @@ their deadline; a probe's success that ends a trip, park or learned trip is `clo
 probe of a learned trip reopens the key for the registry's `open_for` (`open`).
 Rule 9: once the breaker is open, only its probe's result may close it: the result of a plain
 call admitted before the opening (an older `epoch`, `health_state` Rule 7) resets nothing and
-counts no failure, so it neither closes the breaker nor extends its open period. A cooldown
+counts no failure, so it neither closes the breaker nor extends its open period. A route whose
+own breaker trips below the registry's threshold opens an epoch too, when it first judges the
+key (to skip it, or to probe it). A cooldown
 (Retry-After) or a quota park such a call brings back still applies: that is the provider's
 word about now.
 """
@@ -64,6 +66,7 @@ from turnout.routing.health_state import (
     parked,
     probe_outcome,
     probe_taken,
+    route_tripped,
     state_name,
     succeeded,
     tripped,
@@ -283,7 +286,7 @@ class Health:
         _check_lease(lease)
         pending: list[HealthEvent] = []
         with self._lock:
-            state = self._states[key]
+            state = self._states[key] = route_tripped(self._states[key], policy)  # Rule 9
             verdict = judge(state, policy, now)
             if verdict == "call":
                 return state.plain

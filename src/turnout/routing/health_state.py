@@ -13,8 +13,10 @@ Rule 6: a trip learned from another replica (`tripped`) holds the key open until
 then, like a park, lets one probe through (`trip_probe`); a close learned from another replica
 (`closed`) is ignored when this key failed, or learned a deadline, after that close happened,
 and a trip that happened before the last close is ignored (stale news never overrides newer).
-Rule 7: every opening of the breaker (a trip here, a trip learned, a failed probe) starts a new
-`epoch`, and every plain admission carries the epoch it was admitted under. The result of a
+Rule 7: every opening of the breaker (a trip here, a trip learned, a failed probe, and a row of
+failures that reaches a route's own threshold below the registry's, once per row:
+`route_tripped`) starts a new `epoch`, and every plain admission carries the epoch it was
+admitted under. The result of a
 plain call admitted under an earlier epoch is stale (`is_stale`): it started before the breaker
 opened, so it neither closes the breaker (only the probe's result may) nor counts as a failure
 that would extend the open period or count twice. Probes are judged by their token, never by
@@ -209,6 +211,7 @@ class KeyState:
     learned_at: float = _NEVER  # when the newest deadline learned from a replica was set
     closed_at: float = _NEVER  # when a probe last closed the key, here or on a replica
     epoch: int = 0  # one more at each opening of the breaker (Rule 7); `plain` carries it
+    row_opened: bool = False  # the present row of failures has started an epoch (Rule 7)
 
 
 # ---- pure transitions ----------------------------------------------------------------------
@@ -252,7 +255,7 @@ def succeeded(state: KeyState, *, probe: bool, token: int) -> KeyState:
     park and a trip learned from another replica (the key has just proved itself)."""
     freed = freed_probe(state, token)
     if not probe:
-        return replace(freed, failures=0, failure_times=(), last_failure=_NEVER)
+        return replace(freed, failures=0, failure_times=(), last_failure=_NEVER, row_opened=False)
     return _cleared(freed)
 
 
@@ -267,6 +270,7 @@ def _cleared(state: KeyState) -> KeyState:
         park_probe=False,
         open_until=_NEVER,
         trip_probe=False,
+        row_opened=False,
     )
 
 
@@ -318,7 +322,16 @@ def freed_probe(state: KeyState, token: int) -> KeyState:
 def opened(state: KeyState) -> KeyState:
     """The breaker opened: a new epoch, so calls admitted before now are stale (Rule 7)."""
     epoch = state.epoch + 1
-    return replace(state, epoch=epoch, plain=Admission(state.plain.key, epoch=epoch))
+    plain = Admission(state.plain.key, epoch=epoch)
+    return replace(state, epoch=epoch, plain=plain, row_opened=True)
+
+
+def route_tripped(state: KeyState, breaker: Breaker) -> KeyState:
+    """Rule 7: the row reaches `breaker`'s threshold (a route's own, which may be below the
+    registry's): the first time for this row, the breaker opened for that route."""
+    if state.row_opened or not breaker.enabled or state.failures < breaker.failures:
+        return state
+    return opened(state)
 
 
 def is_stale(state: KeyState, admission: Admission) -> bool:

@@ -29,7 +29,7 @@ from turnout.store.provider_secrets import MASK
 from turnout.store.snapshot import project_snapshot
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterator, Mapping
 
     from pydantic import ValidationError
     from sqlalchemy.orm import Session
@@ -186,6 +186,15 @@ def require_project(session: Session, project_id: str) -> Project:
         else "; a project is named by its id (proj_…), as GET /admin/v1/projects lists them"
     )
     raise ObjectNotFound(f"no project with the id {project_id!r}{hint}")
+
+
+def refuse_unknown(kind: str, patch: Mapping[str, Any], known: Collection[str]) -> None:
+    """A patch names only fields the object has: one that clears another field is refused,
+    not a silent no-op."""
+    unknown = sorted(set(patch) - set(known))
+    if unknown:
+        rule = "unknown field"
+        raise ConfigError(f"invalid {kind}: {unknown[0]}: {rule}", [(unknown[0], rule)])
 
 
 def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from turnout.store._writes import (
     check_written,
     get_row,
     merge_patch,
+    refuse_unknown,
     require_project,
     stamps,
     to_config_error,
@@ -107,6 +108,7 @@ def update_key(
     with write(store) as session:
         row = get_row(session, Key, "key", project_id, key_id)
         before = _read(row)
+        refuse_unknown("key", patch, KeyConfig.model_fields.keys() - {"key", "hash"})
         row.name, row.identity = _validate(
             merge_patch({"name": row.name} | row.identity, patch), row.key_hash
         )

@@ -31,6 +31,7 @@ from turnout.store._writes import (
     get_row,
     merge_patch,
     refuse_file_managed,
+    refuse_unknown,
     require_project,
     stamps,
     to_config_error,
@@ -147,6 +148,7 @@ def update_object(
         current = {name: getattr(row, name) for name in spec.columns} | row.settings
         if isinstance(row, Provider) and _is_legacy(row):
             current["api_key"] = MASK
+        refuse_unknown(kind, patch, spec.schema.model_fields)
         body = merge_patch(current, dict(patch))
         kept = None
         masked = any(body.get(name) == MASK for name in SECRET_FIELDS)

@@ -27,6 +27,7 @@ from turnout.store._writes import (
     audit,
     check_written,
     merge_patch,
+    refuse_unknown,
     require_project,
     stamps,
     write,
@@ -100,6 +101,7 @@ def update_project(
         row = require_project(session, project_id)
         before = _read(row)
         current = {"name": row.name, "default_model_route_id": row.default_model_route_id}
+        refuse_unknown("project", patch, _FIELDS)
         fields = _checked(merge_patch(current, patch))
         if row.name == file_project and fields["name"] != row.name:
             raise _file_managed(row, "renamed")

@@ -24,7 +24,8 @@ from turnout.gateway.commands.health import main_health
 from turnout.gateway.runtime.control import ControlPlane
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
-from turnout.gateway.server.listener import bind_socket, serving
+from turnout.gateway.server.listener import Listener, bind_socket, serving
+from turnout.gateway.server.worker import reload_runtime
 from turnout.store import SecretBox, migrate, open_store
 from turnout.store.engine import StoreTimeouts
 from turnout.store.file_sync import sync_file
@@ -85,9 +86,12 @@ async def test_a_write_without_the_store_is_503_and_chat_is_served(
 
 
 @asynccontextmanager
-async def _stalled_gateway(postgres_url: str, tmp_path: Path) -> AsyncIterator[_Stalled]:
-    """A gateway on PostgreSQL through a relay (admin calls bounded at 0.5 s) that has answered
-    once, then a relay that accepts connections and never answers."""
+async def _stalled_gateway(
+    postgres_url: str, tmp_path: Path, *, call: float = 0.5, fresh: bool = False
+) -> AsyncIterator[_Stalled]:
+    """A gateway on PostgreSQL through a relay (store calls bounded at `call` s, connecting
+    bounded at 2 s) that has answered once, then a relay that accepts connections and never
+    answers (`fresh`: the pooled connections are dropped, so the next call connects anew)."""
     file = parse_config(file_config(admin_keys=[ADMIN_KEY]), env={})
     target = make_url(postgres_url)
     relay = Relay(target.host or "127.0.0.1", target.port or 5432)
@@ -100,8 +104,8 @@ async def _stalled_gateway(postgres_url: str, tmp_path: Path) -> AsyncIterator[_
         relayed = open_store(
             target.set(port=relay.port).render_as_string(hide_password=False),
             secrets=SecretBox(SECRET_KEY),
-            timeouts=StoreTimeouts(call=0.5),
-            connect_args={"options": f"-csearch_path={name}"},
+            timeouts=StoreTimeouts(call=call),
+            connect_args={"options": f"-csearch_path={name}", "connect_timeout": 2},
         )
         control = ControlPlane(relayed, file, feed=HeldFeed())
         app = GatewayApp(
@@ -113,20 +117,30 @@ async def _stalled_gateway(postgres_url: str, tmp_path: Path) -> AsyncIterator[_
         with bind_socket("127.0.0.1", 0) as sock:
             url = f"http://127.0.0.1:{sock.getsockname()[1]}"
             async with (
-                serving(app, sock, ServerLimits(shutdown_grace=0.0)),
+                serving(app, sock, ServerLimits(shutdown_grace=0.0)) as listener,
                 httpx.AsyncClient(base_url=url, timeout=3, headers=ADMIN) as client,
             ):
                 assert (await client.get("/admin/v1/projects")).status_code == 200
                 relay.stall()
+                if fresh:
+                    relayed.engine.dispose()
                 try:
-                    yield _Stalled(client, url)
+                    yield _Stalled(client, url, control, app, listener)
                 finally:
                     await relay.close()  # cuts the connections still waiting
 
 
 class _Stalled:
-    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        control: ControlPlane,
+        app: GatewayApp,
+        listener: Listener,
+    ) -> None:
         self.client, self.url = client, url
+        self.control, self.app, self.listener = control, app, listener
 
 
 ADMIN = {"authorization": f"Bearer {ADMIN_KEY}"}
@@ -183,3 +197,39 @@ async def test_readyz_and_a_metric_say_the_store_does_not_answer(
         caller = {"authorization": "Bearer file-key-0123456789"}
         served = await client.post("/v1/chat/completions", json=chat, headers=caller)
         assert served.status_code == 200, served.text
+
+
+async def test_a_reload_without_the_store_serves_the_file_and_never_blocks_serving(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A SIGHUP reload while the store accepts and never answers leaves `/healthz` and chat
+    answering while it waits, then serves the new file (a route it adds answers) and shows
+    as `ok` in `/readyz`."""
+    async with _stalled_gateway(postgres_url, tmp_path, call=3.0, fresh=True) as gateway:
+        grown = file_config(admin_keys=[ADMIN_KEY])
+        grown["routes"] = [
+            *grown["routes"],
+            {"name": "more", "models": ["gpt-4o"], "targets": [{"provider": "m"}]},
+        ]
+        gateway.control._reload_file = lambda: parse_config(grown, env={})
+        reload = asyncio.create_task(
+            reload_runtime(gateway.app, gateway.listener, gateway.control.reload_file, "f")
+        )
+        client = gateway.client
+        healthz = await asyncio.wait_for(client.get("/healthz"), 1.5)
+        served = await asyncio.wait_for(_chat(client, "gpt-4o-mini"), 1.5)
+        assert not reload.done()  # both answered while the reload waits on the store
+        assert healthz.status_code == 200
+        assert served.status_code == 200, served.text
+        assert await reload
+        assert (await _chat(client, "gpt-4o")).status_code == 200
+        ready = (await client.get("/readyz")).json()
+        assert ready["reload"]["outcome"] == "ok", ready
+        assert ready["store"]["up"] is False
+
+
+async def _chat(client: httpx.AsyncClient, model: str) -> httpx.Response:
+    chat = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    return await client.post(
+        "/v1/chat/completions", json=chat, headers={"authorization": "Bearer file-key-0123456789"}
+    )

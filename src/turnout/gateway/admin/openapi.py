@@ -14,8 +14,16 @@ the document accepts is one the API takes (its references aside) and the reverse
 names `provider` or `ai_provider_id`, exactly one; a route has at most 10 targets, and
 `max_retries` is at most 9 (a route makes at most 10 attempts); a binding's subject sets
 exactly one field, not blank (`everyone` only as true); a policy's `deny_when` holds a
-condition, each with non-blank values, a `family` among the families; a key's model patterns
-hold no whitespace, and a `*` only at either end.
+condition, each with non-blank values, a `family` among the families; a key's and a
+provider's model patterns hold no whitespace, and a `*` only at either end; a project's name
+is not blank. A provider body is checked by its `kind` (a discriminator over one schema per
+kind): what the kind needs (`wire` and `base_url` for azure-openai, `base_url` or `preset` for
+openai-compatible, `project` for vertex, AWS keys in pairs and no passthrough for bedrock) and
+the options it does not take (absent or empty); a secret, when given, is not empty; prices and
+catalog overrides are keyed by one model name. A consumer is assigned a route or a provider
+pin, not both; only an agent takes a route, only a chat or a memory an agent, and a `model`
+needs a provider pin; a reference goes by id or by name. A `…Patch` schema keeps only each
+field's own rules: the rest depends on the object the patch merges into.
 Rule 4: every error answer is the `ErrorEnvelope`; an operation lists the statuses it may
 answer, and `default` covers the rest.
 """
@@ -161,6 +169,131 @@ def _validator_rules(schemas: dict[str, Any]) -> None:
     for name in ("KeyConfig", "KeyBody"):
         patterns = schemas[name]["properties"]["allowed_models"]["items"]
         patterns["pattern"] = _MODEL_PATTERN
+    schemas["ProjectBody"]["properties"]["name"]["pattern"] = _NOT_BLANK
+    _provider_rules(schemas)
+    _consumer_rules(schemas["ConsumerBody"])
+
+
+_KIND_OPTIONS: Final = {
+    "preset": ("openai-compatible",),
+    "wire": ("azure-openai", "mock"),
+    "api_version": ("azure-openai",),
+    "script": ("mock",),
+    "project": ("vertex",),
+    "location": ("vertex",),
+    "credentials_file": ("vertex",),
+    "credentials_json": ("vertex",),
+    "publisher": ("vertex",),
+    "region": ("bedrock",),
+    "access_key_id": ("bedrock",),
+    "secret_access_key": ("bedrock",),
+    "session_token": ("bedrock",),
+    "profile": ("bedrock",),
+    "api": ("bedrock",),
+}
+"""The options only some kinds take; on any other kind they are absent or empty."""
+_SECRETS: Final = ("api_key", "credentials_json", "secret_access_key", "session_token")
+"""The provider fields stored sealed: when given, never empty."""
+_GIVEN: Final = {"type": "string", "minLength": 1}
+_EMPTY: Final = {"anyOf": [{"type": "null"}, {"const": ""}, {"maxItems": 0, "type": "array"}]}
+_NULL: Final = {"type": "null"}
+_ONE_MODEL: Final = {"pattern": f"^[^*{_SPACE}]+$"}
+"""A price's or a catalog override's model: one name, without `*` or whitespace."""
+
+
+def _provider_rules(schemas: dict[str, Any]) -> None:
+    """Rule 3 for providers: each kind's own schema (`Provider<Kind>Rules`), chosen by `kind`
+    (a discriminator), says what that kind needs and which options it does not take."""
+    provider = schemas["ProviderConfig"]
+    for name in ("prices", "catalog"):
+        provider["properties"][name]["propertyNames"] = _ONE_MODEL
+    for name in _SECRETS:
+        provider["properties"][name]["anyOf"][0]["minLength"] = 1
+    provider["properties"]["model_patterns"]["items"]["pattern"] = _MODEL_PATTERN
+    mapping: dict[str, str] = {}
+    for kind in provider["properties"]["kind"]["enum"]:
+        name = "Provider" + "".join(part.title() for part in kind.split("-")) + "Rules"
+        schemas[name] = _kind_rules(kind)
+        mapping[kind] = _REF.format(model=name)
+    provider["oneOf"] = [{"$ref": ref} for ref in mapping.values()]
+    provider["discriminator"] = {"propertyName": "kind", "mapping": mapping}
+
+
+def _kind_rules(kind: str) -> dict[str, Any]:
+    """What a provider of `kind` needs beyond the fields' own types."""
+    properties: dict[str, Any] = {"kind": {"const": kind}}
+    properties.update(
+        (option, _NULL if option in _SECRETS else _EMPTY)
+        for option, kinds in _KIND_OPTIONS.items()
+        if kind not in kinds
+    )
+    rules: dict[str, Any] = {"type": "object", "required": ["kind"], "properties": properties}
+    if kind == "azure-openai":
+        rules["required"] += ["wire", "base_url"]
+        properties.update(wire={"not": {"type": "null"}}, base_url=_GIVEN)
+    elif kind == "openai-compatible":
+        rules["anyOf"] = [_given("base_url"), _is_set("preset")]
+    elif kind == "vertex":
+        rules["required"].append("project")
+        properties.update(project=_GIVEN, api_key=_NULL)
+        rules["not"] = {"allOf": [_given("credentials_file"), _given("credentials_json")]}
+    elif kind == "bedrock":
+        properties["credential_mode"] = {"not": {"const": "passthrough"}}
+        pair = ("access_key_id", "secret_access_key")
+        rules["anyOf"] = [
+            {"allOf": [_given(name) for name in pair]},
+            {"properties": {"access_key_id": _EMPTY, "secret_access_key": _NULL}},
+        ]
+    return rules
+
+
+_STRIPPED_NAME: Final = (
+    f"^[{_SPACE}]*([^{_SPACE}]|[^{_SPACE}][\\s\\S]{{0,126}}[^{_SPACE}])[{_SPACE}]*$"
+)
+"""A consumer's name: 1 to 128 characters once stripped of whitespace at either end."""
+_CONSUMER_PAIRS: Final = (
+    ("model_route_id", "model_route"),
+    ("ai_provider_id", "provider"),
+    ("agent_id", "agent"),
+)
+"""Each reference of a consumer, by id and by name."""
+
+
+def _consumer_rules(consumer: dict[str, Any]) -> None:
+    """Rule 3 for consumers: a route or a provider pin, not both; a route only for agents; an
+    agent only for chats and memories; a model only with a provider pin; a reference by id or
+    by name (both only when both are null)."""
+    fields = consumer["properties"]
+    fields["name"].pop("maxLength", None)
+    fields["name"]["pattern"] = _STRIPPED_NAME
+    fields["model"]["anyOf"][0].update(minLength=1, maxLength=256)
+    route, provider, agent = (
+        {"anyOf": [_is_string(field) for field in pair]} for pair in _CONSUMER_PAIRS
+    )
+    consumer["allOf"] = [
+        {"not": {"allOf": [route, provider]}},
+        {"anyOf": [{"not": route}, _kind_in("agent")]},
+        {"anyOf": [{"not": agent}, _kind_in("chat", "memory")]},
+        {"anyOf": [{"not": _is_string("model")}, provider]},
+        *(
+            {"not": {"required": list(pair), "anyOf": [_is_string(field) for field in pair]}}
+            for pair in _CONSUMER_PAIRS
+        ),
+    ]
+
+
+def _is_string(field: str) -> dict[str, Any]:
+    """JSON Schema for "`field` is present and a string"."""
+    return {"required": [field], "properties": {field: {"type": "string"}}}
+
+
+def _kind_in(*kinds: str) -> dict[str, Any]:
+    return {"properties": {"kind": {"enum": list(kinds)}}}
+
+
+def _given(field: str) -> dict[str, Any]:
+    """JSON Schema for "`field` is a non-empty string"."""
+    return {"required": [field], "properties": {field: _GIVEN}}
 
 
 def _is_set(field: str) -> dict[str, Any]:
@@ -177,7 +310,8 @@ def _values(pattern: str) -> dict[str, Any]:
 def _patch(schema: dict[str, Any]) -> dict[str, Any]:
     """Rule 2: every field optional and nullable."""
     patched = copy.deepcopy(schema)
-    patched.pop("required", None)
+    for rule in ("required", "oneOf", "allOf", "discriminator"):  # the stored object decides
+        patched.pop(rule, None)
     patched["properties"] = {
         name: {"anyOf": [field, {"type": "null"}]}
         for name, field in patched.get("properties", {}).items()

@@ -27,8 +27,11 @@ line; at start, a refused file project is a start-up error. A store version that
 served at all (the file's project missing from it) keeps the last one serving and is an alarm:
 one ERROR line per version, and `status.refused` (`/readyz`, a metric) until a newer version
 is served.
-Rule 6: refreshes run one at a time; one that started before a SIGHUP reload of the file is
-dropped rather than swapped in over the reload's newer result.
+Rule 6: refreshes and SIGHUP reloads of the file run one at a time, each swapping in its
+result before the next starts. A reload's store work (syncing the file, reading the store back)
+is a bounded store call like any other; a store that cannot be reached (or that was never
+prepared) does not refuse the reload: the new file's project is served over the snapshot
+loaded last, and the first refresh that reaches the store brings the file into it.
 Rule 7: without `TURNOUT_SECRET_KEY`, a store holding encrypted provider secrets is a start-up
 error naming the variable; a store without any starts, with one WARNING line when the admin API
 is on (a provider secret sent to it is then refused with 503 `SECRET_KEY_MISSING`).
@@ -248,7 +251,7 @@ class ControlPlane:
         self._swap: Callable[[ServedProjects], object] | None = None
         self._lock = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
-        self._generation = 0
+        self._snapshot = _file_alone(file)
         self._outage = False
 
     # -- the admin API's view
@@ -311,6 +314,7 @@ class ControlPlane:
             if not is_unreachable(exc):
                 raise
             snapshot = self._unreachable_at_start(exc)
+        self._snapshot = snapshot
         self._served = build_served(
             self.file,
             snapshot,
@@ -332,6 +336,7 @@ class ControlPlane:
                 if not is_unreachable(exc):
                     raise
                 snapshot = self._unreachable_at_start(exc)
+            self._snapshot = snapshot
             self._served = build_served(
                 self.file, snapshot, embedded=self.embedded, clock=self._clock, state=self.state
             )
@@ -352,7 +357,6 @@ class ControlPlane:
     async def refresh(self) -> bool:
         """Rule 2: swap in the store's newest state if its version moved (True when swapped)."""
         async with self._lock:
-            generation = self._generation
             try:
                 if not self.prepared:
                     await self.store.calls.run(self.prepare, within=PREPARE_SECONDS)
@@ -377,36 +381,57 @@ class ControlPlane:
             except ConfigError as exc:
                 self._refuse(snapshot.version, exc)
                 return False
+            self._snapshot = snapshot
             await fresh.start()  # new runtimes share health before they serve
-            if generation != self._generation:  # Rule 6
-                await _close_unserved(fresh, self._served)
-                return False
             self._install(fresh)
             return True
 
-    def reload_file(self) -> ServedProjects:
-        """SIGHUP: read the file again, bring it into the store and rebuild (blocking I/O).
-        Raises `ConfigError` or `OSError` for a bad file, and the store's errors."""
+    async def reload_file(self) -> ServedProjects:
+        """Rule 6: SIGHUP: read the file again, bring it into the store, rebuild and serve
+        (through `swap` once started; the store's part bounded by `Store.run`). A store that
+        cannot be reached serves the new file over the snapshot loaded last. Raises
+        `ConfigError` or `OSError` for a bad file, and the store's errors other than
+        unreachable."""
         file = self._reload_file() if self._reload_file is not None else self.file
-        self.prepare()
+        async with self._lock:
+            snapshot = await self._synced_snapshot(file)
+            fresh = build_served(
+                file,
+                self._snapshot if snapshot is None else snapshot,
+                embedded=self.embedded,
+                clock=self._clock,
+                previous=self._served,
+                state=self.state,
+            )
+            self.file = file
+            if snapshot is not None:
+                self._snapshot = snapshot
+            else:
+                self.prepared = False  # the next refresh that reaches the store syncs the file
+                logger.warning(
+                    "the store is unreachable (%s): the reloaded file's project is served over"
+                    " store version %d, and the file is brought into the store when it answers",
+                    self.store.calls.failure or "not prepared yet",
+                    self._snapshot.version,
+                )
+            await fresh.start()  # new runtimes share health before they serve
+            self._install(fresh)
+            return fresh
+
+    async def _synced_snapshot(self, file: FileConfig) -> StoreSnapshot | None:
+        """The store's snapshot once `file` is brought into it (None: the store cannot be
+        reached, or was not prepared yet, which the next refresh does)."""
+        if not self.prepared:
+            return None
         try:
-            sync_file(self.store, file)
-        except NameTaken:  # another worker synced the same file at the same moment
-            sync_file(self.store, file)
-        snapshot = load_snapshot(self.store)
-        fresh = build_served(
-            file,
-            snapshot,
-            embedded=self.embedded,
-            clock=self._clock,
-            previous=self._served,
-            state=self.state,
-        )
-        self.file = file
-        self._generation += 1
-        self._served = fresh
-        self.status.serving(fresh.version)
-        return fresh
+            snapshot = await self.store.run(_sync_and_load, file)
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
+            self._failed(exc)
+            return None
+        self._recovered()
+        return snapshot
 
     def _is_news(self, version: int) -> bool:
         """Whether store `version` is neither served nor refused already."""
@@ -449,8 +474,7 @@ class ControlPlane:
             self.store.calls.failure,
             POLL_SECONDS,
         )
-        project = ProjectSnapshot(id="", name=self.file.project)
-        return StoreSnapshot(version=0, projects={self.file.project: project})
+        return _file_alone(self.file)
 
     def _install(self, fresh: ServedProjects) -> None:
         self._served = fresh
@@ -500,12 +524,19 @@ class ControlPlane:
         await asyncio.to_thread(self.store.close)
 
 
-async def _close_unserved(dropped: ServedProjects, served: ServedProjects | None) -> None:
-    """Close the runtimes of a dropped set that the served set does not hold."""
-    kept = set() if served is None else {id(each) for each in served.runtimes.values()}
-    for runtime in dropped.runtimes.values():
-        if id(runtime) not in kept:
-            await runtime.aclose()
+def _file_alone(file: FileConfig) -> StoreSnapshot:
+    """Rule 5: the snapshot that serves the config file's project from the file alone."""
+    project = ProjectSnapshot(id="", name=file.project)
+    return StoreSnapshot(version=0, projects={file.project: project})
+
+
+def _sync_and_load(store: Store, file: FileConfig) -> StoreSnapshot:
+    """Rule 6: bring `file` into `store` and read the store back (blocking I/O)."""
+    try:
+        sync_file(store, file)
+    except NameTaken:  # another worker synced the same file at the same moment
+        sync_file(store, file)
+    return load_snapshot(store)
 
 
 def _split_dangling(config: FileConfig) -> tuple[FileConfig, tuple[ConsumerConfig, ...]]:

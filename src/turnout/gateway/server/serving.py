@@ -84,6 +84,11 @@ def load_runtime(config_path: str | None, env: Mapping[str, str]) -> Runtime:
     return Runtime.embedded(env)
 
 
+async def reload_runtime_file(config_path: str | None, env: Mapping[str, str]) -> Runtime:
+    """SIGHUP without a store: `load_runtime` again (no store, so nothing to wait on)."""
+    return load_runtime(config_path, env)
+
+
 def open_control(
     config_path: str | None, env: Mapping[str, str], *, prepare: bool = True
 ) -> ControlPlane:
@@ -203,7 +208,7 @@ def serve(
     limits = ServerLimits.from_config(server_config)
     path = options.config_path or None
     source = path or "the embedded defaults"
-    reload: Reload = (source, functools.partial(load_runtime, path, os.environ))
+    reload: Reload = (source, functools.partial(reload_runtime_file, path, os.environ))
     if control is not None:
         reload = (source, control.reload_file)
     if tracing is not None:
@@ -262,7 +267,10 @@ def _run_one_worker(
     source = path or "the embedded defaults"
     if not stored:
         load = functools.partial(load_runtime, path, os.environ)
-        return run_worker(sock, GatewayApp(load=load), limits, reload=(source, load), parent=parent)
+        again = functools.partial(reload_runtime_file, path, os.environ)
+        return run_worker(
+            sock, GatewayApp(load=load), limits, reload=(source, again), parent=parent
+        )
     # A worker prepares the store only when its parent could not reach it.
     control = open_control(path, os.environ, prepare=not prepared)
     app = store_app(control, path)

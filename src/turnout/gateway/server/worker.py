@@ -29,7 +29,7 @@ from turnout.gateway.server.listener import serving
 
 if TYPE_CHECKING:
     import socket
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.server.app import GatewayApp
@@ -42,8 +42,9 @@ logger = logging.getLogger("turnout.gateway")
 _PARENT_CHECK: Final = 1.0
 """Seconds between a pre-forked worker's checks that its parent is alive."""
 
-Reload = tuple[str, "Callable[[], Runtime | ServedProjects]"]
-"""What SIGHUP reloads: a description of the source (the file's name) and the loader."""
+Reload = tuple[str, "Callable[[], Awaitable[Runtime | ServedProjects]]"]
+"""What SIGHUP reloads: a description of the source (the file's name) and the loader, which
+never blocks the event loop on a store (a store's loader bounds its calls)."""
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -133,12 +134,14 @@ def _watch_parent(
 async def reload_runtime(
     app: GatewayApp,
     listener: Listener,
-    load: Callable[[], Runtime | ServedProjects],
+    load: Callable[[], Awaitable[Runtime | ServedProjects]],
     source: str,
 ) -> bool:
-    """Rule 2: load and check the configuration again, and serve it if it is valid (True)."""
+    """Rule 2: load and check the configuration again, and serve it if it is valid (True).
+    A loader may swap its result in itself (the control plane, between its refreshes)."""
+    before = app.runtime
     try:
-        loaded = load()
+        loaded = await load()
     except Exception as exc:  # noqa: BLE001 - every failure keeps the previous configuration
         problems = _refusal(exc)
         logger.error(  # noqa: TRY400 - the problems are the message, a traceback adds nothing
@@ -152,7 +155,6 @@ async def reload_runtime(
     runtime = served.primary
     for warning in (*runtime.warnings, *served.warnings):
         logger.warning("%s: %s", source, warning)
-    before = app.runtime
     restart = () if before is None else restart_required(before.config, runtime.config)
     for path in restart:
         logger.warning(
@@ -163,7 +165,8 @@ async def reload_runtime(
         )
     await served.start()  # health shared with other replicas, caught up before serving
     listener.limits = ServerLimits.from_config(runtime.config.server)
-    app.swap_runtime(served)
+    if app.settings is None or app.settings.served is not served:
+        app.swap_runtime(served)
     app.status.reloaded(ok=True, restart=restart)
     count = len(runtime.routes)
     logger.info(
