@@ -34,6 +34,7 @@ def _installed(place: Path, pins: str) -> bool:
 
 def _run(command: list[str], log: Path) -> str | None:
     """Run an install command; None when it worked, else the last lines of its output."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     try:
         with log.open("wb") as out:
             done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,

@@ -231,6 +231,8 @@ def install_all(clients: list[Client], cache: Path) -> list[tuple[Path | None, s
     """Install (or find installed) every client, side by side; per client its executable, or
     None and why not."""
     print(f"installing {', '.join(c.name for c in clients)} into {cache}", flush=True)
+    # Made before the installs start: they run at once and each writes its log here.
+    cache.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=len(clients) or 1) as pool:
         return list(pool.map(lambda client: client.install(cache), clients))
 
