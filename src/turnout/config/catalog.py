@@ -199,5 +199,23 @@ def model_info(entry: CatalogModel | None, override: CatalogOverride | None = No
 
 def load_catalog(path: str | Path | None) -> ModelCatalog:
     """The shipped catalog with the catalog file at `path` over it (None: the shipped one
-    alone). Raises `ConfigError` for a file that cannot be read or has a wrong shape."""
+    alone). Raises `ConfigError` for a file that cannot be read or has a wrong shape.
+
+    Every project's runtime is built with the catalog, at start and at each change: the
+    merged catalog is made once per file version (its path, modification time and size), so
+    an unchanged file is not read and checked again, and a changed one is."""
+    if path is None:
+        return _merged(None, 0, 0)
+    file = Path(path)
+    try:
+        found = file.stat()
+    except OSError:
+        return ModelCatalog(shipped_catalog(), read_catalog(file))  # says why it cannot be read
+    return _merged(str(file.resolve()), found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _merged(path: str | None, mtime_ns: int, size: int) -> ModelCatalog:
+    """`load_catalog` for one version of the file at `path` (None: no file)."""
+    del mtime_ns, size  # part of the cache key only
     return ModelCatalog(shipped_catalog(), None if path is None else read_catalog(path))
