@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from turnout.errors import ProviderUnavailable
 from turnout.wire._body import OBJECT
+from turnout.wire._events import JsonEventDecoder, Malformed, stream_error
 from turnout.wire._openai_response import (
     FORMAT,
     decode_finish,
@@ -44,6 +44,7 @@ from turnout.wire.sse import encode_event
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.errors import ProviderUnavailable
     from turnout.wire.model import Usage
     from turnout.wire.sse import SSEEvent
 
@@ -53,26 +54,14 @@ DONE = b"data: [DONE]\n\n"
 """The terminator of an OpenAI stream."""
 
 
-class _Malformed(Exception):
-    """An event that does not have the shape of a chat.completion.chunk."""
-
-
-class StreamDecoder:
+class StreamDecoder(JsonEventDecoder):
     """Upstream `chat.completion.chunk` events -> neutral chunks (see the module's rules).
 
     Attributes: `done` (`[DONE]` seen), `malformed` (events skipped), `finish_reason` and
     `usage` (last seen), `model` and `id` (first seen).
     """
 
-    __slots__ = ("done", "finish_reason", "id", "malformed", "model", "usage")
-
-    def __init__(self) -> None:
-        self.done = False
-        self.malformed = 0
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.model: str | None = None
-        self.id: str | None = None
+    __slots__ = ()
 
     def feed(self, event: SSEEvent) -> list[ChatChunk]:
         """The neutral chunks of one upstream event (zero or one)."""
@@ -80,20 +69,15 @@ class StreamDecoder:
         if data[:1] == "[" and data.strip() == "[DONE]":
             self.done = True
             return []
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            obj = None
-        if not isinstance(obj, dict):
-            self.malformed += 1
-            return []
+        return super().feed(event)
+
+    def _error(self, event: SSEEvent, obj: dict[str, Any]) -> ProviderUnavailable | None:
         if "error" in obj and "choices" not in obj:
-            raise _stream_error(obj["error"])
-        try:
-            chunk = self._chunk(obj)
-        except _Malformed:
-            self.malformed += 1
-            return []
+            return _stream_error(obj["error"])
+        return None
+
+    def _read(self, event: SSEEvent, obj: dict[str, Any]) -> list[ChatChunk]:
+        chunk = self._chunk(obj)
         chunk.raw = event.raw
         return [chunk]
 
@@ -136,10 +120,10 @@ class StreamDecoder:
         if choices is None:
             return chunk
         if not isinstance(choices, list):
-            raise _Malformed
+            raise Malformed
         for choice in choices:
             if not isinstance(choice, OBJECT):
-                raise _Malformed
+                raise Malformed
             if choice.get("index", 0) == 0:
                 self._choice(choice, chunk)
         return chunk
@@ -149,7 +133,7 @@ class StreamDecoder:
         if delta is None:
             delta = {}
         elif not isinstance(delta, OBJECT):
-            raise _Malformed
+            raise Malformed
         content = delta.get("content")
         if isinstance(content, str):
             chunk.delta = content
@@ -171,15 +155,15 @@ class StreamDecoder:
 
 def _tool_deltas(calls: object) -> list[ToolCallDelta]:
     if not isinstance(calls, list):
-        raise _Malformed
+        raise Malformed
     deltas: list[ToolCallDelta] = []
     for call in calls:
         if not isinstance(call, OBJECT):
-            raise _Malformed
+            raise Malformed
         index = call.get("index", len(deltas))
         function = call.get("function") or {}
         if not isinstance(index, int) or not isinstance(function, OBJECT):
-            raise _Malformed
+            raise Malformed
         ident, name = call.get("id"), function.get("name")
         arguments = function.get("arguments")
         deltas.append(
@@ -194,14 +178,8 @@ def _tool_deltas(calls: object) -> list[ToolCallDelta]:
 
 
 def _stream_error(error: object) -> ProviderUnavailable:
-    error = error if isinstance(error, OBJECT) else {"message": str(error)}
-    message = error.get("message")
-    kind = error.get("type") or error.get("code")
-    return ProviderUnavailable(
-        message if isinstance(message, str) else "upstream stream error",
-        error_type=kind if isinstance(kind, str) else None,
-        reason=kind if isinstance(kind, str) else "stream error",
-        body=dict(error),
+    return stream_error(
+        error if isinstance(error, OBJECT) else {"message": str(error)}, "type", "code"
     )
 
 

@@ -41,6 +41,7 @@ from turnout.wire._body import (
     split_data_url,
     upstream_invalid,
 )
+from turnout.wire._events import JsonEventDecoder, Malformed
 from turnout.wire.model import (
     ChatChunk,
     ChatResponse,
@@ -359,32 +360,20 @@ def _decode_block(block: Mapping[str, Any], content: list[Part], calls: list[Too
 
 
 # --- streams ----------------------------------------------------------------------------------
-class StreamDecoder:
+class StreamDecoder(JsonEventDecoder):
     """ConverseStream events -> neutral chunks (Rule 6).
 
     Attributes: `done` (`metadata` seen), `malformed` (events skipped), `finish_reason` and
     `usage` (so far).
     """
 
-    __slots__ = ("_tools", "done", "finish_reason", "malformed", "usage")
+    __slots__ = ("_tools",)
 
     def __init__(self) -> None:
-        self.done = False
-        self.malformed = 0
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
+        super().__init__()
         self._tools: dict[int, int] = {}
 
-    def feed(self, event: SSEEvent) -> list[ChatChunk]:
-        """The neutral chunks of one stream event (zero or one)."""
-        try:
-            obj = orjson.loads(event.data)
-        except orjson.JSONDecodeError:
-            self.malformed += 1
-            return []
-        if not isinstance(obj, dict):
-            self.malformed += 1
-            return []
+    def _read(self, event: SSEEvent, obj: dict[str, Any]) -> list[ChatChunk]:
         kind = event.event
         if kind == "messageStart":
             return [ChatChunk()]
@@ -405,30 +394,29 @@ class StreamDecoder:
             return [ChatChunk(usage=usage)]
         return []
 
-    def _index(self, obj: Mapping[str, Any]) -> int | None:
+    @staticmethod
+    def _index(obj: Mapping[str, Any]) -> int:
         index = obj.get("contentBlockIndex")
         if isinstance(index, int) and not isinstance(index, bool):
             return index
-        self.malformed += 1
-        return None
+        raise Malformed
 
     def _start(self, obj: Mapping[str, Any]) -> list[ChatChunk]:
         index = self._index(obj)
         start = obj.get("start")
         use = start.get("toolUse") if isinstance(start, OBJECT) else None
-        if index is None or not isinstance(use, OBJECT):
+        if not isinstance(use, OBJECT):
             return []
         ident, name = use.get("toolUseId"), use.get("name")
         if not isinstance(ident, str) or not isinstance(name, str):
-            self.malformed += 1
-            return []
+            raise Malformed
         tool = self._tools[index] = len(self._tools)
         return [ChatChunk(tool_calls=[ToolCallDelta(tool, id=ident, name=name)])]
 
     def _delta(self, obj: Mapping[str, Any]) -> list[ChatChunk]:
         index = self._index(obj)
         delta = obj.get("delta")
-        if index is None or not isinstance(delta, OBJECT):
+        if not isinstance(delta, OBJECT):
             return []
         if isinstance(delta.get("text"), str):
             return [ChatChunk(delta=delta["text"])]
@@ -436,8 +424,7 @@ class StreamDecoder:
         if isinstance(use, OBJECT):
             tool = self._tools.get(index)
             if tool is None:
-                self.malformed += 1
-                return []
+                raise Malformed
             arguments = use.get("input")
             text = arguments if isinstance(arguments, str) else ""
             return [ChatChunk(tool_calls=[ToolCallDelta(tool, arguments=text)])]
