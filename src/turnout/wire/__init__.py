@@ -1,7 +1,19 @@
-"""Neutral request/response model and the wire-format codecs."""
+"""Neutral request/response model and the wire-format codecs.
+
+`CODECS` holds every format's `Codec` by wire format (its modules are imported here, and each
+registers its own).
+"""
 
 from __future__ import annotations
 
+from turnout.wire import (  # noqa: F401 - imported to register their codecs
+    anthropic_messages,
+    bedrock_converse,
+    gemini,
+    openai_chat,
+    openai_responses,
+)
+from turnout.wire.codec import CODECS, Codec
 from turnout.wire.model import (
     ChatChunk,
     ChatRequest,
@@ -24,9 +36,11 @@ from turnout.wire.model import (
 )
 
 __all__ = [
+    "CODECS",
     "ChatChunk",
     "ChatRequest",
     "ChatResponse",
+    "Codec",
     "DocumentPart",
     "EmbeddingRequest",
     "EmbeddingResponse",

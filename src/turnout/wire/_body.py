@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import orjson
 
 from turnout.errors import MalformedRequest, ProviderUnavailable
+from turnout.wire.codec import codec_for
 from turnout.wire.model import NativeBlock, TextPart
 
 if TYPE_CHECKING:
@@ -309,16 +310,6 @@ def caller_path(request: ChatRequest, index: int) -> str:
     """Where `request.messages[index]` is in the caller's own body (found again by decoding
     it, in the caller's format), else its neutral position. Only error paths ask."""
     source = request.source
-    paths: list[str] = []
-    # The codecs import this module: they are imported here, on the error path, not above.
-    if source is not None and source.format == "openai-chat":
-        from turnout.wire.openai_chat import message_paths  # noqa: PLC0415
-
-        paths = message_paths(source.body)
-    elif source is not None and source.format == "anthropic-messages":
-        from turnout.wire.anthropic_messages import (  # noqa: PLC0415
-            message_paths as anthropic_paths,
-        )
-
-        paths = anthropic_paths(source.body)
+    codec = codec_for(source.format) if source is not None else None
+    paths = codec.message_paths(source.body) if source and codec and codec.message_paths else []
     return paths[index] if index < len(paths) else f"messages[{index}]"

@@ -42,6 +42,7 @@ from turnout.wire._body import (
     upstream_invalid,
 )
 from turnout.wire._events import JsonEventDecoder, Malformed
+from turnout.wire.codec import Codec, register
 from turnout.wire.model import (
     ChatChunk,
     ChatResponse,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from turnout.wire.sse import SSEEvent
 
 __all__ = [
+    "CODEC",
     "FORMAT",
     "StreamDecoder",
     "decode_response",
@@ -438,3 +440,14 @@ class StreamDecoder(JsonEventDecoder):
                 )
             ]
         return []
+
+
+CODEC = register(
+    Codec(
+        format=FORMAT,
+        encode_request=encode_request,
+        decode_response=decode_response,
+        stream_decoder=StreamDecoder,
+    )
+)
+"""Bedrock Converse: spoken to upstreams only, so only the upstream side."""

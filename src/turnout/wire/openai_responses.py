@@ -55,6 +55,7 @@ from turnout.wire._responses_response import (
     encode_response,
 )
 from turnout.wire._responses_stream import StreamDecoder, StreamEncoder, error_event
+from turnout.wire.codec import Codec, register
 from turnout.wire.model import (
     ChatRequest,
     DocumentPart,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = [
+    "CODEC",
     "FORMAT",
     "SERVER_ITEMS",
     "StreamDecoder",
@@ -586,3 +588,27 @@ def forward_body(
         return changed
 
     return rewrite(source, edit, parsed)
+
+
+def _stream_encoder(model: str, include_usage: bool) -> StreamEncoder:
+    del include_usage  # a Responses stream always ends with its usage (`response.completed`)
+    return StreamEncoder(model=model)
+
+
+CODEC = register(
+    Codec(
+        format=FORMAT,
+        encode_request=encode_request,
+        decode_response=decode_response,
+        stream_decoder=StreamDecoder,
+        decode_request=decode_request,
+        encode_response=encode_response,
+        forward_body=forward_body,
+        stream_encoder=_stream_encoder,
+        error_body=error_body,
+        error_event=error_event,
+        numbered_error_event=error_event,
+        id_prefix="resp_",
+    )
+)
+"""OpenAI Responses: errors in OpenAI's envelope; its stream ends with its last event."""
