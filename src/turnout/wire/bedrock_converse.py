@@ -442,12 +442,5 @@ class StreamDecoder(JsonEventDecoder):
         return []
 
 
-CODEC = register(
-    Codec(
-        format=FORMAT,
-        encode_request=encode_request,
-        decode_response=decode_response,
-        stream_decoder=StreamDecoder,
-    )
-)
+CODEC = register(Codec(FORMAT, encode_request, decode_response, StreamDecoder))
 """Bedrock Converse: spoken to upstreams only, so only the upstream side."""

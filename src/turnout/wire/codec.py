@@ -28,7 +28,6 @@ __all__ = [
     "CODECS",
     "Codec",
     "ErrorBody",
-    "ErrorEvent",
     "NumberedEncoder",
     "RelayDecoder",
     "StreamDecoder",
@@ -91,18 +90,6 @@ class ErrorBody(Protocol):
     ) -> dict[str, Any]: ...
 
 
-class ErrorEvent(Protocol):
-    """A format's in-stream error event, `type` as for `ErrorBody`."""
-
-    def __call__(
-        self,
-        status: int,
-        message: str,
-        code: str | None = None,
-        type: str | None = None,  # noqa: A002 - the envelope's own field name
-    ) -> bytes: ...
-
-
 class NumberedErrorEvent(Protocol):
     """An in-stream error event of a format whose events are numbered."""
 
@@ -147,8 +134,9 @@ class Codec:
     - `stream_encoder(model, include_usage)`: an encoder of chunks into the caller's stream
       (a format whose streams always carry usage ignores `include_usage`); `terminator`: the
       bytes that end a successful stream.
-    - `error_body`, `error_event`: the error envelope, and the in-stream event that replaces
-      the terminator; `numbered_error_event`, for a format whose events are numbered.
+    - `error_body`, `error_event(status, message, code, type)`: the error envelope, and the
+      in-stream event that replaces the terminator; `numbered_error_event`, for a format
+      whose events are numbered.
     - `message_paths(body)`: where each neutral message is in the caller's body, for errors.
     - `id_prefix`: how the format's own response ids begin.
     """
@@ -163,7 +151,7 @@ class Codec:
     stream_encoder: Callable[[str, bool], StreamEncoder] | None = None
     terminator: bytes = b""
     error_body: ErrorBody | None = None
-    error_event: ErrorEvent | None = None
+    error_event: Callable[[int, str, str | None, str | None], bytes] | None = None
     numbered_error_event: NumberedErrorEvent | None = None
     message_paths: Callable[[bytes | Mapping[str, Any]], list[str]] | None = None
     id_prefix: str = ""
