@@ -63,6 +63,16 @@ class JsonEventDecoder:
             self.malformed += 1
             return []
 
+    def _named(self, chunk: ChatChunk, model: object, ident: object) -> ChatChunk:
+        """`chunk`, naming the model and id an event reports; the stream's are the first seen."""
+        if isinstance(model, str):
+            chunk.model = model
+            self.model = self.model or model
+        if isinstance(ident, str):
+            chunk.id = ident
+            self.id = self.id or ident
+        return chunk
+
     def _error(self, event: SSEEvent, obj: dict[str, Any]) -> ProviderUnavailable | None:
         """The error `obj` reports, when it is the format's error event."""
         del event, obj

@@ -78,14 +78,9 @@ class StreamDecoder(JsonEventDecoder):
         return [chunk]
 
     def _chunk(self, obj: dict[str, Any]) -> ChatChunk:
-        chunk = ChatChunk(raw_format=FORMAT)
-        model, ident = obj.get("modelVersion"), obj.get("responseId")
-        if isinstance(model, str):
-            chunk.model = model
-            self.model = self.model or model
-        if isinstance(ident, str):
-            chunk.id = ident
-            self.id = self.id or ident
+        chunk = self._named(
+            ChatChunk(raw_format=FORMAT), obj.get("modelVersion"), obj.get("responseId")
+        )
         usage = decode_usage(obj.get("usageMetadata"))
         if usage is not None:
             chunk.usage = self.usage = usage

@@ -105,14 +105,7 @@ class StreamDecoder(JsonEventDecoder):
         return type(content) is str and content != ""
 
     def _chunk(self, obj: dict[str, Any]) -> ChatChunk:
-        chunk = ChatChunk(raw_format=FORMAT)
-        model, ident = obj.get("model"), obj.get("id")
-        if isinstance(model, str):
-            chunk.model = model
-            self.model = self.model or model
-        if isinstance(ident, str):
-            chunk.id = ident
-            self.id = self.id or ident
+        chunk = self._named(ChatChunk(raw_format=FORMAT), obj.get("model"), obj.get("id"))
         usage = decode_usage(obj.get("usage"))
         if usage is not None:
             chunk.usage = self.usage = usage
