@@ -31,7 +31,7 @@ from turnout.wire.codec import codec_for
 from turnout.wire.model import NativeBlock, TextPart
 
 if TYPE_CHECKING:
-    from turnout.wire.model import ChatRequest, Part, WireFormat
+    from turnout.wire.model import ChatRequest, Part, ToolCall, WireFormat
 
 __all__ = [
     "OBJECT",
@@ -41,6 +41,7 @@ __all__ = [
     "as_object",
     "caller_path",
     "data_url",
+    "decode_blocks",
     "dump_arguments",
     "invalid",
     "load_request",
@@ -129,6 +130,20 @@ def _kind(part: Part) -> str:
 def upstream_invalid(what: str) -> ProviderUnavailable:
     """The error for an upstream body the codec cannot read (`provider_error`)."""
     return ProviderUnavailable(f"unparseable upstream body: {what}", reason="unparseable body")
+
+
+def decode_blocks(
+    blocks: list[Any], decode: Callable[[Mapping[str, Any], list[Part], list[ToolCall]], None]
+) -> tuple[list[Part], list[ToolCall]]:
+    """An upstream answer's content blocks -> its parts and tool calls (`decode` sorts one
+    block into them); a block that is not an object raises `ProviderUnavailable`."""
+    content: list[Part] = []
+    calls: list[ToolCall] = []
+    for block in blocks:
+        if not isinstance(block, OBJECT):
+            raise upstream_invalid("a content block is not an object")
+        decode(block, content, calls)
+    return content, calls
 
 
 def load_request(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:

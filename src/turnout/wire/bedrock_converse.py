@@ -36,6 +36,7 @@ from turnout.errors import MalformedRequest
 from turnout.record import Usage
 from turnout.wire._body import (
     OBJECT,
+    decode_blocks,
     load_upstream,
     parse_arguments,
     split_data_url,
@@ -318,12 +319,7 @@ def decode_response(body: bytes | Mapping[str, Any]) -> ChatResponse:
     blocks = message.get("content") if isinstance(message, OBJECT) else None
     if not isinstance(blocks, list):
         raise upstream_invalid("output.message.content is not a list")
-    content: list[Part] = []
-    calls: list[ToolCall] = []
-    for block in blocks:
-        if not isinstance(block, OBJECT):
-            raise upstream_invalid("a content block is not an object")
-        _decode_block(block, content, calls)
+    content, calls = decode_blocks(blocks, _decode_block)
     return ChatResponse(
         content=content,
         tool_calls=calls,
