@@ -311,16 +311,6 @@ class StreamEncoder:
         }
         return out + _event("message_delta", body) + MESSAGE_STOP
 
-    def error_event(
-        self,
-        status: int,
-        message: str,
-        code: str | None = None,
-        type: str | None = None,  # noqa: A002 - the envelope's own field name
-    ) -> bytes:
-        """An in-stream error event (same as the module's `error_event`)."""
-        return error_event(status, message, code, type)
-
     def _start(self, chunk: ChatChunk | None) -> bytes:
         if self._started:
             return b""

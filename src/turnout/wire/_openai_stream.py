@@ -235,16 +235,6 @@ class StreamEncoder:
             out += b"data: " + orjson.dumps(body) + b"\n\n"
         return out + DONE
 
-    def error_event(
-        self,
-        status: int,
-        message: str,
-        code: str | None = None,
-        type: str | None = None,  # noqa: A002 - the envelope's own field name
-    ) -> bytes:
-        """An in-stream error event (same as the module's `error_event`)."""
-        return error_event(status, message, code, type)
-
     def _event(self, delta: dict[str, Any], finish: str | None) -> bytes:
         if not self._started:
             delta = {"role": "assistant", **delta}
