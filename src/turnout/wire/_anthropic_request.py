@@ -10,23 +10,17 @@ it); an OpenAI block the codec does not know, or a message left empty, is refuse
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnout.wire._anthropic_response import FORMAT, encode_assistant_blocks
 from turnout.wire._body import caller_path, refuse_emptied, refuse_unknown, split_data_url
-from turnout.wire.model import (
-    ChatRequest,
-    DocumentPart,
-    ImagePart,
-    Message,
-    NativeBlock,
-    Part,
-    TextPart,
-    Tool,
-)
+from turnout.wire.model import DocumentPart, ImagePart, NativeBlock, TextPart
 from turnout.wire.structured import output_config_format
 from turnout.wire.tool_kinds import flattened
 from turnout.wire.translate import is_same_family, tool_choice_name
+
+if TYPE_CHECKING:
+    from turnout.wire.model import ChatRequest, Message, Part, Tool
 
 __all__ = ["DEFAULT_MAX_TOKENS", "encode_request"]
 

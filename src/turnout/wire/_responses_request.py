@@ -7,22 +7,15 @@ Messages become `input` items (a tool call a `function_call` item, a tool result
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnout.wire._body import OBJECT, data_url
 from turnout.wire._responses_response import FORMAT
-from turnout.wire.model import (
-    ChatRequest,
-    DocumentPart,
-    ImagePart,
-    Message,
-    NativeBlock,
-    Part,
-    TextPart,
-    Tool,
-    ToolCall,
-)
+from turnout.wire.model import DocumentPart, ImagePart, NativeBlock, TextPart
 from turnout.wire.translate import is_same_family, tool_choice_name
+
+if TYPE_CHECKING:
+    from turnout.wire.model import ChatRequest, Message, Part, Tool, ToolCall
 
 __all__ = ["encode_request"]
 
