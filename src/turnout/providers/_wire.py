@@ -1,4 +1,4 @@
-"""The wire formats an `HttpProvider` speaks: each one's codec functions, as a `Wire`.
+"""The wire formats an `HttpProvider` speaks: each one's codec, as a `Wire`.
 
 A provider kind names one of these (`OPENAI_CHAT`, `OPENAI_CHAT_COMPATIBLE`,
 `ANTHROPIC_MESSAGES`, `GEMINI_GENERATE`) as its `wire`; a kind that also serves OpenAI's
@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from turnout.wire import anthropic_messages, gemini, openai_chat, openai_responses
+from turnout.wire.codec import RelayDecoder, StreamDecoder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, WireFormat
-    from turnout.wire.sse import SSEEvent
+    from turnout.wire.codec import Codec
+    from turnout.wire.model import ChatRequest, ChatResponse, WireFormat
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
@@ -34,27 +35,6 @@ __all__ = [
 ]
 
 
-class StreamDecoder(Protocol):
-    """What a codec's stream decoder offers (see `turnout.wire.openai_chat.StreamDecoder`)."""
-
-    done: bool
-    malformed: int
-    finish_reason: str | None
-
-    def feed(self, event: SSEEvent) -> list[ChatChunk]: ...
-
-
-class RelayDecoder(StreamDecoder, Protocol):
-    """A stream decoder that can tell a plain content event without decoding it (`plain`:
-    valid, a non-empty text delta and nothing else that anything reads), for a stream whose
-    events are forwarded as they are; `model` and `id` are the stream's, as seen so far."""
-
-    model: str | None
-    id: str | None
-
-    def plain(self, event: SSEEvent) -> bool: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Wire:
     """The codec functions of one wire format, as a provider uses them."""
@@ -65,9 +45,22 @@ class Wire:
     decode: Callable[[bytes], ChatResponse]
     decoder: Callable[[], StreamDecoder]
 
+    @classmethod
+    def of(cls, codec: Codec) -> Wire:
+        """The upstream side of `codec`, for a format a caller may also speak."""
+        encode_request, forward_body = codec.encode_request, codec.forward_body
+        if forward_body is None:
+            raise TypeError(f"no caller speaks {codec.format}: nothing to forward")
 
-def _encode_openai(request: ChatRequest, model: str) -> dict[str, Any]:
-    return openai_chat.encode_request(request, model=model)
+        def encode(request: ChatRequest, model: str) -> dict[str, Any]:
+            return encode_request(request, model=model)
+
+        def forward(
+            source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
+        ) -> bytes:
+            return forward_body(source, model=model, stream=stream, parsed=parsed)
+
+        return cls(codec.format, encode, forward, codec.decode_response, codec.stream_decoder)
 
 
 def _encode_openai_compatible(request: ChatRequest, model: str) -> dict[str, Any]:
@@ -75,71 +68,8 @@ def _encode_openai_compatible(request: ChatRequest, model: str) -> dict[str, Any
     return openai_chat.encode_request(request, model=model, max_tokens_field="max_tokens")
 
 
-def _forward_openai(
-    source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
-) -> bytes:
-    return openai_chat.forward_body(source, model=model, stream=stream, parsed=parsed)
-
-
-def _encode_anthropic(request: ChatRequest, model: str) -> dict[str, Any]:
-    return anthropic_messages.encode_request(request, model=model)
-
-
-def _forward_anthropic(
-    source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
-) -> bytes:
-    return anthropic_messages.forward_body(source, model=model, stream=stream, parsed=parsed)
-
-
-def _encode_responses(request: ChatRequest, model: str) -> dict[str, Any]:
-    return openai_responses.encode_request(request, model=model)
-
-
-def _forward_responses(
-    source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
-) -> bytes:
-    return openai_responses.forward_body(source, model=model, stream=stream, parsed=parsed)
-
-
-OPENAI_CHAT = Wire(
-    "openai-chat",
-    _encode_openai,
-    _forward_openai,
-    openai_chat.decode_response,
-    openai_chat.StreamDecoder,
-)
+OPENAI_CHAT = Wire.of(openai_chat.CODEC)
 OPENAI_CHAT_COMPATIBLE = dataclasses.replace(OPENAI_CHAT, encode=_encode_openai_compatible)
-ANTHROPIC_MESSAGES = Wire(
-    "anthropic-messages",
-    _encode_anthropic,
-    _forward_anthropic,
-    anthropic_messages.decode_response,
-    anthropic_messages.StreamDecoder,
-)
-OPENAI_RESPONSES = Wire(
-    "openai-responses",
-    _encode_responses,
-    _forward_responses,
-    openai_responses.decode_response,
-    openai_responses.StreamDecoder,
-)
-
-
-def _encode_gemini(request: ChatRequest, model: str) -> dict[str, Any]:
-    return gemini.encode_request(request, model=model)
-
-
-def _forward_gemini(
-    source: bytes, model: str, stream: bool, parsed: Mapping[str, Any] | None
-) -> bytes:
-    del parsed  # a Gemini caller's body is not parsed by the gateway
-    return gemini.forward_body(source, model=model, stream=stream)
-
-
-GEMINI_GENERATE = Wire(
-    "gemini-generate",
-    _encode_gemini,
-    _forward_gemini,
-    gemini.decode_response,
-    gemini.StreamDecoder,
-)
+ANTHROPIC_MESSAGES = Wire.of(anthropic_messages.CODEC)
+OPENAI_RESPONSES = Wire.of(openai_responses.CODEC)
+GEMINI_GENERATE = Wire.of(gemini.CODEC)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.wire._body import (
     OBJECT,
+    decode_blocks,
     dump_arguments,
     load_upstream,
     parse_arguments,
@@ -141,12 +142,7 @@ def decode_response(body: bytes | Mapping[str, Any]) -> ChatResponse:
     blocks = obj.get("content")
     if not isinstance(blocks, list):
         raise upstream_invalid("content is not a list")
-    content: list[Part] = []
-    calls: list[ToolCall] = []
-    for block in blocks:
-        if not isinstance(block, OBJECT):
-            raise upstream_invalid("a content block is not an object")
-        _decode_block(block, content, calls)
+    content, calls = decode_blocks(blocks, _decode_block)
     model, ident = obj.get("model"), obj.get("id")
     return ChatResponse(
         content=content,

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from turnout.errors import ProviderUnavailable
 from turnout.wire._anthropic_response import (
     FORMAT,
     decode_stop,
@@ -43,21 +42,19 @@ from turnout.wire._anthropic_response import (
     error_body,
 )
 from turnout.wire._body import OBJECT
+from turnout.wire._events import JsonEventDecoder, Malformed, stream_error
 from turnout.wire.model import ChatChunk, ToolCallDelta, Usage
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from turnout.errors import ProviderUnavailable
     from turnout.wire.sse import SSEEvent
 
 __all__ = ["MESSAGE_STOP", "StreamDecoder", "StreamEncoder", "error_event"]
 
 MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 """The terminator of an Anthropic stream."""
-
-
-class _Malformed(Exception):
-    """An event that does not have the shape its type promises."""
 
 
 @dataclass(slots=True)
@@ -72,13 +69,13 @@ class _Block:
 def _index(obj: Mapping[str, Any]) -> int:
     index = obj.get("index")
     if not isinstance(index, int):
-        raise _Malformed
+        raise Malformed
     return index
 
 
 def _object(value: object) -> Mapping[str, Any]:
     if not isinstance(value, OBJECT):
-        raise _Malformed
+        raise Malformed
     return value
 
 
@@ -86,51 +83,36 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-class StreamDecoder:
+class StreamDecoder(JsonEventDecoder):
     """Upstream Messages stream events -> neutral chunks (see the module's rules).
 
     Attributes: `done` (`message_stop` seen), `malformed` (events skipped), `finish_reason`
     and `usage` (so far), `model` and `id` (from `message_start`).
     """
 
-    __slots__ = ("_blocks", "_tools", "done", "finish_reason", "id", "malformed", "model", "usage")
+    __slots__ = ("_blocks", "_tools")
 
     def __init__(self) -> None:
-        self.done = False
-        self.malformed = 0
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.model: str | None = None
-        self.id: str | None = None
+        super().__init__()
         self._blocks: dict[int, _Block] = {}
         self._tools = 0
 
-    def feed(self, event: SSEEvent) -> list[ChatChunk]:
-        """The neutral chunks of one upstream event (zero or one)."""
-        try:
-            obj = orjson.loads(event.data)
-        except orjson.JSONDecodeError:
-            self.malformed += 1
-            return []
-        if not isinstance(obj, dict):
-            self.malformed += 1
-            return []
+    def _error(self, event: SSEEvent, obj: dict[str, Any]) -> ProviderUnavailable | None:
+        if obj.get("type", event.event) == "error":
+            return _stream_error(obj.get("error"))
+        return None
+
+    def _read(self, event: SSEEvent, obj: dict[str, Any]) -> list[ChatChunk]:
         kind = obj.get("type", event.event)
         if kind == "ping":
             return []
         if kind == "message_stop":
             self.done = True
             return []
-        if kind == "error":
-            raise _stream_error(obj.get("error"))
         chunk = ChatChunk(raw=event.raw, raw_format=FORMAT)
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is not None:
-            try:
-                handler(self, obj, chunk)
-            except _Malformed:
-                self.malformed += 1
-                return []
+            handler(self, obj, chunk)
         return [chunk]
 
     def plain(self, event: SSEEvent) -> bool:
@@ -195,7 +177,7 @@ class StreamDecoder:
         elif kind == "input_json_delta":
             block = self._blocks.get(index)
             if block is None:
-                raise _Malformed
+                raise Malformed
             if block.kind == "tool":
                 chunk.tool_calls = [self._tool_delta(block, _text(delta.get("partial_json")))]
 
@@ -230,14 +212,7 @@ _HANDLERS: dict[str, Callable[[StreamDecoder, Mapping[str, Any], ChatChunk], Non
 
 
 def _stream_error(error: object) -> ProviderUnavailable:
-    error = error if isinstance(error, OBJECT) else {}
-    message, kind = error.get("message"), error.get("type")
-    return ProviderUnavailable(
-        message if isinstance(message, str) else "upstream stream error",
-        error_type=kind if isinstance(kind, str) else None,
-        reason=kind if isinstance(kind, str) else "stream error",
-        body=dict(error),
-    )
+    return stream_error(error if isinstance(error, OBJECT) else {}, "type")
 
 
 def _event(name: str, body: dict[str, Any]) -> bytes:
@@ -335,16 +310,6 @@ class StreamEncoder:
             "usage": encode_usage(usage),
         }
         return out + _event("message_delta", body) + MESSAGE_STOP
-
-    def error_event(
-        self,
-        status: int,
-        message: str,
-        code: str | None = None,
-        type: str | None = None,  # noqa: A002 - the envelope's own field name
-    ) -> bytes:
-        """An in-stream error event (same as the module's `error_event`)."""
-        return error_event(status, message, code, type)
 
     def _start(self, chunk: ChatChunk | None) -> bytes:
         if self._started:

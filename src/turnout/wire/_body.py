@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import orjson
 
 from turnout.errors import MalformedRequest, ProviderUnavailable
+from turnout.wire.codec import codec_for
 from turnout.wire.model import NativeBlock, TextPart
 
 if TYPE_CHECKING:
-    from turnout.wire.model import ChatRequest, Part, WireFormat
+    from turnout.wire.model import ChatRequest, Part, ToolCall, WireFormat
 
 __all__ = [
     "OBJECT",
@@ -40,6 +41,7 @@ __all__ = [
     "as_object",
     "caller_path",
     "data_url",
+    "decode_blocks",
     "dump_arguments",
     "invalid",
     "load_request",
@@ -128,6 +130,20 @@ def _kind(part: Part) -> str:
 def upstream_invalid(what: str) -> ProviderUnavailable:
     """The error for an upstream body the codec cannot read (`provider_error`)."""
     return ProviderUnavailable(f"unparseable upstream body: {what}", reason="unparseable body")
+
+
+def decode_blocks(
+    blocks: list[Any], decode: Callable[[Mapping[str, Any], list[Part], list[ToolCall]], None]
+) -> tuple[list[Part], list[ToolCall]]:
+    """An upstream answer's content blocks -> its parts and tool calls (`decode` sorts one
+    block into them); a block that is not an object raises `ProviderUnavailable`."""
+    content: list[Part] = []
+    calls: list[ToolCall] = []
+    for block in blocks:
+        if not isinstance(block, OBJECT):
+            raise upstream_invalid("a content block is not an object")
+        decode(block, content, calls)
+    return content, calls
 
 
 def load_request(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -309,16 +325,6 @@ def caller_path(request: ChatRequest, index: int) -> str:
     """Where `request.messages[index]` is in the caller's own body (found again by decoding
     it, in the caller's format), else its neutral position. Only error paths ask."""
     source = request.source
-    paths: list[str] = []
-    # The codecs import this module: they are imported here, on the error path, not above.
-    if source is not None and source.format == "openai-chat":
-        from turnout.wire.openai_chat import message_paths  # noqa: PLC0415
-
-        paths = message_paths(source.body)
-    elif source is not None and source.format == "anthropic-messages":
-        from turnout.wire.anthropic_messages import (  # noqa: PLC0415
-            message_paths as anthropic_paths,
-        )
-
-        paths = anthropic_paths(source.body)
+    codec = codec_for(source.format) if source is not None else None
+    paths = codec.message_paths(source.body) if source and codec and codec.message_paths else []
     return paths[index] if index < len(paths) else f"messages[{index}]"

@@ -30,6 +30,7 @@ import orjson
 
 from turnout.errors import ProviderUnavailable
 from turnout.wire._body import OBJECT
+from turnout.wire._events import JsonEventDecoder, Malformed
 from turnout.wire._gemini_response import (
     FORMAT,
     candidate_finish,
@@ -53,56 +54,33 @@ if TYPE_CHECKING:
 __all__ = ["StreamDecoder", "StreamEncoder", "error_event"]
 
 
-class _Malformed(Exception):
-    """An event that does not have the shape of a `GenerateContentResponse`."""
-
-
-class StreamDecoder:
+class StreamDecoder(JsonEventDecoder):
     """Upstream stream events -> neutral chunks (see the module's rules).
 
     Attributes: `done`, `malformed` (events skipped), `finish_reason` and `usage` (last seen),
     `model` and `id` (first seen).
     """
 
-    __slots__ = ("_calls", "done", "finish_reason", "id", "malformed", "model", "usage")
+    __slots__ = ("_calls",)
 
     def __init__(self) -> None:
-        self.done = False
-        self.malformed = 0
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.model: str | None = None
-        self.id: str | None = None
+        super().__init__()
         self._calls = 0
 
-    def feed(self, event: SSEEvent) -> list[ChatChunk]:
-        """The neutral chunks of one upstream event (zero or one)."""
-        try:
-            obj = orjson.loads(event.data)
-        except orjson.JSONDecodeError:
-            obj = None
-        if not isinstance(obj, dict):
-            self.malformed += 1
-            return []
+    def _error(self, event: SSEEvent, obj: dict[str, Any]) -> ProviderUnavailable | None:
         if "error" in obj and "candidates" not in obj:
-            raise _stream_error(obj["error"])
-        try:
-            chunk = self._chunk(obj)
-        except _Malformed:
-            self.malformed += 1
-            return []
+            return _stream_error(obj["error"])
+        return None
+
+    def _read(self, event: SSEEvent, obj: dict[str, Any]) -> list[ChatChunk]:
+        chunk = self._chunk(obj)
         chunk.raw = event.raw
         return [chunk]
 
     def _chunk(self, obj: dict[str, Any]) -> ChatChunk:
-        chunk = ChatChunk(raw_format=FORMAT)
-        model, ident = obj.get("modelVersion"), obj.get("responseId")
-        if isinstance(model, str):
-            chunk.model = model
-            self.model = self.model or model
-        if isinstance(ident, str):
-            chunk.id = ident
-            self.id = self.id or ident
+        chunk = self._named(
+            ChatChunk(raw_format=FORMAT), obj.get("modelVersion"), obj.get("responseId")
+        )
         usage = decode_usage(obj.get("usageMetadata"))
         if usage is not None:
             chunk.usage = self.usage = usage
@@ -112,10 +90,10 @@ class StreamDecoder:
                 self._finish(chunk, "content_filter")
             return chunk
         if not isinstance(candidates, list) or not candidates:
-            raise _Malformed
+            raise Malformed
         candidate = candidates[0]
         if not isinstance(candidate, OBJECT):
-            raise _Malformed
+            raise Malformed
         self._content(candidate, chunk)
         finish = candidate_finish(candidate, has_tool_calls=self._calls > 0)
         if finish is not None:
@@ -126,7 +104,7 @@ class StreamDecoder:
         try:
             parts, calls = decode_candidate(candidate, self._calls)
         except ProviderUnavailable:
-            raise _Malformed from None
+            raise Malformed from None
         for part in parts:
             if isinstance(part, ThinkingPart):
                 chunk.thinking += part.text

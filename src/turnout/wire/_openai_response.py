@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ __all__ = [
     "encode_usage",
     "error_body",
     "joined_text",
+    "usage_of",
 ]
 
 FORMAT: WireFormat = "openai-chat"
@@ -76,15 +78,25 @@ def decode_usage(usage: object) -> Usage | None:
     """
     if not isinstance(usage, OBJECT):
         return None
-    details = usage.get("prompt_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, OBJECT) else 0
-    if not cached:
-        cached = _count(usage.get("prompt_cache_hit_tokens"))
-    output = usage.get("completion_tokens_details")
+    read = usage_of(usage, "prompt", "completion")
+    if read.cache_read_tokens:
+        return read
+    return dataclasses.replace(read, cache_read_tokens=_count(usage.get("prompt_cache_hit_tokens")))
+
+
+def usage_of(usage: Mapping[str, Any], sent: str, received: str) -> Usage:
+    """Usage in OpenAI's shape, which its two APIs name differently: `{sent}_tokens` with the
+    cached ones in `{sent}_tokens_details`, `{received}_tokens` with the reasoning ones in
+    `{received}_tokens_details` (`prompt`/`completion` for Chat, `input`/`output` for
+    Responses)."""
+    details = usage.get(f"{sent}_tokens_details")
+    output = usage.get(f"{received}_tokens_details")
     return Usage(
-        input_tokens=_count(usage.get("prompt_tokens")),
-        output_tokens=_count(usage.get("completion_tokens")),
-        cache_read_tokens=cached,
+        input_tokens=_count(usage.get(f"{sent}_tokens")),
+        output_tokens=_count(usage.get(f"{received}_tokens")),
+        cache_read_tokens=_count(details.get("cached_tokens"))
+        if isinstance(details, OBJECT)
+        else 0,
         reasoning_tokens=_count(output.get("reasoning_tokens"))
         if isinstance(output, OBJECT)
         else 0,

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from turnout.errors import ProviderUnavailable
 from turnout.wire._body import OBJECT
+from turnout.wire._events import JsonEventDecoder, Malformed, stream_error
 from turnout.wire._openai_response import (
     FORMAT,
     decode_finish,
@@ -44,6 +44,7 @@ from turnout.wire.sse import encode_event
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.errors import ProviderUnavailable
     from turnout.wire.model import Usage
     from turnout.wire.sse import SSEEvent
 
@@ -53,26 +54,14 @@ DONE = b"data: [DONE]\n\n"
 """The terminator of an OpenAI stream."""
 
 
-class _Malformed(Exception):
-    """An event that does not have the shape of a chat.completion.chunk."""
-
-
-class StreamDecoder:
+class StreamDecoder(JsonEventDecoder):
     """Upstream `chat.completion.chunk` events -> neutral chunks (see the module's rules).
 
     Attributes: `done` (`[DONE]` seen), `malformed` (events skipped), `finish_reason` and
     `usage` (last seen), `model` and `id` (first seen).
     """
 
-    __slots__ = ("done", "finish_reason", "id", "malformed", "model", "usage")
-
-    def __init__(self) -> None:
-        self.done = False
-        self.malformed = 0
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.model: str | None = None
-        self.id: str | None = None
+    __slots__ = ()
 
     def feed(self, event: SSEEvent) -> list[ChatChunk]:
         """The neutral chunks of one upstream event (zero or one)."""
@@ -80,20 +69,15 @@ class StreamDecoder:
         if data[:1] == "[" and data.strip() == "[DONE]":
             self.done = True
             return []
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            obj = None
-        if not isinstance(obj, dict):
-            self.malformed += 1
-            return []
+        return super().feed(event)
+
+    def _error(self, event: SSEEvent, obj: dict[str, Any]) -> ProviderUnavailable | None:
         if "error" in obj and "choices" not in obj:
-            raise _stream_error(obj["error"])
-        try:
-            chunk = self._chunk(obj)
-        except _Malformed:
-            self.malformed += 1
-            return []
+            return _stream_error(obj["error"])
+        return None
+
+    def _read(self, event: SSEEvent, obj: dict[str, Any]) -> list[ChatChunk]:
+        chunk = self._chunk(obj)
         chunk.raw = event.raw
         return [chunk]
 
@@ -121,14 +105,7 @@ class StreamDecoder:
         return type(content) is str and content != ""
 
     def _chunk(self, obj: dict[str, Any]) -> ChatChunk:
-        chunk = ChatChunk(raw_format=FORMAT)
-        model, ident = obj.get("model"), obj.get("id")
-        if isinstance(model, str):
-            chunk.model = model
-            self.model = self.model or model
-        if isinstance(ident, str):
-            chunk.id = ident
-            self.id = self.id or ident
+        chunk = self._named(ChatChunk(raw_format=FORMAT), obj.get("model"), obj.get("id"))
         usage = decode_usage(obj.get("usage"))
         if usage is not None:
             chunk.usage = self.usage = usage
@@ -136,10 +113,10 @@ class StreamDecoder:
         if choices is None:
             return chunk
         if not isinstance(choices, list):
-            raise _Malformed
+            raise Malformed
         for choice in choices:
             if not isinstance(choice, OBJECT):
-                raise _Malformed
+                raise Malformed
             if choice.get("index", 0) == 0:
                 self._choice(choice, chunk)
         return chunk
@@ -149,7 +126,7 @@ class StreamDecoder:
         if delta is None:
             delta = {}
         elif not isinstance(delta, OBJECT):
-            raise _Malformed
+            raise Malformed
         content = delta.get("content")
         if isinstance(content, str):
             chunk.delta = content
@@ -171,15 +148,15 @@ class StreamDecoder:
 
 def _tool_deltas(calls: object) -> list[ToolCallDelta]:
     if not isinstance(calls, list):
-        raise _Malformed
+        raise Malformed
     deltas: list[ToolCallDelta] = []
     for call in calls:
         if not isinstance(call, OBJECT):
-            raise _Malformed
+            raise Malformed
         index = call.get("index", len(deltas))
         function = call.get("function") or {}
         if not isinstance(index, int) or not isinstance(function, OBJECT):
-            raise _Malformed
+            raise Malformed
         ident, name = call.get("id"), function.get("name")
         arguments = function.get("arguments")
         deltas.append(
@@ -194,14 +171,8 @@ def _tool_deltas(calls: object) -> list[ToolCallDelta]:
 
 
 def _stream_error(error: object) -> ProviderUnavailable:
-    error = error if isinstance(error, OBJECT) else {"message": str(error)}
-    message = error.get("message")
-    kind = error.get("type") or error.get("code")
-    return ProviderUnavailable(
-        message if isinstance(message, str) else "upstream stream error",
-        error_type=kind if isinstance(kind, str) else None,
-        reason=kind if isinstance(kind, str) else "stream error",
-        body=dict(error),
+    return stream_error(
+        error if isinstance(error, OBJECT) else {"message": str(error)}, "type", "code"
     )
 
 
@@ -263,16 +234,6 @@ class StreamEncoder:
             body["usage"] = encode_usage(usage or self._usage)
             out += b"data: " + orjson.dumps(body) + b"\n\n"
         return out + DONE
-
-    def error_event(
-        self,
-        status: int,
-        message: str,
-        code: str | None = None,
-        type: str | None = None,  # noqa: A002 - the envelope's own field name
-    ) -> bytes:
-        """An in-stream error event (same as the module's `error_event`)."""
-        return error_event(status, message, code, type)
 
     def _event(self, delta: dict[str, Any], finish: str | None) -> bytes:
         if not self._started:

@@ -25,6 +25,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from turnout.wire._body import OBJECT, load_upstream, upstream_invalid
+from turnout.wire._openai_response import usage_of
 from turnout.wire.model import (
     ChatResponse,
     Part,
@@ -62,26 +63,10 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex}"
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 def decode_usage(usage: object) -> Usage | None:
     """Responses `usage` -> neutral (cached tokens from `input_tokens_details`, reasoning
     tokens, part of `output_tokens`, from `output_tokens_details`)."""
-    if not isinstance(usage, OBJECT):
-        return None
-    details = usage.get("input_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, OBJECT) else 0
-    output = usage.get("output_tokens_details")
-    return Usage(
-        input_tokens=_count(usage.get("input_tokens")),
-        output_tokens=_count(usage.get("output_tokens")),
-        cache_read_tokens=cached,
-        reasoning_tokens=_count(output.get("reasoning_tokens"))
-        if isinstance(output, OBJECT)
-        else 0,
-    )
+    return usage_of(usage, "input", "output") if isinstance(usage, OBJECT) else None
 
 
 def encode_usage(usage: Usage | None) -> dict[str, Any]:

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from turnout.errors import ProviderUnavailable
 from turnout.wire._body import OBJECT
+from turnout.wire._events import JsonEventDecoder, Malformed, stream_error
 from turnout.wire._openai_response import error_body
 from turnout.wire._responses_response import (
     FORMAT,
@@ -59,14 +59,11 @@ from turnout.wire.sse import encode_event
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turnout.errors import ProviderUnavailable
     from turnout.wire.model import Usage
     from turnout.wire.sse import SSEEvent
 
 __all__ = ["StreamDecoder", "StreamEncoder", "error_event"]
-
-
-class _Malformed(Exception):
-    """An event that does not have the shape its type promises."""
 
 
 @dataclass(slots=True)
@@ -83,50 +80,32 @@ def _str(value: object) -> str:
 
 def _object(value: object) -> Mapping[str, Any]:
     if not isinstance(value, OBJECT):
-        raise _Malformed
+        raise Malformed
     return value
 
 
-class StreamDecoder:
+class StreamDecoder(JsonEventDecoder):
     """Upstream Responses stream events -> neutral chunks (see the module's rules).
 
     Attributes: `done` (`response.completed` or `response.incomplete` seen), `malformed`
     (events skipped), `finish_reason` and `usage`, `model` and `id` (from `response.created`).
     """
 
-    __slots__ = ("_calls", "done", "finish_reason", "id", "malformed", "model", "usage")
+    __slots__ = ("_calls",)
 
     def __init__(self) -> None:
-        self.done = False
-        self.malformed = 0
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
-        self.model: str | None = None
-        self.id: str | None = None
+        super().__init__()
         self._calls: dict[str, _Call] = {}
 
-    def feed(self, event: SSEEvent) -> list[ChatChunk]:
-        """The neutral chunks of one upstream event (zero or one)."""
-        try:
-            obj = orjson.loads(event.data)
-        except orjson.JSONDecodeError:
-            self.malformed += 1
-            return []
-        if not isinstance(obj, dict):
-            self.malformed += 1
-            return []
-        kind = obj.get("type", event.event)
-        if kind == "error":
-            raise _stream_error(obj)
+    def _error(self, event: SSEEvent, obj: dict[str, Any]) -> ProviderUnavailable | None:
+        return _stream_error(obj) if obj.get("type", event.event) == "error" else None
+
+    def _read(self, event: SSEEvent, obj: dict[str, Any]) -> list[ChatChunk]:
         chunk = ChatChunk(raw=event.raw, raw_format=FORMAT)
-        try:
-            self._read(kind, obj, chunk)
-        except _Malformed:
-            self.malformed += 1
-            return []
+        self._item(obj.get("type", event.event), obj, chunk)
         return [chunk]
 
-    def _read(self, kind: object, obj: Mapping[str, Any], chunk: ChatChunk) -> None:
+    def _item(self, kind: object, obj: Mapping[str, Any], chunk: ChatChunk) -> None:
         if kind in ("response.output_text.delta", "response.refusal.delta"):
             chunk.delta = _str(obj.get("delta"))
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
@@ -134,7 +113,7 @@ class StreamDecoder:
         elif kind == "response.function_call_arguments.delta":
             call = self._calls.get(_str(obj.get("item_id")))
             if call is None:
-                raise _Malformed
+                raise Malformed
             chunk.tool_calls = [self._delta(call, _str(obj.get("delta")))]
         elif kind == "response.output_item.added":
             self._added(_object(obj.get("item")))
@@ -159,7 +138,7 @@ class StreamDecoder:
             return
         ident = item.get("id") or item.get("call_id")
         if not isinstance(ident, str):
-            raise _Malformed
+            raise Malformed
         call_id, name = item.get("call_id"), item.get("name")
         self._calls[ident] = _Call(
             len(self._calls),
@@ -187,14 +166,8 @@ class StreamDecoder:
 
 
 def _stream_error(error: object) -> ProviderUnavailable:
-    error = error if isinstance(error, OBJECT) else {"message": str(error)}
-    message = error.get("message")
-    kind = error.get("code") or error.get("type")
-    return ProviderUnavailable(
-        message if isinstance(message, str) else "upstream stream error",
-        error_type=kind if isinstance(kind, str) else None,
-        reason=kind if isinstance(kind, str) else "stream error",
-        body=dict(error),
+    return stream_error(
+        error if isinstance(error, OBJECT) else {"message": str(error)}, "code", "type"
     )
 
 

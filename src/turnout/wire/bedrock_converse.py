@@ -36,11 +36,14 @@ from turnout.errors import MalformedRequest
 from turnout.record import Usage
 from turnout.wire._body import (
     OBJECT,
+    decode_blocks,
     load_upstream,
     parse_arguments,
     split_data_url,
     upstream_invalid,
 )
+from turnout.wire._events import JsonEventDecoder, Malformed
+from turnout.wire.codec import Codec, register
 from turnout.wire.model import (
     ChatChunk,
     ChatResponse,
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
     from turnout.wire.sse import SSEEvent
 
 __all__ = [
+    "CODEC",
     "FORMAT",
     "StreamDecoder",
     "decode_response",
@@ -315,12 +319,7 @@ def decode_response(body: bytes | Mapping[str, Any]) -> ChatResponse:
     blocks = message.get("content") if isinstance(message, OBJECT) else None
     if not isinstance(blocks, list):
         raise upstream_invalid("output.message.content is not a list")
-    content: list[Part] = []
-    calls: list[ToolCall] = []
-    for block in blocks:
-        if not isinstance(block, OBJECT):
-            raise upstream_invalid("a content block is not an object")
-        _decode_block(block, content, calls)
+    content, calls = decode_blocks(blocks, _decode_block)
     return ChatResponse(
         content=content,
         tool_calls=calls,
@@ -359,32 +358,20 @@ def _decode_block(block: Mapping[str, Any], content: list[Part], calls: list[Too
 
 
 # --- streams ----------------------------------------------------------------------------------
-class StreamDecoder:
+class StreamDecoder(JsonEventDecoder):
     """ConverseStream events -> neutral chunks (Rule 6).
 
     Attributes: `done` (`metadata` seen), `malformed` (events skipped), `finish_reason` and
     `usage` (so far).
     """
 
-    __slots__ = ("_tools", "done", "finish_reason", "malformed", "usage")
+    __slots__ = ("_tools",)
 
     def __init__(self) -> None:
-        self.done = False
-        self.malformed = 0
-        self.finish_reason: str | None = None
-        self.usage: Usage | None = None
+        super().__init__()
         self._tools: dict[int, int] = {}
 
-    def feed(self, event: SSEEvent) -> list[ChatChunk]:
-        """The neutral chunks of one stream event (zero or one)."""
-        try:
-            obj = orjson.loads(event.data)
-        except orjson.JSONDecodeError:
-            self.malformed += 1
-            return []
-        if not isinstance(obj, dict):
-            self.malformed += 1
-            return []
+    def _read(self, event: SSEEvent, obj: dict[str, Any]) -> list[ChatChunk]:
         kind = event.event
         if kind == "messageStart":
             return [ChatChunk()]
@@ -405,30 +392,29 @@ class StreamDecoder:
             return [ChatChunk(usage=usage)]
         return []
 
-    def _index(self, obj: Mapping[str, Any]) -> int | None:
+    @staticmethod
+    def _index(obj: Mapping[str, Any]) -> int:
         index = obj.get("contentBlockIndex")
         if isinstance(index, int) and not isinstance(index, bool):
             return index
-        self.malformed += 1
-        return None
+        raise Malformed
 
     def _start(self, obj: Mapping[str, Any]) -> list[ChatChunk]:
         index = self._index(obj)
         start = obj.get("start")
         use = start.get("toolUse") if isinstance(start, OBJECT) else None
-        if index is None or not isinstance(use, OBJECT):
+        if not isinstance(use, OBJECT):
             return []
         ident, name = use.get("toolUseId"), use.get("name")
         if not isinstance(ident, str) or not isinstance(name, str):
-            self.malformed += 1
-            return []
+            raise Malformed
         tool = self._tools[index] = len(self._tools)
         return [ChatChunk(tool_calls=[ToolCallDelta(tool, id=ident, name=name)])]
 
     def _delta(self, obj: Mapping[str, Any]) -> list[ChatChunk]:
         index = self._index(obj)
         delta = obj.get("delta")
-        if index is None or not isinstance(delta, OBJECT):
+        if not isinstance(delta, OBJECT):
             return []
         if isinstance(delta.get("text"), str):
             return [ChatChunk(delta=delta["text"])]
@@ -436,8 +422,7 @@ class StreamDecoder:
         if isinstance(use, OBJECT):
             tool = self._tools.get(index)
             if tool is None:
-                self.malformed += 1
-                return []
+                raise Malformed
             arguments = use.get("input")
             text = arguments if isinstance(arguments, str) else ""
             return [ChatChunk(tool_calls=[ToolCallDelta(tool, arguments=text)])]
@@ -451,3 +436,7 @@ class StreamDecoder:
                 )
             ]
         return []
+
+
+CODEC = register(Codec(FORMAT, encode_request, decode_response, StreamDecoder))
+"""Bedrock Converse: spoken to upstreams only, so only the upstream side."""

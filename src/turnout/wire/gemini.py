@@ -71,6 +71,7 @@ from turnout.wire._gemini_response import (
     status_name,
 )
 from turnout.wire._gemini_stream import StreamDecoder, StreamEncoder, error_event
+from turnout.wire.codec import Codec, register
 from turnout.wire.model import (
     ChatRequest,
     DocumentPart,
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = [
+    "CODEC",
     "EFFORT_BUDGETS",
     "FORMAT",
     "SKIP_SIGNATURE",
@@ -531,10 +533,13 @@ def _thinking_config(request: ChatRequest) -> dict[str, Any] | None:
     return None
 
 
-def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
+def forward_body(
+    source: bytes, *, model: str, stream: bool, parsed: Mapping[str, Any] | None = None
+) -> bytes:
     """The caller's own Gemini body for a Gemini upstream: as sent, without a top-level
-    `routing` key (reserved for turnout). The model and the stream switch live in the URL."""
-    del model, stream
+    `routing` key (reserved for turnout). The model and the stream switch live in the URL;
+    `parsed` is not used (the gateway does not parse a Gemini caller's body for it)."""
+    del model, stream, parsed
 
     def edit(body: dict[str, Any]) -> bool:
         changed = "routing" in body
@@ -542,3 +547,18 @@ def forward_body(source: bytes, *, model: str, stream: bool) -> bytes:
         return changed
 
     return rewrite(source, edit)
+
+
+CODEC = register(
+    Codec(
+        format=FORMAT,
+        encode_request=encode_request,
+        decode_response=decode_response,
+        stream_decoder=StreamDecoder,
+        decode_request=decode_request,
+        encode_response=encode_response,
+        forward_body=forward_body,
+    )
+)
+"""Gemini `generateContent`: its errors carry no code or type, so they are written by its own
+`error_body` and `error_event`."""

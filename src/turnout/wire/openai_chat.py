@@ -54,6 +54,7 @@ from turnout.wire._openai_response import (
     joined_text,
 )
 from turnout.wire._openai_stream import DONE, StreamDecoder, StreamEncoder, error_event
+from turnout.wire.codec import Codec, register
 from turnout.wire.model import (
     ChatRequest,
     DocumentPart,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = [
+    "CODEC",
     "DONE",
     "FORMAT",
     "StreamDecoder",
@@ -505,3 +507,27 @@ def _drop_routing(body: dict[str, Any]) -> bool:
         del metadata["routing"]
         changed = True
     return changed
+
+
+def _stream_encoder(model: str, include_usage: bool) -> StreamEncoder:
+    return StreamEncoder(model=model, include_usage=include_usage)
+
+
+CODEC = register(
+    Codec(
+        format=FORMAT,
+        encode_request=encode_request,
+        decode_response=decode_response,
+        stream_decoder=StreamDecoder,
+        decode_request=decode_request,
+        encode_response=encode_response,
+        forward_body=forward_body,
+        stream_encoder=_stream_encoder,
+        terminator=DONE,
+        error_body=error_body,
+        error_event=error_event,
+        message_paths=message_paths,
+        id_prefix="chatcmpl-",
+    )
+)
+"""OpenAI Chat Completions."""

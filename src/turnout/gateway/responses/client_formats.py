@@ -1,23 +1,25 @@
 """The wire formats a caller may speak to the gateway for chat (OpenAI Chat Completions,
 Anthropic Messages, OpenAI Responses), as the gateway uses them.
 
-A `ClientFormat` bundles what the HTTP side needs of one codec: decoding the caller's body,
-encoding an answer or a stream for the caller when the target spoke another format, the
-stream's terminator and in-stream error event, and the error envelope.
+A `ClientFormat` is the caller's side of one `turnout.wire.codec.Codec`, with what only the
+HTTP side knows: the endpoint its requests resolve as and the caller's headers a target of the
+same format receives.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from turnout.wire import anthropic_messages, openai_chat, openai_responses
+from turnout.wire.codec import ErrorBody, NumberedEncoder, StreamEncoder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, Usage, WireFormat
+    from turnout.wire.codec import Codec
+    from turnout.wire.model import ChatRequest, ChatResponse, WireFormat
 
 __all__ = [
     "ANTHROPIC",
@@ -30,42 +32,12 @@ __all__ = [
 ]
 
 ChatEndpoint = Literal["chat", "messages"]
-
-
-class StreamEncoder(Protocol):
-    """What the codecs' stream encoders offer (neutral chunks -> the caller's SSE bytes)."""
-
-    def encode(self, chunk: ChatChunk) -> bytes: ...
-
-    def finish(self, *, finish_reason: str | None = None, usage: Usage | None = None) -> bytes: ...
-
-
-@runtime_checkable
-class NumberedEncoder(Protocol):
-    """A stream encoder whose events are numbered: `sequence_number` is the next event's."""
-
-    @property
-    def sequence_number(self) -> int: ...
-
-
-class ErrorBody(Protocol):
-    """A codec's `error_body(status, message, *, code, type, param, meta)`."""
-
-    def __call__(
-        self,
-        status: int,
-        message: str,
-        *,
-        code: str | None = None,
-        type: str | None = None,  # noqa: A002 - the envelope's own field name
-        param: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]: ...
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
 class ClientFormat:
-    """One caller-facing wire format.
+    """One caller-facing wire format: the caller's side of `codec`.
 
     - `name`: the wire format (`openai-chat`, `anthropic-messages`); `endpoint`: the endpoint
       name `Runtime.resolve` takes for its chat requests.
@@ -83,112 +55,78 @@ class ClientFormat:
       events sent; None for the others.
     """
 
-    name: WireFormat
+    codec: Codec
     endpoint: ChatEndpoint
-    decode: Callable[[Mapping[str, Any]], ChatRequest]
-    encode: Callable[[ChatResponse, str], dict[str, Any]]
-    encoder: Callable[[str, bool], StreamEncoder]
-    terminator: bytes
-    error_event: Callable[[int, str, str | None, str | None], bytes]
-    error_body: ErrorBody
     forwarded_headers: tuple[str, ...] = ()
-    numbered_error_event: Callable[[int, str, str | None, str | None, int], bytes] | None = None
+
+    @property
+    def name(self) -> WireFormat:
+        return self.codec.format
+
+    @property
+    def terminator(self) -> bytes:
+        return self.codec.terminator
+
+    @property
+    def error_body(self) -> ErrorBody:
+        return _needed(self.codec.error_body)
+
+    def decode(self, body: Mapping[str, Any]) -> ChatRequest:
+        return _needed(self.codec.decode_request)(body)
+
+    def encode(self, response: ChatResponse, model: str) -> dict[str, Any]:
+        return _needed(self.codec.encode_response)(
+            response, model=model, request_id=self._own_id(response)
+        )
+
+    def encoder(self, model: str, include_usage: bool) -> StreamEncoder:
+        return _needed(self.codec.stream_encoder)(model, include_usage)
+
+    def error_event(
+        self,
+        status: int,
+        message: str,
+        code: str | None,
+        type: str | None,  # noqa: A002 - the envelope's own field name
+    ) -> bytes:
+        return _needed(self.codec.error_event)(status, message, code, type)
+
+    @property
+    def numbered_error_event(
+        self,
+    ) -> Callable[[int, str, str | None, str | None, int], bytes] | None:
+        numbered = self.codec.numbered_error_event
+        if numbered is None:
+            return None
+
+        def event(
+            status: int, message: str, code: str | None, kind: str | None, sequence_number: int
+        ) -> bytes:
+            return numbered(status, message, code, kind, sequence_number=sequence_number)
+
+        return event
+
+    def _own_id(self, response: ChatResponse) -> str:
+        """The answer's id when it has the caller format's shape, else a fresh one: an id from
+        another format (`msg_…` for an OpenAI caller) would look foreign to the caller's SDK."""
+        ident, prefix = response.id, self.codec.id_prefix
+        return ident if ident and ident.startswith(prefix) else f"{prefix}{uuid.uuid4().hex}"
 
 
-def _own_id(response: ChatResponse, prefix: str) -> str:
-    """The answer's id when it has the caller format's shape, else a fresh one: an id from
-    another format (`msg_…` for an OpenAI caller) would look foreign to the caller's SDK."""
-    ident = response.id
-    return ident if ident and ident.startswith(prefix) else f"{prefix}{uuid.uuid4().hex}"
+def _needed(part: _T | None) -> _T:
+    """A part of the codec that every caller-facing format has."""
+    if part is None:
+        raise TypeError("the codec has no caller's side")
+    return part
 
 
-def _openai_encode(response: ChatResponse, model: str) -> dict[str, Any]:
-    return openai_chat.encode_response(
-        response, model=model, request_id=_own_id(response, "chatcmpl-")
-    )
-
-
-def _openai_encoder(model: str, include_usage: bool) -> StreamEncoder:
-    return openai_chat.StreamEncoder(model=model, include_usage=include_usage)
-
-
-def _openai_error_event(status: int, message: str, code: str | None, kind: str | None) -> bytes:
-    return openai_chat.error_event(status, message, code, kind)
-
-
-def _anthropic_encode(response: ChatResponse, model: str) -> dict[str, Any]:
-    return anthropic_messages.encode_response(
-        response, model=model, request_id=_own_id(response, "msg_")
-    )
-
-
-def _anthropic_encoder(model: str, include_usage: bool) -> StreamEncoder:
-    # Anthropic streams always report usage (message_start and message_delta).
-    return anthropic_messages.StreamEncoder(model=model)
-
-
-def _anthropic_error_event(status: int, message: str, code: str | None, kind: str | None) -> bytes:
-    return anthropic_messages.error_event(status, message, code, kind)
-
-
-OPENAI = ClientFormat(
-    name="openai-chat",
-    endpoint="chat",
-    decode=openai_chat.decode_request,
-    encode=_openai_encode,
-    encoder=_openai_encoder,
-    terminator=openai_chat.DONE,
-    error_event=_openai_error_event,
-    error_body=openai_chat.error_body,
-)
+OPENAI = ClientFormat(openai_chat.CODEC, "chat")
 """OpenAI Chat Completions (`POST /v1/chat/completions`)."""
 
 ANTHROPIC = ClientFormat(
-    name="anthropic-messages",
-    endpoint="messages",
-    decode=anthropic_messages.decode_request,
-    encode=_anthropic_encode,
-    encoder=_anthropic_encoder,
-    terminator=anthropic_messages.MESSAGE_STOP,
-    error_event=_anthropic_error_event,
-    error_body=anthropic_messages.error_body,
-    forwarded_headers=("anthropic-version", "anthropic-beta"),
+    anthropic_messages.CODEC, "messages", forwarded_headers=("anthropic-version", "anthropic-beta")
 )
 """Anthropic Messages (`POST /v1/messages`)."""
 
-
-def _responses_encode(response: ChatResponse, model: str) -> dict[str, Any]:
-    return openai_responses.encode_response(
-        response, model=model, request_id=_own_id(response, "resp_")
-    )
-
-
-def _responses_encoder(model: str, include_usage: bool) -> StreamEncoder:
-    # A Responses stream always ends with its usage (in `response.completed`).
-    return openai_responses.StreamEncoder(model=model)
-
-
-def _responses_error_event(status: int, message: str, code: str | None, kind: str | None) -> bytes:
-    return openai_responses.error_event(status, message, code, kind)
-
-
-def _responses_numbered_error(
-    status: int, message: str, code: str | None, kind: str | None, sequence_number: int
-) -> bytes:
-    return openai_responses.error_event(
-        status, message, code, kind, sequence_number=sequence_number
-    )
-
-
-RESPONSES = ClientFormat(
-    name="openai-responses",
-    endpoint="chat",
-    decode=openai_responses.decode_request,
-    encode=_responses_encode,
-    encoder=_responses_encoder,
-    terminator=b"",
-    error_event=_responses_error_event,
-    error_body=openai_chat.error_body,
-    numbered_error_event=_responses_numbered_error,
-)
+RESPONSES = ClientFormat(openai_responses.CODEC, "chat")
 """OpenAI Responses (`POST /v1/responses`): routed like chat, errors in OpenAI's envelope."""
