@@ -65,7 +65,6 @@ __all__ = [
     "LocalFailure",
     "ReadTimeout",
     "StreamReply",
-    "Timeouts",
     "Transport",
     "TransportFailure",
     "UnreadableResponse",
@@ -110,11 +109,6 @@ class HttpTimeouts:
         for name in ("connect", "read"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"HttpTimeouts.{name} must be a positive number of seconds")
-
-
-Timeouts = HttpTimeouts
-"""The earlier name of `HttpTimeouts`, kept importable (the engine's deadlines are
-`turnout.routing.options.Timeouts`, a different thing)."""
 
 
 @dataclass(frozen=True, slots=True)
