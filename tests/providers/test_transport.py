@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnout.errors import ProviderError, ProviderTimeout, ProviderUnavailable, QuotaExhausted
-from turnout.providers.http1 import Http1Transport
+from turnout.providers.http1 import Http1Transport, default_transport
 from turnout.providers.transport import (
     BodyCutShort,
     ConnectFailed,
@@ -16,7 +16,6 @@ from turnout.providers.transport import (
     ReadTimeout,
     UnreadableResponse,
     UpstreamClosed,
-    default_transport,
     error_for_exception,
     error_for_status,
     request_id_of,

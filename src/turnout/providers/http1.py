@@ -33,7 +33,8 @@ kept idle, to N - 1 s.
 Nothing else is ever resent (Rule 2 of `transport`: the route is the only retry authority).
 
 The bytes of one exchange (request head, response parsing) live in `_http1_message`; this
-module holds the connections, their pools and the transport.
+module holds the connections, their pools and the transport, and `default_transport`, the client
+a provider gets when it is given none.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from turnout.providers.transport import (
     HttpReply,
     HttpTimeouts,
     LocalFailure,
+    Transport,
     TransportFailure,
     UpstreamClosed,
     error_for_exception,
@@ -72,7 +74,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from types import TracebackType
 
-__all__ = ["HIGH_WATER", "LIVENESS_AFTER", "Http1Transport"]
+__all__ = ["HIGH_WATER", "LIVENESS_AFTER", "Http1Transport", "default_transport"]
 
 _SMALL_BODY = 64 * 1024
 """Bodies up to this size go out in the same write as the head."""
@@ -602,6 +604,25 @@ class Http1Transport:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(1.0):
                     await asyncio.gather(*lost)
+
+
+def default_transport(
+    *,
+    provider: str,
+    timeouts: HttpTimeouts | None = None,
+    max_connections: int = 100,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+) -> Transport:
+    """The providers' transport when none is given: an `Http1Transport` named `provider` (in
+    its errors), with `timeouts` (default `HttpTimeouts()`), at most `max_connections`
+    (default 100) connections to each origin and answers of at most `max_response_bytes`
+    (default 32 MiB); idle connections are kept 30 s."""
+    return Http1Transport(
+        provider=provider,
+        timeouts=timeouts,
+        max_connections=max_connections,
+        max_response_bytes=max_response_bytes,
+    )
 
 
 def _abandon(pools: dict[Origin, _Pool], loop: asyncio.AbstractEventLoop | None) -> None:
