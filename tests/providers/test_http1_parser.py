@@ -144,6 +144,14 @@ def test_bytes_after_the_response_take_away_keep_alive() -> None:
     assert parser.take() == b"ok"
 
 
+def test_a_second_response_in_the_same_bytes_is_not_read_into_the_first() -> None:
+    """A response nobody asked for, arriving with the first, changes neither its status nor its
+    body, and takes away its keep-alive."""
+    parser = parsed(head("content-length: 2") + b"ok" + head("content-length: 3", status="404 X"))
+    parser.feed(b"bad")
+    assert (parser.status, parser.take(), parser.keep_alive) == (200, b"ok", False)
+
+
 def test_the_header_line_bound() -> None:
     """`MAX_HEAD_LINES` header lines are read; one more fails as `HeadTooLarge`."""
     lines = [f"x-{i}: v" for i in range(MAX_HEAD_LINES - 1)]

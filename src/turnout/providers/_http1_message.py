@@ -5,7 +5,7 @@ its body decompressed. `turnout.providers.http1` feeds it from a socket; tests f
 Rule 1: a response is read by one `httptools` parser: 1xx heads are skipped, chunked trailers
 ignored, and a body without length (nor chunked, nor a 204 or 304) ends with the connection.
 Rule 2: bytes after the response, or a second response, take away its `keep_alive`: the
-connection is not used again.
+connection is not used again. What came after the response is never read as part of it.
 Rule 2b: a response head holds at most `MAX_HEAD_LINES` header lines and `MAX_HEAD_BYTES` bytes
 (1xx heads included); past either it fails as `HeadTooLarge` as soon as the bound is passed,
 before the rest arrives. A header sent on several lines reads as one comma-joined value, joined
@@ -358,8 +358,8 @@ class ResponseParser:
 
     def on_headers_complete(self) -> None:
         assert self._parser is not None  # a parser callback
-        if self.error is not None:
-            return
+        if self.error is not None or self.done:
+            return  # a head refused, or a second response's (Rule 2)
         status = self._parser.get_status_code()
         if status < 200:
             self._informational = True  # 1xx: skipped, the real head follows
@@ -387,7 +387,7 @@ class ResponseParser:
                 self._inflater = Inflater(coding)
 
     def on_body(self, body: bytes) -> None:
-        if self.error is not None:
+        if self.error is not None or self.done:
             return
         if self._inflater is not None:
             try:
