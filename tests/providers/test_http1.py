@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from turnout.errors import InvalidRequest, ProviderError, ProviderTimeout, ProviderUnavailable
-from turnout.providers import http1
+from turnout.providers._http1_connection import Connection
 from turnout.providers.http1 import HIGH_WATER, Http1Transport
 from turnout.providers.transport import HttpTimeouts
 
@@ -749,9 +749,9 @@ async def test_a_cancel_while_the_connection_opens_keeps_the_cap(
     not returned) gives its slot back once: afterwards `max_connections` still holds."""
     client = Http1Transport(provider="p", max_connections=2)
     victims: list[asyncio.Future[Any]] = []
-    made = http1._Connection.connection_made
+    made = Connection.connection_made
 
-    def cancel_on_connect(conn: http1._Connection, transport: asyncio.BaseTransport) -> None:
+    def cancel_on_connect(conn: Connection, transport: asyncio.BaseTransport) -> None:
         made(conn, transport)
         if victims:
             victims.pop().cancel()
@@ -765,13 +765,13 @@ async def test_a_cancel_while_the_connection_opens_keeps_the_cap(
 
     try:
         async with RawServer(answer) as server:
-            monkeypatch.setattr(http1._Connection, "connection_made", cancel_on_connect)
+            monkeypatch.setattr(Connection, "connection_made", cancel_on_connect)
             for _ in range(3):
                 call = asyncio.ensure_future(client.post(server.url(), BODY, HEADERS))
                 victims.append(call)
                 with pytest.raises(asyncio.CancelledError):
                     await call
-            monkeypatch.setattr(http1._Connection, "connection_made", made)
+            monkeypatch.setattr(Connection, "connection_made", made)
             calls = [
                 asyncio.ensure_future(client.post(server.url(), BODY, HEADERS)) for _ in range(6)
             ]

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from turnout.errors import MalformedRequest, ProviderError
-from turnout.providers import MockProvider, OpenAI, http1
+from turnout.providers import MockProvider, OpenAI
+from turnout.providers._http1_pool import Pool
 from turnout.routing.health import Breaker, Health
 from turnout.routing.plan import CallerCredential
 from turnout.routing.route import Route
@@ -62,7 +63,7 @@ def _no_descriptors_left(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _break_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http1._Pool, "acquire", raising(AttributeError("_idle")))
+    monkeypatch.setattr(Pool, "acquire", raising(AttributeError("_idle")))
 
 
 def _break_tls(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from turnout import providers
 from turnout.errors import ProviderError, ProviderTimeout, ProviderUnavailable, QuotaExhausted
-from turnout.providers.http1 import Http1Transport
+from turnout.providers.http1 import Http1Transport, default_transport
 from turnout.providers.transport import (
     BodyCutShort,
     ConnectFailed,
@@ -15,10 +14,8 @@ from turnout.providers.transport import (
     InvalidHeader,
     InvalidURL,
     ReadTimeout,
-    Timeouts,
     UnreadableResponse,
     UpstreamClosed,
-    default_transport,
     error_for_exception,
     error_for_status,
     request_id_of,
@@ -84,12 +81,6 @@ def test_timeouts_must_be_positive() -> None:
     assert (HttpTimeouts().connect, HttpTimeouts().read) == (10.0, 600.0)
     with pytest.raises(ValueError, match=r"HttpTimeouts\.read"):
         HttpTimeouts(read=0)
-
-
-def test_timeouts_keeps_its_earlier_name() -> None:
-    """`Timeouts`, the earlier name of `HttpTimeouts`, is still importable and the same class."""
-
-    assert providers.Timeouts is Timeouts is HttpTimeouts
 
 
 def test_timeout_errors_are_provider_timeouts() -> None:

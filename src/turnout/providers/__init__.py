@@ -42,7 +42,7 @@ from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
 from turnout.providers.openai import OpenAI
 from turnout.providers.openai_compatible import PRESETS, OpenAICompatible
-from turnout.providers.transport import HttpOptions, HttpTimeouts, Timeouts
+from turnout.providers.transport import HttpOptions, HttpTimeouts
 
 if TYPE_CHECKING:
     from turnout.providers.vertex import Vertex
@@ -60,7 +60,6 @@ __all__ = [
     "MockProvider",
     "OpenAI",
     "OpenAICompatible",
-    "Timeouts",
     "Vertex",
 ]
 

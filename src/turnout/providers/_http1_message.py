@@ -1,20 +1,22 @@
-"""The bytes of one HTTP/1.1 exchange, for `turnout.providers.http1`: the request head written
-once per URL, and the response parsed as it arrives (`Response`, the `StreamReply` a provider
-reads), with its body decompressed and the server's Keep-Alive hint read.
+"""The bytes of one HTTP/1.1 exchange, with no I/O: the request head written once per URL, and
+the response read from its bytes (`ResponseParser`: bytes in, status, headers and body out),
+its body decompressed. `turnout.providers.http1` feeds it from a socket; tests feed it by hand.
 
 Rule 1: a response is read by one `httptools` parser: 1xx heads are skipped, chunked trailers
-ignored, and a body without length ends with the connection.
-Rule 2: bytes after the response, or a second response, make the connection unusable.
+ignored, and a body without length (nor chunked, nor a 204 or 304) ends with the connection.
+Rule 2: bytes after the response, or a second response, take away its `keep_alive`: the
+connection is not used again. What came after the response is never read as part of it.
 Rule 2b: a response head holds at most `MAX_HEAD_LINES` header lines and `MAX_HEAD_BYTES` bytes
 (1xx heads included); past either it fails as `HeadTooLarge` as soon as the bound is passed,
 before the rest arrives. A header sent on several lines reads as one comma-joined value, joined
 once the head is complete.
-Rule 3: a slow reader pauses the socket once `HIGH_WATER` bytes wait unread.
-Rule 4: a connection whose socket refused the request's write is a `RequestNotSent` (the
-server cannot have read it: the caller may send it once more, `http1` Rule 7); once the
-request was written, a close before the response head is `UpstreamClosed`, however soon it
-came: the server may have read the request and started work on it.
-Rule 5: a whole answer (`read_all`) never holds more than the response's `limit` of decoded
+Rule 3: body bytes wait in `chunks` (`unread` of them) until taken; the reader of a stream
+pauses its socket once `HIGH_WATER` bytes wait unread.
+Rule 4: a connection that closes before the response head is a `RequestNotSent` when its socket
+refused the request's write (the server cannot have read it: the caller may send it once more,
+`http1` Rule 7); once the request was written it is `UpstreamClosed`, however soon it came: the
+server may have read the request and started work on it.
+Rule 5: a whole answer (`read_whole`) never holds more than the parser's `limit` of decoded
 bytes: past it (or past `HIGH_WATER`, when its Content-Length says it will pass the limit) it
 fails as `AnswerTooLarge` and its bytes are dropped. A compressed body is inflated piece by
 piece with at most the room left under the limit as output, so a small bomb is never inflated
@@ -24,6 +26,7 @@ of its events).
 
 from __future__ import annotations
 
+import sys
 import zlib
 from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 from urllib.parse import quote, urlsplit
@@ -36,18 +39,13 @@ from turnout.providers.transport import (
     HeadTooLarge,
     InvalidHeader,
     InvalidURL,
-    ReadTimeout,
     TransportFailure,
     UnreadableResponse,
     UpstreamClosed,
-    error_for_exception,
 )
 
 if TYPE_CHECKING:
-    import asyncio
-    from collections.abc import AsyncIterator, Mapping
-
-    from turnout.providers.http1 import _Connection
+    from collections.abc import Mapping
 
 __all__ = [
     "HIGH_WATER",
@@ -56,7 +54,7 @@ __all__ = [
     "Origin",
     "ParsedURL",
     "RequestNotSent",
-    "Response",
+    "ResponseParser",
     "head_with",
     "header_block",
     "parse_url",
@@ -64,7 +62,7 @@ __all__ = [
 ]
 
 HIGH_WATER = 256 * 1024
-"""Unread body bytes (per response) above which the socket stops being read."""
+"""Unread body bytes (per response) above which a stream's socket stops being read."""
 
 MAX_HEAD_LINES = 100
 """Header lines a response head may hold (Rule 2b): as many as the gateway's own server takes
@@ -88,6 +86,10 @@ Origin: TypeAlias = tuple[str, str, int]
 
 class RequestNotSent(UpstreamClosed):
     """Rule 4: the socket refused the request's write; the server cannot have read it."""
+
+
+_NEVER = sys.maxsize
+"""The mark of a stream: its unread bytes are the reader's business, not the parser's."""
 
 
 class ParsedURL(NamedTuple):
@@ -210,18 +212,14 @@ class Inflater:
         return self._decoder.flush()
 
 
-class Response:
-    """One response being read off a connection: the `StreamReply` the caller sees, and the
-    target of the `httptools` parser's callbacks."""
+class ResponseParser:
+    """One response read from its bytes, with no I/O: `feed` them as they arrive and `end` when
+    the connection closes; `head_done`, `status`, `headers`, `chunks`, `done` and `error` say
+    what was read. Its `limit` bounds a whole answer's decoded bytes (Rule 5); it is a stream
+    until `read_whole` is called. It is the `httptools` parser's callback target."""
 
     __slots__ = (
-        "_chunks",
-        "_conn",
-        "_done",
-        "_error",
-        "_fields",
         "_head_bytes",
-        "_head_done",
         "_head_lines",
         "_head_size",
         "_inflater",
@@ -229,55 +227,111 @@ class Response:
         "_limit",
         "_mark",
         "_parser",
-        "_paused",
-        "_pausing",
-        "_provider",
-        "_read_timeout",
         "_repeats",
-        "_unread",
         "_until_eof",
-        "_waiter",
+        "chunks",
+        "done",
+        "error",
+        "head_done",
         "headers",
         "keep_alive",
         "status",
+        "unread",
+        "whole",
     )
 
-    def __init__(self, conn: _Connection, read_timeout: float, provider: str, limit: int) -> None:
+    def __init__(self, limit: int) -> None:
         self.status = 0
-        self._fields: dict[str, str] = {}
-        self.headers: Mapping[str, str] = self._fields
+        self.headers: dict[str, str] = {}
+        self.head_done = False
+        self.keep_alive = False
+        self.chunks: list[bytes] = []
+        self.unread = 0
+        self.done = False
+        self.error: TransportFailure | None = None
+        self.whole = False
+        self._limit = limit
+        # Unread bytes past which `on_body` looks closer: never for a stream, at HIGH_WATER and
+        # then at the limit for a whole answer, where every byte stays unread until the end.
+        self._mark = _NEVER
         self._repeats: dict[str, list[str]] | None = None  # headers sent on several lines
         self._head_lines = 0
         self._head_size = 0  # the header lines' bytes, as counted for the bound
         self._head_bytes = 0  # every byte fed before the head was complete
-        self.keep_alive = False
-        self._conn = conn
-        self._read_timeout = read_timeout
-        self._provider = provider
-        self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
-        self._chunks: list[bytes] = []
-        self._unread = 0
-        self._limit = limit
-        # Unread bytes past which `on_body` looks closer: to pause (a stream), or at the limit
-        # (a whole answer, where every byte stays unread until the end).
-        self._mark = HIGH_WATER
-        self._head_done = False
-        self._done = False
         self._informational = False
         self._until_eof = False
         self._inflater: Inflater | None = None
-        self._error: TransportFailure | None = None
-        self._waiter: asyncio.Future[bool] | None = None
-        self._pausing = True
-        self._paused = False
+        self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
+
+    # fed by the connection ---------------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        """Read the next bytes of the connection."""
+        parser = self._parser
+        if parser is None:  # the response has ended: these bytes come after it
+            self.keep_alive = False
+            return
+        try:
+            parser.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            if self.done:
+                self.keep_alive = False  # bytes after the response: never reuse
+            else:
+                self._fail(UnreadableResponse(f"unreadable response: {exc}"))
+        if not self.head_done and self.error is None:
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._head_too_large(_OVER_BYTES)  # Rule 2b: not waited for to its end
+        if self.done or self.error is not None:
+            # The parser holds this object's methods: dropped now, neither waits for the
+            # cyclic garbage collector.
+            self._parser = None
+
+    def end(self, *, clean: bool, request_refused: bool) -> None:
+        """The connection closed, `clean`ly or not; `request_refused`: its socket refused the
+        request's write (Rule 4)."""
+        self._parser = None
+        if self.done or self.error is not None:
+            return
+        if not self.head_done:
+            if request_refused:
+                self._fail(RequestNotSent("the connection closed before the request was sent"))
+            else:
+                self._fail(UpstreamClosed("the upstream closed the connection"))
+        elif self._until_eof and clean:
+            self.keep_alive = False
+            self._finish()  # a close-delimited body ends here
+        else:
+            self._fail(BodyCutShort("the response body was cut short"))
+
+    # read by the caller ------------------------------------------------------------------
+    def read_whole(self) -> None:
+        """From now on the body is kept until its end, bounded by the limit (Rule 5)."""
+        self.whole = True
+        # Small answers are never looked at; a large one is, once, past HIGH_WATER.
+        self._mark = min(self._limit, HIGH_WATER)
+        if self.unread > self._mark:
+            self._past_mark()
+
+    def take(self) -> bytes:
+        """The body bytes that wait unread, taken."""
+        chunks = self.chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self.unread = 0
+        return data
+
+    @property
+    def is_consumed(self) -> bool:
+        """True when the whole response arrived and every byte of it was taken."""
+        return self.done and not self.chunks
 
     # parser callbacks ---------------------------------------------------------------------
     def on_message_begin(self) -> None:
-        if self._done:
-            self._conn.reusable = False  # a second response nobody asked for
+        if self.done:
+            self.keep_alive = False  # a second response nobody asked for
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if self._head_done or self._error is not None:
+        if self.head_done or self.error is not None:
             return  # a trailer of a chunked body, or a head already refused
         self._head_lines += 1
         self._head_size += len(name) + len(value) + _LINE_ENDS
@@ -289,7 +343,7 @@ class Response:
             return
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
-        fields = self._fields
+        fields = self.headers
         if key not in fields:
             fields[key] = text
             return
@@ -304,17 +358,17 @@ class Response:
 
     def on_headers_complete(self) -> None:
         assert self._parser is not None  # a parser callback
-        if self._error is not None:
-            return
+        if self.error is not None or self.done:
+            return  # a head refused, or a second response's (Rule 2)
         status = self._parser.get_status_code()
         if status < 200:
             self._informational = True  # 1xx: skipped, the real head follows
-            self._fields.clear()
+            self.headers.clear()
             self._repeats = None
             return
         self.status = status
-        self._head_done = True
-        headers = self._fields
+        self.head_done = True
+        headers = self.headers
         if self._repeats is not None:
             for key, values in self._repeats.items():
                 headers[key] = ", ".join(values)
@@ -326,9 +380,6 @@ class Response:
             and status not in (204, 304)
         ):
             self._until_eof = True
-        hint = headers.get("keep-alive")
-        if hint is not None:
-            self._conn.idle_limit = idle_limit(hint)
         coding = headers.get("content-encoding")
         if coding is not None:
             coding = coding.strip().lower()
@@ -336,11 +387,11 @@ class Response:
                 self._inflater = Inflater(coding)
 
     def on_body(self, body: bytes) -> None:
-        if self._error is not None:
+        if self.error is not None or self.done:
             return
         if self._inflater is not None:
             try:
-                inflated = self._inflater.feed(body, self._limit - self._unread)
+                inflated = self._inflater.feed(body, self._limit - self.unread)
             except TransportFailure as exc:
                 self._fail(exc)
                 return
@@ -350,194 +401,60 @@ class Response:
             if not inflated:
                 return
             body = inflated
-        self._chunks.append(body)
-        self._unread += len(body)
-        if self._unread > self._mark:
+        self.chunks.append(body)
+        self.unread += len(body)
+        if self.unread > self._mark:
             self._past_mark()
-
-    def _past_mark(self) -> None:
-        if self._pausing:
-            if not self._paused:
-                self._paused = True
-                self._conn.transport.pause_reading()
-        elif self._unread > self._limit or self._declares_too_much():
-            self._too_large()  # a whole answer over the limit, or about to be
-        else:
-            self._mark = self._limit  # a large answer within the limit: look again past it
 
     def on_message_complete(self) -> None:
         if self._informational:
             self._informational = False
             return
-        if self._done or self._error is not None:
+        if self.done or self.error is not None:
             return
         assert self._parser is not None  # a parser callback
         self.keep_alive = self._parser.should_keep_alive()
         self._finish()
 
-    # fed by the connection ---------------------------------------------------------------
-    def feed(self, data: bytes) -> None:
-        parser = self._parser
-        if parser is None:  # the response has ended: these bytes come after it
-            self._conn.reusable = False
-            return
-        try:
-            parser.feed_data(data)
-        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
-            if self._done:
-                self._conn.reusable = False  # bytes after the response: never reuse
-            else:
-                self._fail(UnreadableResponse(f"unreadable response: {exc}"))
-        if not self._head_done and self._error is None:
-            self._head_bytes += len(data)
-            if self._head_bytes > MAX_HEAD_BYTES:
-                self._head_too_large(_OVER_BYTES)  # Rule 2b: not waited for to its end
-        if self._done or self._error is not None:
-            # The parser holds this response's methods: dropped now, neither waits for the
-            # cyclic garbage collector.
-            self._parser = None
-        self._wake(True)
-
-    def end(self, exc: Exception | None) -> None:
-        """The connection closed (`exc`: why, None for a clean close)."""
-        if self._done or self._error is not None:
-            return
-        if not self._head_done:
-            if self._conn.write_failed:
-                self._fail(RequestNotSent("the connection closed before the request was sent"))
-            else:
-                self._fail(UpstreamClosed("the upstream closed the connection"))
-        elif self._until_eof and exc is None:
-            self.keep_alive = False
-            self._finish()  # a close-delimited body ends here
+    # the rules -----------------------------------------------------------------------------
+    def _past_mark(self) -> None:
+        if self.unread > self._limit or self._declares_too_much():
+            self._too_large()  # a whole answer over the limit, or about to be
         else:
-            self._fail(BodyCutShort("the response body was cut short"))
-        self._parser = None
-        self._wake(True)
-
-    def _finish(self) -> None:
-        if self._inflater is not None:
-            rest = self._inflater.flush()  # all input was taken: at most a few bytes
-            if rest:
-                self._chunks.append(rest)
-                self._unread += len(rest)
-                if self._unread > self._limit:
-                    self._too_large()
-                    return
-        self._done = True
-
-    def _head_too_large(self, what: str) -> None:
-        """Rule 2b: fail with `what` the head holds too much of, and drop what was read."""
-        self._fields.clear()
-        self._repeats = None
-        self._fail(HeadTooLarge(f"unreadable response: its head holds {what}"))
-
-    def _fail(self, error: TransportFailure) -> None:
-        if self._error is None and not self._done:
-            self._error = error
-            self._conn.close()
-
-    def _too_large(self) -> None:
-        """Rule 5: fail, even after the end, and free the bytes: they are never handed over."""
-        self._chunks.clear()
-        self._unread = 0
-        if self._error is None:
-            self._error = AnswerTooLarge(self._limit)
-        self._conn.close()
-
-    def silent(self) -> None:
-        """No byte came for the read timeout while the caller waited."""
-        self._wake(False)
-
-    def _wake(self, fresh: bool) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(fresh)
-
-    # the caller's side ---------------------------------------------------------------------
-    @property
-    def is_consumed(self) -> bool:
-        """True when the whole response arrived and the caller took every byte of it."""
-        return self._done and not self._chunks
-
-    async def _wait(self) -> None:
-        """Wait for the next bytes or the end (ReadTimeout after `read` seconds of silence;
-        the connection's silence timer says when, `http1._Connection.watch`)."""
-        conn = self._conn
-        waiter = self._waiter = conn.loop.create_future()
-        conn.watch(self, self._read_timeout)
-        try:
-            fresh = await waiter
-        finally:
-            conn.waiting = None
-            self._waiter = None
-        if not fresh:
-            raise ReadTimeout(f"no bytes from the upstream for {self._read_timeout:g} s")
-
-    async def wait_head(self) -> None:
-        """Wait for the status line and headers."""
-        while self._error is None:
-            if self._head_done:
-                return
-            await self._wait()
-        raise self._error
-
-    async def read_all(self) -> bytes:
-        """The whole remaining body (TransportFailure on a failure; `AnswerTooLarge` past the
-        limit, Rule 5)."""
-        self._pausing = False
-        # Small answers are never looked at; a large one is, once, past HIGH_WATER.
-        self._mark = min(self._limit, HIGH_WATER)
-        if self._unread > self._mark:
-            self._past_mark()
-        self._resume()
-        while self._error is None:
-            if self._done:
-                return self._take()
-            await self._wait()
-        raise self._error
+            self._mark = self._limit  # a large answer within the limit: look again past it
 
     def _declares_too_much(self) -> bool:
         """Whether the Content-Length of an uncompressed body is over the limit already."""
-        length = self._fields.get("content-length")
+        length = self.headers.get("content-length")
         if length is None or self._inflater is not None:
             return False
         length = length.strip()
         return length.isdigit() and int(length) > self._limit
 
-    def _take(self) -> bytes:
-        chunks = self._chunks
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        chunks.clear()
-        self._unread = 0
-        return data
+    def _finish(self) -> None:
+        if self._inflater is not None:
+            rest = self._inflater.flush()  # all input was taken: at most a few bytes
+            if rest:
+                self.chunks.append(rest)
+                self.unread += len(rest)
+                if self.unread > self._limit:
+                    self._too_large()
+                    return
+        self.done = True
 
-    def _resume(self) -> None:
-        if self._paused:
-            self._paused = False
-            if not self._conn.closed:
-                self._conn.transport.resume_reading()
+    def _head_too_large(self, what: str) -> None:
+        """Rule 2b: fail with `what` the head holds too much of, and drop what was read."""
+        self.headers.clear()
+        self._repeats = None
+        self._fail(HeadTooLarge(f"unreadable response: its head holds {what}"))
 
-    async def read(self) -> bytes:
-        """The whole remaining body (for an error status); failures as ProviderError."""
-        try:
-            return await self.read_all()
-        except TransportFailure as exc:
-            raise error_for_exception(exc, provider=self._provider) from exc
+    def _fail(self, error: TransportFailure) -> None:
+        if self.error is None and not self.done:
+            self.error = error
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive; failures as ProviderError after the bytes before."""
-        while True:
-            if self._chunks:
-                data = self._take()
-                self._resume()
-                yield data
-            elif self._error is not None:
-                raise error_for_exception(self._error, provider=self._provider) from self._error
-            elif self._done:
-                return
-            else:
-                try:
-                    await self._wait()
-                except ReadTimeout as exc:
-                    raise error_for_exception(exc, provider=self._provider) from exc
+    def _too_large(self) -> None:
+        """Rule 5: fail, even after the end, and free the bytes: they are never handed over."""
+        self.chunks.clear()
+        self.unread = 0
+        if self.error is None:
+            self.error = AnswerTooLarge(self._limit)

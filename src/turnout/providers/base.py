@@ -67,11 +67,11 @@ from turnout.providers._wire import (
     StreamDecoder,
     Wire,
 )
+from turnout.providers.http1 import default_transport
 from turnout.providers.transport import (
     HttpOptions,
     HttpTimeouts,
     Transport,
-    default_transport,
     error_for_status,
     local_error,
     redact_error,

@@ -32,381 +32,63 @@ billable call. A server's `Keep-Alive: timeout=N` header shortens how long its c
 kept idle, to N - 1 s.
 Nothing else is ever resent (Rule 2 of `transport`: the route is the only retry authority).
 
-The bytes of one exchange (request head, response parsing) live in `_http1_message`; this
-module holds the connections, their pools and the transport.
+The bytes of one exchange (request head, response parsing, no I/O) live in `_http1_message`;
+one connection (the asyncio protocol that feeds them) in `_http1_connection`; the connections to
+one origin in `_http1_pool`. This module holds the transport, its streamed responses and
+`default_transport`, the client a provider gets when it is given none.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
-import select
 import ssl
-from collections import deque
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from turnout.providers._http1_message import (
     HIGH_WATER,
     Origin,
     ParsedURL,
     RequestNotSent,
-    Response,
+    ResponseParser,
     head_with,
     header_block,
     parse_url,
 )
+from turnout.providers._http1_pool import LIVENESS_AFTER, Pool
 from turnout.providers.transport import (
     DEFAULT_MAX_RESPONSE_BYTES,
-    ConnectFailed,
-    ConnectTimeout,
     HttpReply,
     HttpTimeouts,
     LocalFailure,
+    ReadTimeout,
+    Transport,
     TransportFailure,
-    UpstreamClosed,
     error_for_exception,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from types import TracebackType
+    from collections.abc import AsyncIterator, Mapping
 
-__all__ = ["HIGH_WATER", "LIVENESS_AFTER", "Http1Transport"]
+    from turnout.providers._http1_connection import Connection
 
-_SMALL_BODY = 64 * 1024
-"""Bodies up to this size go out in the same write as the head."""
-
-LIVENESS_AFTER = 0.1
-"""Seconds idle after which a pooled connection's socket is polled before reuse (Rule 7).
-Servers close idle connections after seconds, not milliseconds; a connection reused sooner is
-not polled, so a busy pool makes no extra system call."""
-
-_EARLY = 0.001
-"""A loop timer may fire a hair before its time."""
-
-_LOCAL_ERRNOS = frozenset(
-    {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.EADDRNOTAVAIL}
-)
-"""Socket errors that say this machine ran out of something (descriptors, memory, ports)."""
-
-_HAS_POLL = hasattr(select, "poll")
-_GONE = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0) if _HAS_POLL else 0
-"""Poll events that make an idle connection unusable (POLLHUP and POLLERR always count)."""
+__all__ = ["HIGH_WATER", "LIVENESS_AFTER", "Http1Transport", "default_transport"]
 
 
-class _Connection(asyncio.Protocol):
-    """One keep-alive connection of a pool."""
+class StreamedResponse(contextlib.AbstractAsyncContextManager["StreamedResponse"]):
+    """One streamed POST (`Http1Transport.stream`), the `StreamReply` its caller reads: sent on
+    entry, its body read as it arrives, its connection released or closed on exit."""
 
     __slots__ = (
-        "closed",
-        "fd",
-        "idle_limit",
-        "idle_since",
-        "loop",
-        "lost",
-        "pool",
-        "registered",
-        "response",
-        "reusable",
-        "silence_timer",
-        "silent_since",
-        "transport",
-        "waiting",
-        "write_failed",
+        "_body",
+        "_conn",
+        "_headers",
+        "_response",
+        "_transport",
+        "_url",
+        "headers",
+        "status",
     )
-
-    def __init__(self, pool: _Pool) -> None:
-        self.pool = pool
-        self.loop = pool.loop
-        self.transport: asyncio.Transport = None  # type: ignore[assignment] # set on connect
-        self.response: Response | None = None
-        self.reusable = True
-        self.closed = False
-        self.fd = -1
-        self.write_failed = False  # Rule 7: the last request's write failed at once
-        self.idle_limit: float | None = None  # the server's Keep-Alive hint (Rule 7)
-        # Counted by the pool once `_connect` has it; until then, the slot is the opener's.
-        self.registered = False
-        self.idle_since = 0.0
-        self.lost: asyncio.Future[None] = self.loop.create_future()
-        # Rule 3's read timeout: one timer per connection, re-armed only when it fires early.
-        self.waiting: Response | None = None
-        self.silent_since = 0.0
-        self.silence_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports do not subclass asyncio.Transport, but have its methods.
-        self.transport = cast("asyncio.Transport", transport)
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            self.fd = sock.fileno()
-
-    def data_received(self, data: bytes) -> None:
-        response = self.response
-        if response is None:
-            self.close()  # bytes while idle: the connection's state is unknown
-        else:
-            response.feed(data)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.silence_timer is not None:
-            self.silence_timer.cancel()
-            self.silence_timer = None
-        if not self.closed:
-            self.closed = True
-            if self.registered:
-                self.pool.forget(self)
-        self.pool.gone(self)
-        if not self.lost.done():
-            self.lost.set_result(None)
-        response, self.response = self.response, None
-        if response is not None:
-            response.end(exc)
-
-    def send(self, head: bytes, body: bytes, transport: Http1Transport) -> Response:
-        """Write one request and return its response (being read)."""
-        response = self.response = Response(
-            self, transport.timeouts.read, transport.provider, transport.max_response_bytes
-        )
-        writer = self.transport
-        if len(body) <= _SMALL_BODY:
-            writer.write(head + body)
-        else:
-            writer.write(head)
-            writer.write(body)
-        # A write the socket refuses (the server's reset already there) closes the transport
-        # at once; the loop reports the loss later. Bytes left buffered count as written: a
-        # TLS layer's buffers say nothing sure about what reached the server.
-        self.write_failed = writer.is_closing()
-        return response
-
-    def watch(self, response: Response, timeout: float) -> None:
-        """`response` waits for bytes from now on: tell it if none come for `timeout`
-        seconds (Rule 3). The timer is not moved for each wait: when it fires before the
-        silence is that long, it is set again for when it will be."""
-        self.waiting = response
-        now = self.silent_since = self.loop.time()
-        if self.silence_timer is None:
-            self.silence_timer = self.loop.call_at(now + timeout, self._silence_due, timeout)
-
-    def _silence_due(self, timeout: float) -> None:
-        self.silence_timer = None
-        response = self.waiting
-        if response is None:
-            return  # nobody waits: the next wait arms the timer again
-        due = self.silent_since + timeout
-        if self.loop.time() >= due - _EARLY:
-            response.silent()
-        else:
-            self.silence_timer = self.loop.call_at(due, self._silence_due, timeout)
-
-    @property
-    def is_usable(self) -> bool:
-        """True while the connection may carry another request."""
-        return self.reusable and not self.closed and not self.transport.is_closing()
-
-    def is_alive(self) -> bool:
-        """Rule 7: no FIN, reset or byte waits on the socket (one poll, no wait)."""
-        if self.fd < 0:
-            return True
-        if not _HAS_POLL:  # Windows: select works on sockets
-            readable, _, broken = select.select([self.fd], [], [self.fd], 0)
-            return not (readable or broken)
-        poller = select.poll()
-        poller.register(self.fd, _GONE)
-        return not poller.poll(0)
-
-    def close(self) -> None:
-        """Close now, whatever is in flight (idempotent)."""
-        if not self.closed:
-            self.closed = True
-            if self.registered:
-                self.pool.forget(self)
-            self.transport.abort()
-
-
-class _Pool:
-    """The keep-alive connections of one transport to one origin, on one event loop."""
-
-    def __init__(
-        self,
-        origin: Origin,
-        *,
-        limit: int,
-        keepalive: float,
-        connect_timeout: float,
-        ssl_context: ssl.SSLContext | None,
-    ) -> None:
-        self.origin = origin
-        self.loop = asyncio.get_running_loop()
-        self._limit = limit
-        self._keepalive = keepalive
-        self._connect_timeout = connect_timeout
-        self._ssl = ssl_context
-        self._idle: list[_Connection] = []  # most recently used last
-        self._all: set[_Connection] = set()
-        self._open = 0  # connections open or being opened
-        self._waiters: deque[asyncio.Future[_Connection | None]] = deque()
-        self._sweeper: asyncio.TimerHandle | None = None
-
-    async def acquire(self) -> _Connection:
-        """A connection for one exchange: a pooled one, a new one, or the next one freed."""
-        idle = self._idle
-        while idle:
-            conn = idle.pop()
-            limit = self._keepalive if conn.idle_limit is None else conn.idle_limit
-            idled = self.loop.time() - conn.idle_since
-            if conn.is_usable and idled < limit and (idled < LIVENESS_AFTER or conn.is_alive()):
-                return conn
-            conn.close()
-        return await self.acquire_new()
-
-    async def acquire_new(self) -> _Connection:
-        """A connection that is not one of the idle ones (a new one, or one freed by a caller
-        while this one waits), within the connect timeout."""
-        try:
-            async with asyncio.timeout(self._connect_timeout):
-                return await self._acquire_slow()
-        except TimeoutError as exc:
-            if isinstance(exc, TransportFailure):
-                raise
-            host, port = self.origin[1], self.origin[2]
-            raise ConnectTimeout(
-                f"no connection to {host}:{port} within {self._connect_timeout:g} s"
-            ) from None
-
-    async def _acquire_slow(self) -> _Connection:
-        while True:
-            if self._open < self._limit:
-                self._open += 1
-                break
-            handed = await self._wait_turn()
-            if handed is None:
-                break  # a slot was freed for us
-            if handed.is_usable:
-                return handed
-            handed.close()
-        try:
-            return await self._connect()
-        except BaseException:
-            self._open -= 1
-            self._hand_slot()
-            raise
-
-    async def _wait_turn(self) -> _Connection | None:
-        waiter: asyncio.Future[_Connection | None] = self.loop.create_future()
-        self._waiters.append(waiter)
-        try:
-            return await waiter
-        except BaseException:
-            if waiter.done() and not waiter.cancelled():
-                handed = waiter.result()  # handed over just as we gave up: pass it on
-                if handed is None:
-                    self._open -= 1
-                    self._hand_slot()
-                else:
-                    self.release(handed)
-            raise
-
-    async def _connect(self) -> _Connection:
-        scheme, host, port = self.origin
-        secure = scheme == "https"
-        try:
-            _, conn = await self.loop.create_connection(
-                lambda: _Connection(self),
-                host,
-                port,
-                ssl=self._ssl if secure else None,
-                server_hostname=host if secure else None,
-                ssl_handshake_timeout=self._connect_timeout if secure else None,
-            )
-        except TimeoutError as exc:
-            raise ConnectTimeout(f"no connection to {host}:{port}: {exc}") from None
-        except OSError as exc:
-            if exc.errno in _LOCAL_ERRNOS:
-                raise LocalFailure(f"cannot open a connection here: {exc}") from exc
-            raise ConnectFailed(f"cannot connect: {exc}") from None
-        if conn.closed:  # closed as it opened: the opener still holds the slot
-            raise UpstreamClosed(f"{host}:{port} closed the connection as it opened")
-        conn.registered = True
-        self._all.add(conn)
-        return conn
-
-    def release(self, conn: _Connection) -> None:
-        """Take back a connection whose exchange ended; keep it only when it is reusable."""
-        conn.response = None
-        if not conn.is_usable:
-            conn.close()
-            return
-        waiters = self._waiters
-        while waiters:
-            waiter = waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(conn)
-                return
-        conn.idle_since = self.loop.time()
-        self._idle.append(conn)
-        if self._sweeper is None:
-            self._sweeper = self.loop.call_at(conn.idle_since + self._keepalive, self._sweep)
-
-    def forget(self, conn: _Connection) -> None:
-        """A connection closed (or started closing): its slot goes to the next waiter."""
-        if conn in self._idle:
-            self._idle.remove(conn)
-        self._open -= 1
-        self._hand_slot()
-
-    def gone(self, conn: _Connection) -> None:
-        """A connection's socket is closed."""
-        self._all.discard(conn)
-
-    def _hand_slot(self) -> None:
-        waiters = self._waiters
-        while waiters:
-            waiter = waiters.popleft()
-            if not waiter.done():
-                self._open += 1
-                waiter.set_result(None)
-                return
-
-    def _sweep(self) -> None:
-        """Close the connections idle for `keepalive` seconds; re-arm while others wait."""
-        self._sweeper = None
-        deadline = self.loop.time() - self._keepalive
-        idle = self._idle
-        while idle and idle[0].idle_since <= deadline:
-            idle.pop(0).close()
-        if idle:
-            self._sweeper = self.loop.call_at(idle[0].idle_since + self._keepalive, self._sweep)
-
-    def close(self) -> list[asyncio.Future[None]]:
-        """Close every connection (idle or busy); the futures resolve once they are gone."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
-        self._idle.clear()
-        conns = list(self._all)  # open and still closing
-        for conn in conns:
-            conn.close()
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_exception(ConnectFailed("cannot connect: the transport was closed"))
-        return [conn.lost for conn in conns]
-
-    def abandon(self) -> None:
-        """Close every connection of a pool whose event loop is not this one's (best effort)."""
-        for conn in list(self._all):
-            with contextlib.suppress(Exception):
-                conn.close()
-
-
-class _StreamedPost(contextlib.AbstractAsyncContextManager["Response"]):
-    """One streamed POST (`Http1Transport.stream`): sent on entry; its connection released or
-    closed on exit."""
-
-    __slots__ = ("_body", "_conn", "_headers", "_response", "_transport", "_url")
 
     def __init__(
         self, transport: Http1Transport, url: str, body: bytes, headers: Mapping[str, str]
@@ -415,10 +97,12 @@ class _StreamedPost(contextlib.AbstractAsyncContextManager["Response"]):
         self._url = url
         self._body = body
         self._headers = headers
-        self._conn: _Connection | None = None
-        self._response: Response | None = None
+        self._conn: Connection | None = None
+        self._response: ResponseParser | None = None
+        self.status = 0
+        self.headers: Mapping[str, str] = {}
 
-    async def __aenter__(self) -> Response:
+    async def __aenter__(self) -> StreamedResponse:
         transport = self._transport
         try:
             self._conn, self._response = await transport.send(self._url, self._body, self._headers)
@@ -428,15 +112,11 @@ class _StreamedPost(contextlib.AbstractAsyncContextManager["Response"]):
         except BaseException:
             self._close()
             raise
-        assert self._response is not None
-        return self._response
+        self.status = self._response.status
+        self.headers = self._response.headers
+        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         conn, response = self._conn, self._response
         if conn is None or response is None:
             return
@@ -444,6 +124,39 @@ class _StreamedPost(contextlib.AbstractAsyncContextManager["Response"]):
             conn.pool.release(conn)
         else:
             conn.close()  # Rule 2: a response not read to its end closes its connection
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive; failures as ProviderError after the bytes before."""
+        conn, response = self._exchange()
+        while True:
+            if response.chunks:
+                data = response.take()
+                conn.resume()
+                yield data
+            elif response.error is not None:
+                error = response.error
+                raise error_for_exception(error, provider=self._transport.provider) from error
+            elif response.done:
+                return
+            else:
+                try:
+                    await conn.wait()
+                except ReadTimeout as exc:
+                    raise error_for_exception(exc, provider=self._transport.provider) from exc
+
+    async def read(self) -> bytes:
+        """The whole remaining body (for an error status); failures as ProviderError."""
+        conn, response = self._exchange()
+        try:
+            return await conn.read_all(response)
+        except TransportFailure as exc:
+            raise error_for_exception(exc, provider=self._transport.provider) from exc
+
+    def _exchange(self) -> tuple[Connection, ResponseParser]:
+        conn, response = self._conn, self._response
+        if conn is None or response is None:
+            raise RuntimeError("a streamed response is read inside its `async with` block")
+        return conn, response
 
     def _close(self) -> None:
         if self._conn is not None:
@@ -484,14 +197,14 @@ class Http1Transport:
         self._keepalive = keepalive
         self._ssl = ssl_context
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pools: dict[Origin, _Pool] = {}
+        self._pools: dict[Origin, Pool] = {}
         self._parsed_urls: dict[str, ParsedURL] = {}
         # The encoded header lines of the last header set sent: most calls send the same (the
         # provider's own). One set only, so no caller's own credential is kept past its turn.
         self._block_of: tuple[tuple[str, str], ...] = ()
         self._block = b""
 
-    def _pool_for(self, origin: Origin) -> _Pool:
+    def _pool_for(self, origin: Origin) -> Pool:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             _abandon(self._pools, self._loop)
@@ -502,11 +215,12 @@ class Http1Transport:
             secure = origin[0] == "https"
             if secure and self._ssl is None:
                 self._ssl = ssl.create_default_context()
-            pool = self._pools[origin] = _Pool(
+            pool = self._pools[origin] = Pool(
                 origin,
                 limit=self._max_connections,
                 keepalive=self._keepalive,
                 connect_timeout=self.timeouts.connect,
+                read_timeout=self.timeouts.read,
                 ssl_context=self._ssl if secure else None,
             )
         return pool
@@ -529,7 +243,7 @@ class Http1Transport:
 
     async def send(
         self, url: str, body: bytes, headers: Mapping[str, str], *, method: str = "POST"
-    ) -> tuple[_Connection, Response]:
+    ) -> tuple[Connection, ResponseParser]:
         """Write the request on a pooled connection and wait for the response's head
         (TransportFailure on a failure); once more on a new connection when the first never
         left (Rule 7). The connection is closed on any failure."""
@@ -546,9 +260,9 @@ class Http1Transport:
         except Exception as exc:
             raise LocalFailure(f"{type(exc).__name__} before the request was sent") from exc
         for again in (False, True):
-            response = conn.send(head, body, self)
+            response = conn.send(head, body, self.max_response_bytes)
             try:
-                await response.wait_head()
+                await conn.wait_head(response)
             except RequestNotSent:
                 conn.close()
                 if again:
@@ -570,10 +284,10 @@ class Http1Transport:
     ) -> HttpReply:
         """`method` (POST, GET, DELETE) with `body` and read the whole response; transport
         failures as ProviderError."""
-        conn: _Connection | None = None
+        conn: Connection | None = None
         try:
             conn, response = await self.send(url, body, headers, method=method)
-            payload = await response.read_all()
+            payload = await conn.read_all(response)
         except (TransportFailure, OSError) as exc:
             if conn is not None:
                 conn.close()
@@ -588,11 +302,9 @@ class Http1Transport:
             conn.close()
         return HttpReply(response.status, response.headers, payload)
 
-    def stream(
-        self, url: str, body: bytes, headers: Mapping[str, str]
-    ) -> contextlib.AbstractAsyncContextManager[Response]:
+    def stream(self, url: str, body: bytes, headers: Mapping[str, str]) -> StreamedResponse:
         """POST `body` and yield the response as it arrives (released on exit)."""
-        return _StreamedPost(self, url, body, headers)
+        return StreamedResponse(self, url, body, headers)
 
     async def aclose(self) -> None:
         """Close every connection (the transport opens new ones if used again)."""
@@ -604,7 +316,26 @@ class Http1Transport:
                     await asyncio.gather(*lost)
 
 
-def _abandon(pools: dict[Origin, _Pool], loop: asyncio.AbstractEventLoop | None) -> None:
+def default_transport(
+    *,
+    provider: str,
+    timeouts: HttpTimeouts | None = None,
+    max_connections: int = 100,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+) -> Transport:
+    """The providers' transport when none is given: an `Http1Transport` named `provider` (in
+    its errors), with `timeouts` (default `HttpTimeouts()`), at most `max_connections`
+    (default 100) connections to each origin and answers of at most `max_response_bytes`
+    (default 32 MiB); idle connections are kept 30 s."""
+    return Http1Transport(
+        provider=provider,
+        timeouts=timeouts,
+        max_connections=max_connections,
+        max_response_bytes=max_response_bytes,
+    )
+
+
+def _abandon(pools: dict[Origin, Pool], loop: asyncio.AbstractEventLoop | None) -> None:
     """Rule 1: drop the pools of another event loop, closing their sockets without running it."""
     if not pools or loop is None:
         return

@@ -1,13 +1,14 @@
 """The HTTP layer of the providers: one pooled keep-alive client per provider, its timeouts, and
 THE one place where transport exceptions and error statuses become `ProviderError`s.
 
-The client is `turnout.providers.http1.Http1Transport` (`default_transport`), a lean HTTP/1.1
-client on an asyncio protocol and `httptools`. bench/client.py measured it at 64 concurrent calls
-on uvloop: 0.015 ms of client CPU per request against aiohttp's 0.052 (aiohttp was the client
-before it; httpx costs 0.9 ms). The provider adapters never see the client: they call
-`Transport.post` / `.stream` and get bytes, statuses and `ProviderError`s; any `Transport` can be
-passed instead (tests do). A client reports its failures with the exceptions below
-(`TransportFailure` and its subclasses); `error_for_exception` maps them.
+The client is `turnout.providers.http1.Http1Transport` (`http1.default_transport`), a lean
+HTTP/1.1 client on an asyncio protocol and `httptools`. bench/client.py measured it at 64
+concurrent calls on uvloop: 0.015 ms of client CPU per request against aiohttp's 0.052 (aiohttp
+was the client before it; httpx costs 0.9 ms). The provider adapters never see the client: they
+call `Transport.post` / `.stream` and get bytes, statuses and `ProviderError`s; any `Transport`
+can be passed instead (tests do). A client reports its failures with the exceptions below
+(`TransportFailure` and its subclasses); `error_for_exception` maps them. This module imports no
+client: the clients import it.
 
 Rule 1: a transport's connections belong to the event loop that first used it; used from
 another loop, it starts new ones there (close each with `aclose()` before its loop ends).
@@ -65,12 +66,10 @@ __all__ = [
     "LocalFailure",
     "ReadTimeout",
     "StreamReply",
-    "Timeouts",
     "Transport",
     "TransportFailure",
     "UnreadableResponse",
     "UpstreamClosed",
-    "default_transport",
     "error_for_exception",
     "error_for_status",
     "local_error",
@@ -110,11 +109,6 @@ class HttpTimeouts:
         for name in ("connect", "read"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"HttpTimeouts.{name} must be a positive number of seconds")
-
-
-Timeouts = HttpTimeouts
-"""The earlier name of `HttpTimeouts`, kept importable (the engine's deadlines are
-`turnout.routing.options.Timeouts`, a different thing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,24 +390,3 @@ def _connection_message(exc: BaseException) -> str:
     if isinstance(exc, TransportFailure):
         return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def default_transport(
-    *,
-    provider: str,
-    timeouts: HttpTimeouts | None = None,
-    max_connections: int = 100,
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-) -> Transport:
-    """The providers' transport: an `Http1Transport` named `provider` (in its errors), with
-    `timeouts` (default `HttpTimeouts()`), at most `max_connections` (default 100) connections
-    to each origin and answers of at most `max_response_bytes` (default 32 MiB); idle
-    connections are kept 30 s."""
-    from turnout.providers.http1 import Http1Transport  # noqa: PLC0415 - http1 imports this module
-
-    return Http1Transport(
-        provider=provider,
-        timeouts=timeouts,
-        max_connections=max_connections,
-        max_response_bytes=max_response_bytes,
-    )
