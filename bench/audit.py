@@ -40,7 +40,7 @@ from cryptography.fernet import Fernet
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from turnout.record import AttemptEntry, RoutingRecord, Usage
+from turnout.record import AttemptEntry, FinishedRequest, RoutingRecord, Usage
 from turnout.store import SecretBox, Store, migrate, open_store
 from turnout.store.audit_frames import encode_batch
 from turnout.store.audit_pipe import AuditPipe
@@ -63,14 +63,16 @@ def _record(number: int) -> RoutingRecord:
 
 def _submit(writer: AuditWriter, record: RoutingRecord | dict[str, object]) -> None:
     writer.submit(
-        record,
-        at=time.time(),
-        project="default",
-        key_name="app",
-        endpoint="/v1/chat/completions",
-        status=200,
-        outcome="answered",
-        latency_ms=50,
+        FinishedRequest(
+            record,
+            at=time.time(),
+            project="default",
+            key_name="app",
+            endpoint="/v1/chat/completions",
+            status=200,
+            outcome="answered",
+            latency_ms=50,
+        )
     )
 
 

@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict
 import orjson
 
 from turnout.record import AttemptEntry, RoutingRecord, Usage, iso_utc
-from turnout.store.audit_rows import FinishedRequest, IdMint
+from turnout.store.audit_speed import finished_row
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
+
+    from turnout.store.audit_rows import FinishedRequest, IdMint
 
 __all__ = [
     "HEADER",
@@ -226,8 +228,7 @@ def decode_batch(body: bytes) -> tuple[int, bool, list[FinishedRequest]]:
             plain = plain_from_values(carried)
         else:
             plain = json.loads(carried) if kind == _TEXT else carried
-        # The named tuple made as a plain one: its generated constructor costs more.
-        requests.append(tuple.__new__(FinishedRequest, (plain, *fields)))
+        requests.append(finished_row([plain, *fields]))
     return int(seq), bool(flush), requests
 
 

@@ -52,9 +52,8 @@ from turnout.store.audit_rows import FinishedRequest, IdMint
 from turnout.store.ledger import AuditWriter
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
 
-    from turnout.record import RoutingRecord
     from turnout.store.engine import Store
 
 __all__ = ["CHILD_COMMAND", "AuditPipe"]
@@ -181,31 +180,13 @@ class AuditPipe:
         """The current child process's id (None when there is none)."""
         return None if self._process is None else self._process.pid
 
-    def submit(
-        self,
-        record: Mapping[str, Any] | RoutingRecord,
-        *,
-        at: float,
-        project: str | None,
-        key_name: str | None,
-        endpoint: str,
-        status: int,
-        outcome: str,
-        latency_ms: int,
-    ) -> None:
+    def submit(self, done: FinishedRequest) -> None:
         """Rule 1: take one finished request (as `AuditWriter.submit`)."""
         if self.fallback is not None:
-            self.fallback.submit(record, at=at, project=project, key_name=key_name,
-                                 endpoint=endpoint, status=status, outcome=outcome,
-                                 latency_ms=latency_ms)  # fmt: skip
+            self.fallback.submit(done)
             return
         pending = self._pending
-        pending.append(
-            tuple.__new__(
-                FinishedRequest,
-                (record, at, project, key_name, endpoint, status, outcome, latency_ms, None),
-            )
-        )
+        pending.append(done)
         if len(pending) >= self.frame_size:
             self._wake.set()
 
@@ -431,7 +412,7 @@ class AuditPipe:
         self.fallback = writer
         self._progress.set()
         for done in kept:
-            writer.submit_finished(done)
+            writer.submit(done)
         if self._closing:
             return
         try:

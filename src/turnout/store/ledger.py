@@ -55,10 +55,9 @@ from turnout.store.audit_writes import IdsByName, delete_expired_audit, write_ba
 from turnout.store.spill import SpillFile, orphan_spills, read_spill, set_aside
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from pathlib import Path
 
-    from turnout.record import RoutingRecord
     from turnout.store.audit_rows import AttemptRow, AuditRow, UsageRow
     from turnout.store.engine import Store
 
@@ -148,30 +147,9 @@ class AuditWriter:
         """Usage entries in this writer's spill file, waiting for the store."""
         return self._spill.count
 
-    def submit(
-        self,
-        record: Mapping[str, Any] | RoutingRecord,
-        *,
-        at: float,
-        project: str | None,
-        key_name: str | None,
-        endpoint: str,
-        status: int,
-        outcome: str,
-        latency_ms: int,
-    ) -> None:
-        """Rule 1: queue one finished request (`record`: its routing record, the object itself
-        or plain JSON, made plain on the worker thread; the other fields as in
-        `FinishedRequest`)."""
-        # The named tuple made as a plain one: its generated constructor costs several times more.
-        done: FinishedRequest = tuple.__new__(
-            FinishedRequest,
-            (record, at, project, key_name, endpoint, status, outcome, latency_ms, None),
-        )
-        self.submit_finished(done)
-
-    def submit_finished(self, done: FinishedRequest) -> None:
-        """Rule 1: queue one finished request made already (its usage id minted, or not)."""
+    def submit(self, done: FinishedRequest) -> None:
+        """Rule 1: queue one finished request (its routing record the object itself or plain
+        JSON, made plain on the worker thread; its usage id minted already, or not)."""
         pending = self._pending
         if len(pending) + len(self._retries) >= self.max_queue:
             self._drop_keeping_usage(done)
@@ -181,7 +159,7 @@ class AuditWriter:
             self._wake.set()
 
     def submit_all(self, requests: list[FinishedRequest]) -> None:
-        """Rule 1: `submit_finished` of each of `requests`, in order, at once."""
+        """Rule 1: `submit` of each of `requests`, in order, at once."""
         pending = self._pending
         room = max(0, self.max_queue - len(pending) - len(self._retries))
         pending.extend(requests[:room] if room < len(requests) else requests)

@@ -162,9 +162,18 @@ async def test_the_child_stores_the_record_text_the_thread_writer_stores(
     for sink in (AuditWriter(store, spill_dir=tmp_path / "spill"), _pipe(store, tmp_path)):
         await sink.start()
         for made in (_every_field_set(), _odd_values()):
-            sink.submit(made, at=time.time(), project="default", key_name="app",
-                        endpoint="/v1/chat/completions", status=200, outcome="answered",
-                        latency_ms=5)  # fmt: skip
+            sink.submit(
+                FinishedRequest(
+                    made,
+                    at=time.time(),
+                    project="default",
+                    key_name="app",
+                    endpoint="/v1/chat/completions",
+                    status=200,
+                    outcome="answered",
+                    latency_ms=5,
+                )
+            )
         await sink.aclose()
         texts.append(_record_texts(store))
         _empty(store)

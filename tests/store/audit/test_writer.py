@@ -187,9 +187,18 @@ async def test_a_reused_request_id_adds_no_attempt_row_of_its_own(
     await writer.flush()
     longer = record("same")
     longer["attempts"].append({**longer["attempts"][-1], "index": 3})
-    writer.submit(longer, at=NOW, project="default", key_name="app",
-                  endpoint="/v1/chat/completions", status=200, outcome="answered",
-                  latency_ms=5)  # fmt: skip
+    writer.submit(
+        FinishedRequest(
+            longer,
+            at=NOW,
+            project="default",
+            key_name="app",
+            endpoint="/v1/chat/completions",
+            status=200,
+            outcome="answered",
+            latency_ms=5,
+        )
+    )
     submit(writer, "new")
     await writer.flush()
     assert counts(store) == (2, 4, 3)
@@ -246,8 +255,18 @@ async def test_rows_the_store_rejects_hold_up_nothing(store: Store, tmp_path: Pa
     submit(writer, "good")
     broken = record("broken")
     broken["attempts"][0]["target"] = None
-    writer.submit(broken, at=NOW, project="default", key_name="app", endpoint="/v1/messages",
-                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    writer.submit(
+        FinishedRequest(
+            broken,
+            at=NOW,
+            project="default",
+            key_name="app",
+            endpoint="/v1/messages",
+            status=200,
+            outcome="answered",
+            latency_ms=5,
+        )
+    )
     await writer.flush()
     assert counts(store) == (1, 2, 2)
     assert (writer.rejected, writer.dropped, writer.queued, writer.spilled) == (1, 0, 0, 0)
@@ -281,8 +300,18 @@ async def test_long_and_nul_texts_are_cut_to_fit(store: Store, tmp_path: Path) -
     writer = _writer(store, tmp_path)
     long = record("long")
     long["requested_model"] = "m\x00" + "x" * 400
-    writer.submit(long, at=NOW, project="default", key_name="app", endpoint="/v1/messages",
-                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    writer.submit(
+        FinishedRequest(
+            long,
+            at=NOW,
+            project="default",
+            key_name="app",
+            endpoint="/v1/messages",
+            status=200,
+            outcome="answered",
+            latency_ms=5,
+        )
+    )
     await writer.flush()
     found = get_request(store, "long")
     assert found is not None
@@ -297,8 +326,18 @@ async def test_times_and_flags_read_back_as_written(store: Store, tmp_path: Path
     at = NOW + 0.123456
     cached = record("cached")
     cached["cache"] = "hit"
-    writer.submit(cached, at=at, project="default", key_name="app", endpoint="/v1/messages",
-                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    writer.submit(
+        FinishedRequest(
+            cached,
+            at=at,
+            project="default",
+            key_name="app",
+            endpoint="/v1/messages",
+            status=200,
+            outcome="answered",
+            latency_ms=5,
+        )
+    )
     await writer.flush()
     moment = datetime.fromtimestamp(at, UTC)
     assert [g["requests"] for g in usage_report(store, group_by="day", since=moment)] == [1]
