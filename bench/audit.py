@@ -44,6 +44,7 @@ from turnout.record import AttemptEntry, FinishedRequest, RoutingRecord, Usage
 from turnout.store import SecretBox, Store, migrate, open_store
 from turnout.store.audit_frames import encode_batch
 from turnout.store.audit_pipe import AuditPipe
+from turnout.store.audit_policy import AuditPolicy
 from turnout.store.audit_rows import IdMint
 from turnout.store.ledger import AuditWriter
 
@@ -90,7 +91,9 @@ def hand_off(rounds: int, spill: Path, store: Store) -> None:
     plain = record.as_dict()
     submits = []
     for _ in range(rounds):
-        writer = AuditWriter(store, spill_dir=spill, max_queue=1_000_000, batch_size=10**9)
+        writer = AuditWriter(
+            store, spill_dir=spill, policy=AuditPolicy(max_queue=1_000_000, batch_size=10**9)
+        )
         submits.append(_per_call_us(lambda w=writer: _submit(w, plain), 10_000))
     framed, size = [], 0
     for _ in range(rounds):

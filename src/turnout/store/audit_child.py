@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, cast
 import orjson
 
 from turnout.store.audit_frames import HEADER, Report, Settings, decode_batch, frame
+from turnout.store.audit_policy import AuditPolicy
 from turnout.store.engine import open_store
 from turnout.store.ledger import AuditWriter
 
@@ -99,14 +100,14 @@ class _Child:
     async def read(self, reader: asyncio.StreamReader) -> None:
         while (body := await read_frame(reader)) is not None:
             seq, flush, requests = decode_batch(body)
-            if len(self.waiting) >= self.writer.max_queue:
+            if len(self.waiting) >= self.writer.policy.max_queue:
                 self.writer.submit_all(requests)  # Rule 2: the writer's bound applies
             else:
                 self.waiting.extend(requests)
             self.received = seq
             if flush:
                 self.flush_asked = seq
-            if flush or len(self.waiting) >= self.writer.batch_size:
+            if flush or len(self.waiting) >= self.writer.policy.batch_size:
                 self.wake.set()
         self.ended = True
         self.wake.set()
@@ -116,7 +117,7 @@ class _Child:
         while True:
             if not self.ended:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), writer.flush_seconds)
+                    await asyncio.wait_for(self.wake.wait(), writer.policy.flush_seconds)
             self.wake.clear()
             taken, upto, asked = self.waiting, self.received, self.flush_asked
             self.waiting = []
@@ -149,11 +150,7 @@ async def serve(stdin: int = 0, stdout: int = 1) -> None:
         writer = AuditWriter(
             store,
             spill_dir=Path(settings["spill_dir"]),
-            retention_days=settings["retention_days"],
-            batch_size=settings["batch_size"],
-            flush_seconds=settings["flush_seconds"],
-            max_queue=settings["max_queue"],
-            cleanup_seconds=settings["cleanup_seconds"],
+            policy=AuditPolicy(**settings["policy"]),
         )
         # What start-up made lives as long as the process: out of the collector's way, so the
         # many short-lived objects of each batch do not make it walk them again and again.

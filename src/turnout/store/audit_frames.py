@@ -58,15 +58,12 @@ HEADER: Final = struct.Struct(">I")
 
 
 class Settings(TypedDict):
-    """The child's first frame (Rule 1): the store's URL and the `AuditWriter`'s options."""
+    """The child's first frame (Rule 1): the store's URL, the spill folder and the writer's
+    `AuditPolicy` (`as_dict`)."""
 
     url: str
     spill_dir: str
-    retention_days: float
-    batch_size: int
-    flush_seconds: float
-    max_queue: int
-    cleanup_seconds: float
+    policy: dict[str, Any]
 
 
 class Report(TypedDict):

@@ -41,18 +41,19 @@ import logging
 import sys
 import time
 from collections import deque
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import orjson
 
 from turnout.store.audit_child import read_frame
 from turnout.store.audit_frames import Settings, encode_batch, frame, held_requests
+from turnout.store.audit_policy import DEFAULT_POLICY, AuditPolicy
 from turnout.store.audit_rows import FinishedRequest, IdMint
 from turnout.store.ledger import AuditWriter
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
 
     from turnout.store.engine import Store
 
@@ -62,8 +63,6 @@ logger = logging.getLogger("turnout.store")
 
 CHILD_COMMAND: Final = (sys.executable, "-m", "turnout.store.audit_child")
 """The child process's command line (it holds no setting)."""
-_PIPE_LIMIT: Final = 16 * 1024 * 1024
-"""Bytes waiting in the pipe past which frames wait here (Rule 1)."""
 
 
 _RESTART_SECONDS: Final = 0.5
@@ -80,14 +79,11 @@ class _Frame(NamedTuple):
 class AuditPipe:
     """The audit writer of `store`, in a child process (see the module's rules).
 
-    `spill_dir`, `retention_days`, `batch_size`, `flush_seconds`, `max_queue` and
-    `cleanup_seconds` as for `AuditWriter` (the child's writer takes them; `max_queue` also
-    bounds the requests kept here, Rule 3). `send_seconds` (0.05): the longest a request waits
-    here before it is sent. `frame_size` (1,000): requests per frame at most. `close_seconds`
-    (30): how long `aclose` waits for the child. `command`: the child's command line.
-    `stuck_seconds` (30): how long the pipe may stay past `pipe_limit` bytes (16 MiB) while
-    frames wait before the child is taken for stuck (Rule 8); `clock` (`time.monotonic`)
-    measures it.
+    `spill_dir` as for `AuditWriter`; `policy` (the defaults of `AuditPolicy`): the child's
+    writer's bounds and pace, and this side's (`max_queue` also bounds the requests kept here,
+    Rule 3; `send_seconds`, `frame_size`, `close_seconds`, `stuck_seconds`, `pipe_limit`,
+    Rules 1, 6 and 8). `command`: the child's command line. `clock` (`time.monotonic`)
+    measures how long the child has been stuck (Rule 8).
     """
 
     def __init__(
@@ -95,36 +91,19 @@ class AuditPipe:
         store: Store,
         *,
         spill_dir: Path,
-        retention_days: float = 30,
-        batch_size: int = 2000,
-        flush_seconds: float = 1.0,
-        max_queue: int = 10_000,
-        cleanup_seconds: float = 3600.0,
-        send_seconds: float = 0.05,
-        frame_size: int = 1000,
-        close_seconds: float = 30.0,
+        policy: AuditPolicy = DEFAULT_POLICY,
         command: Sequence[str] = CHILD_COMMAND,
-        stuck_seconds: float = 30.0,
-        pipe_limit: int = _PIPE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        self.spill_dir = spill_dir
+        self.policy = policy
         self.settings: Settings = {
             "url": store.engine.url.render_as_string(hide_password=False),
             "spill_dir": str(spill_dir),
-            "retention_days": retention_days,
-            "batch_size": batch_size,
-            "flush_seconds": flush_seconds,
-            "max_queue": max_queue,
-            "cleanup_seconds": cleanup_seconds,
+            "policy": policy.as_dict(),
         }
-        self.max_queue = max_queue
-        self.send_seconds = send_seconds
-        self.frame_size = frame_size
-        self.close_seconds = close_seconds
         self.command = tuple(command)
-        self.stuck_seconds = stuck_seconds
-        self.pipe_limit = pipe_limit
         self.clock = clock
         self._full_since: float | None = None
         self.unprotected = 0
@@ -187,7 +166,7 @@ class AuditPipe:
             return
         pending = self._pending
         pending.append(done)
-        if len(pending) >= self.frame_size:
+        if len(pending) >= self.policy.frame_size:
             self._wake.set()
 
     async def start(self) -> None:
@@ -240,10 +219,10 @@ class AuditPipe:
         supervisor = self._supervisor
         assert supervisor is not None
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(supervisor), self.close_seconds)
+            await asyncio.wait_for(asyncio.shield(supervisor), self.policy.close_seconds)
         if not supervisor.done():
             logger.error("audit: the audit process did not finish in %s s; stopped",
-                         self.close_seconds)  # fmt: skip
+                         self.policy.close_seconds)  # fmt: skip
             if self._process is not None and self._process.returncode is None:
                 self._process.kill()
             await supervisor
@@ -252,7 +231,7 @@ class AuditPipe:
         """Rule 1: every `send_seconds`, or when a frame's worth waits, send a frame."""
         while not self._closing and self.fallback is None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.send_seconds)
+                await asyncio.wait_for(self._wake.wait(), self.policy.send_seconds)
             self._wake.clear()
             if self._pending:
                 self._pack(flush=False)
@@ -261,10 +240,10 @@ class AuditPipe:
     def _pack(self, *, flush: bool) -> int:
         """The waiting requests as the next frame(s), kept (Rule 3); the last one's seq."""
         pending, self._pending = self._pending, []
-        for start in range(0, max(len(pending), 1), self.frame_size):
-            part = pending[start : start + self.frame_size]
+        for start in range(0, max(len(pending), 1), self.policy.frame_size):
+            part = pending[start : start + self.policy.frame_size]
             self._seq += 1
-            last = start + self.frame_size >= len(pending)
+            last = start + self.policy.frame_size >= len(pending)
             data = encode_batch(self._seq, flush and last, part, self._mint)
             self._frames.append(_Frame(self._seq, len(part), data))
             self._held += len(part)
@@ -274,7 +253,7 @@ class AuditPipe:
     def _let_go(self) -> None:
         """Rule 3: past `max_queue` requests kept, forget the oldest frames already sent."""
         frames = self._frames
-        while self._held > self.max_queue and frames and frames[0].seq <= self._sent:
+        while self._held > self.policy.max_queue and frames and frames[0].seq <= self._sent:
             gone = frames.popleft()
             self._held -= gone.size
             self.unprotected += gone.size
@@ -284,7 +263,7 @@ class AuditPipe:
                 logger.warning(
                     "audit: more than %d requests wait for the audit process; the oldest are "
                     "no longer kept to be sent again",
-                    self.max_queue,
+                    self.policy.max_queue,
                 )
 
     def _push(self, *, everything: bool = False) -> None:
@@ -296,7 +275,7 @@ class AuditPipe:
         transport = stdin.transport
         waiting = False
         for index in range(max(self._sent + 1 - frames[0].seq, 0), len(frames)):
-            if not everything and transport.get_write_buffer_size() > self.pipe_limit:
+            if not everything and transport.get_write_buffer_size() > self.policy.pipe_limit:
                 waiting = True
                 break
             stdin.write(frames[index].data)
@@ -313,13 +292,13 @@ class AuditPipe:
             self._full_since = now
             return
         process = self._process
-        if now - self._full_since >= self.stuck_seconds and process is not None:
+        if now - self._full_since >= self.policy.stuck_seconds and process is not None:
             self._full_since = None
             if process.returncode is None:
                 logger.error(
                     "audit: the audit process read nothing for %s s while %d requests wait; "
                     "stopping it",
-                    self.stuck_seconds,
+                    self.policy.stuck_seconds,
                     self._held,
                 )
                 process.kill()
@@ -334,7 +313,7 @@ class AuditPipe:
         frames = self._frames
         while frames and frames[0].seq <= report["written"]:
             self._held -= frames.popleft().size
-        if self._held <= self.max_queue:
+        if self._held <= self.policy.max_queue:
             self._letting_go = False
         self._flushed = max(self._flushed, report["flushed"])
         self._progress.set()
@@ -396,15 +375,7 @@ class AuditPipe:
     async def _fall_back(self, why: str, *, level: int = logging.WARNING) -> None:
         """Rule 5: write in this process from now on, beginning with the requests kept."""
         logger.log(level, "audit: writing the audit in this process: %s", why)
-        writer = AuditWriter(
-            self.store,
-            spill_dir=Path(self.settings["spill_dir"]),
-            retention_days=self.settings["retention_days"],
-            batch_size=self.settings["batch_size"],
-            flush_seconds=self.settings["flush_seconds"],
-            max_queue=self.settings["max_queue"],
-            cleanup_seconds=self.settings["cleanup_seconds"],
-        )
+        writer = AuditWriter(self.store, spill_dir=self.spill_dir, policy=self.policy)
         kept = [done for kept in self._frames for done in held_requests(kept.data)]
         kept += self._pending
         self._frames.clear()

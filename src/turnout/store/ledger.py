@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import DataError, IntegrityError
 
+from turnout.store.audit_policy import DEFAULT_POLICY, AuditPolicy
 from turnout.store.audit_rows import (
     AUDIT_FIELDS,
     FinishedRequest,
@@ -93,11 +94,8 @@ class _Written:
 class AuditWriter:
     """Writes the request audit and the usage ledger of `store` off the request path.
 
-    `spill_dir`: the folder of the usage spill files. `retention_days` (30): how long audit
-    rows are kept. `batch_size` (2,000): requests per transaction. `flush_seconds` (1.0): the
-    longest a queued request waits. `max_queue` (10,000): audit rows held at most.
-    `cleanup_seconds` (3,600): how often retention runs. `clock` (`time.time`): epoch
-    seconds, for retention.
+    `spill_dir`: the folder of the usage spill files. `policy`: its bounds and pace (the
+    defaults of `AuditPolicy`). `clock` (`time.time`): epoch seconds, for retention.
     """
 
     def __init__(
@@ -105,19 +103,11 @@ class AuditWriter:
         store: Store,
         *,
         spill_dir: Path,
-        retention_days: float = 30,
-        batch_size: int = 2000,
-        flush_seconds: float = 1.0,
-        max_queue: int = 10_000,
-        cleanup_seconds: float = 3600.0,
+        policy: AuditPolicy = DEFAULT_POLICY,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.retention_days = retention_days
-        self.batch_size = batch_size
-        self.flush_seconds = flush_seconds
-        self.max_queue = max_queue
-        self.cleanup_seconds = cleanup_seconds
+        self.policy = policy
         self.clock = clock
         self.dropped = 0
         """Audit rows dropped because the queue was full (Rule 3)."""
@@ -151,21 +141,21 @@ class AuditWriter:
         """Rule 1: queue one finished request (its routing record the object itself or plain
         JSON, made plain on the worker thread; its usage id minted already, or not)."""
         pending = self._pending
-        if len(pending) + len(self._retries) >= self.max_queue:
+        if len(pending) + len(self._retries) >= self.policy.max_queue:
             self._drop_keeping_usage(done)
             return
         pending.append(done)
-        if len(pending) >= self.batch_size:
+        if len(pending) >= self.policy.batch_size:
             self._wake.set()
 
     def submit_all(self, requests: list[FinishedRequest]) -> None:
         """Rule 1: `submit` of each of `requests`, in order, at once."""
         pending = self._pending
-        room = max(0, self.max_queue - len(pending) - len(self._retries))
+        room = max(0, self.policy.max_queue - len(pending) - len(self._retries))
         pending.extend(requests[:room] if room < len(requests) else requests)
         for done in requests[room:]:  # the queue is full
             self._drop_keeping_usage(done)
-        if len(pending) >= self.batch_size:
+        if len(pending) >= self.policy.batch_size:
             self._wake.set()
 
     def _drop_keeping_usage(self, done: FinishedRequest) -> None:
@@ -210,13 +200,13 @@ class AuditWriter:
                 if written.failed:
                     break
             if not self._failing and self.clock() >= self._next_cleanup:
-                self._next_cleanup = self.clock() + self.cleanup_seconds
+                self._next_cleanup = self.clock() + self.policy.cleanup_seconds
                 await asyncio.to_thread(self._clean)
 
     async def _run(self) -> None:
         while not self._closing:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.flush_seconds)
+                await asyncio.wait_for(self._wake.wait(), self.policy.flush_seconds)
             self._wake.clear()
             await self._flush_safely()
         await self._flush_safely()
@@ -234,7 +224,7 @@ class AuditWriter:
             logger.warning(
                 "audit: the queue is full (%d requests); dropping audit rows until it drains "
                 "(usage is kept)",
-                self.max_queue,
+                self.policy.max_queue,
             )
 
     def _take(self) -> _Batch:
@@ -242,7 +232,7 @@ class AuditWriter:
         entries of dropped audit rows."""
         batch = _Batch(usage=self._usage)
         self._usage = []
-        room = self.batch_size
+        room = self.policy.batch_size
         while self._retries and room:
             batch.retries.append(self._retries.popleft())
             room -= 1
@@ -262,12 +252,12 @@ class AuditWriter:
             logger.warning("audit: the store answers again")
         self._failing = written.failed
         self.rejected += written.rejected
-        room = self.max_queue - self.queued
+        room = self.policy.max_queue - self.queued
         kept = written.retries[:room] if room > 0 else []
         if len(kept) < len(written.retries):
             self._drop(len(written.retries) - len(kept))
         self._retries.extendleft(reversed(kept))
-        if self.queued < self.max_queue:
+        if self.queued < self.policy.max_queue:
             self._dropping = False
 
     def _write(self, batch: _Batch) -> _Written:
@@ -328,7 +318,7 @@ class AuditWriter:
         """Rule 4: write the spilled usage entries, then empty the spill file."""
         if self._spill.count:
             entries = self._spill.entries()
-            step = self.batch_size * 10
+            step = self.policy.batch_size * 10
             for start in range(0, len(entries), step):
                 chunk = entries[start : start + step]
                 try:
@@ -370,7 +360,7 @@ class AuditWriter:
         self._ids = IdsByName()  # forget ids of objects since deleted or renamed
         try:
             deleted = delete_expired_audit(
-                self.store, retention_days=self.retention_days, now=self.clock()
+                self.store, retention_days=self.policy.retention_days, now=self.clock()
             )
         except Exception:
             logger.exception("audit: deleting expired audit rows failed")
@@ -383,4 +373,6 @@ def audit_sink(store: Store, *, spill_dir: Path, retention_days: float = 30) -> 
     """The audit writer of `store` with its defaults (see `AuditWriter`), for the gateway's
     observer: `Observer(sink=writer)`; `await writer.start()` before serving and
     `await writer.aclose()` after."""
-    return AuditWriter(store, spill_dir=spill_dir, retention_days=retention_days)
+    return AuditWriter(
+        store, spill_dir=spill_dir, policy=AuditPolicy(retention_days=retention_days)
+    )

@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tests.store.audit._support import DAY, NOW, counts, record, submit
 from turnout.store import migrate
+from turnout.store.audit_policy import AuditPolicy
 from turnout.store.audit_rows import FinishedRequest
 from turnout.store.audit_writes import delete_expired_audit
 from turnout.store.ledger import AuditWriter, audit_sink
@@ -34,8 +35,9 @@ class FakeClock:
         return self.now
 
 
-def _writer(store: Store, tmp_path: Path, **options: object) -> AuditWriter:
-    return AuditWriter(store, spill_dir=tmp_path / "spill", clock=FakeClock(), **options)  # type: ignore[arg-type]
+def _writer(store: Store, tmp_path: Path, **options: Any) -> AuditWriter:
+    policy = AuditPolicy(**options)
+    return AuditWriter(store, spill_dir=tmp_path / "spill", policy=policy, clock=FakeClock())
 
 
 async def test_submits_become_rows_in_batches(store: Store, tmp_path: Path) -> None:
@@ -211,7 +213,9 @@ async def test_retention_deletes_only_old_audit_rows_about_hourly(
     """With 30 days' retention, the first flush deletes audit rows (and attempt rows) older
     than 30 days; the usage ledger keeps every entry. The next cleanup waits an hour."""
     clock = FakeClock()
-    writer = AuditWriter(store, spill_dir=tmp_path, retention_days=30, clock=clock)
+    writer = AuditWriter(
+        store, spill_dir=tmp_path, policy=AuditPolicy(retention_days=30), clock=clock
+    )
     submit(writer, "old", at=NOW - 31 * DAY)
     submit(writer, "recent", at=NOW - 29 * DAY)
     await writer.flush()
@@ -243,7 +247,8 @@ async def test_delete_expired_audit_counts_what_it_deleted(store: Store, tmp_pat
 async def test_audit_sink_is_a_writer_with_the_defaults(store: Store, tmp_path: Path) -> None:
     """`audit_sink` gives a writer with the retention asked for and the documented defaults."""
     writer = audit_sink(store, spill_dir=tmp_path, retention_days=7)
-    assert (writer.retention_days, writer.batch_size, writer.max_queue) == (7, 2000, 10_000)
+    policy = writer.policy
+    assert (policy.retention_days, policy.batch_size, policy.max_queue) == (7, 2000, 10_000)
     await writer.aclose()
 
 
