@@ -103,8 +103,8 @@ def hand_off(rounds: int, spill: Path, store: Store) -> None:
         for number in range(10):
             for _ in range(1000):
                 _submit(pipe, record)  # type: ignore[arg-type]
-            size = len(encode_batch(number, False, pipe._pending, mint))
-            pipe._pending = []
+            size = len(encode_batch(number, False, pipe._outbox.pending, mint))
+            pipe._outbox.pending = []
         framed.append((time.process_time() - began) / 10_000 * 1e6)
     print(f"as_dict (3 attempt entries): {statistics.median(as_dict):.2f} µs per request")
     print(f"submit:                      {statistics.median(submits):.2f} µs per request")
