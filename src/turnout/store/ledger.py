@@ -52,7 +52,13 @@ from turnout.store.audit_rows import (
     usage_entry,
     usage_tuple,
 )
-from turnout.store.audit_writes import IdsByName, delete_expired_audit, write_batch
+from turnout.store.audit_writes import (
+    IdsByName,
+    delete_expired_audit,
+    write_request,
+    write_requests,
+    write_usage,
+)
 from turnout.store.spill import SpillFile, orphan_spills, read_spill, set_aside
 
 if TYPE_CHECKING:
@@ -195,13 +201,13 @@ class AuditWriter:
         the store refuses; then run retention when it is due (Rule 5)."""
         async with self._lock:
             while self.queued or self._usage or self._spill.count:
-                written = await asyncio.to_thread(self._write, self._take())
+                written = await asyncio.to_thread(self._write_batch, self._take())
                 self._settle(written)
                 if written.failed:
                     break
             if not self._failing and self.clock() >= self._next_cleanup:
                 self._next_cleanup = self.clock() + self.policy.cleanup_seconds
-                await asyncio.to_thread(self._clean)
+                await asyncio.to_thread(self._delete_expired)
 
     async def _run(self) -> None:
         while not self._closing:
@@ -260,7 +266,7 @@ class AuditWriter:
         if self.queued < self.policy.max_queue:
             self._dropping = False
 
-    def _write(self, batch: _Batch) -> _Written:
+    def _write_batch(self, batch: _Batch) -> _Written:
         """On the worker thread: the batch in one transaction, then the spill."""
         rows = list(batch.retries)
         usage = list(batch.usage)
@@ -279,12 +285,12 @@ class AuditWriter:
         audits = [audit for audit, _ in rows]
         attempts = [attempt for _, some in rows for attempt in some]
         try:
-            write_batch(self.store, audits, attempts, usage, self._ids)
+            write_requests(self.store, audits, attempts, usage, self._ids)
         except _REJECTED:
             # Rule 7: the store is up but refuses this batch: spill its usage (replayed one by
             # one if need be) and write its requests' audit rows one at a time.
             self._spill.append([usage_dict(entry) for entry in usage])
-            written = self._one_by_one(rows)
+            written = self._write_each_request(rows)
         except Exception:  # Rule 4: whatever the store says, usage is kept
             logger.debug("audit: the store refused a batch", exc_info=True)
             self._spill.append([usage_dict(entry) for entry in usage])
@@ -292,19 +298,19 @@ class AuditWriter:
         else:
             written = _Written()
         try:  # after the batch: while the store is down, the spill is not even read
-            self._replay()
+            self._write_spill()
         except Exception:  # the store stopped answering: replayed later
             logger.debug("audit: the store refused the spill", exc_info=True)
             written.failed = True
         return written
 
-    def _one_by_one(self, rows: list[_AuditRows]) -> _Written:
+    def _write_each_request(self, rows: list[_AuditRows]) -> _Written:
         """Rule 7: each request's audit rows in a transaction of their own; those the store
         rejects are dropped; if the store stops answering, the rest wait for the next batch."""
         rejected = 0
         for number, (audit, attempts) in enumerate(rows):
             try:
-                write_batch(self.store, [audit], attempts, [], self._ids)
+                write_request(self.store, audit, attempts, self._ids)
             except _REJECTED:
                 rejected += 1
             except Exception:  # noqa: BLE001 - an outage now: the rest are written later
@@ -314,7 +320,7 @@ class AuditWriter:
                            rejected)  # fmt: skip
         return _Written(rejected=rejected)
 
-    def _replay(self) -> None:
+    def _write_spill(self) -> None:
         """Rule 4: write the spilled usage entries, then empty the spill file."""
         if self._spill.count:
             entries = self._spill.entries()
@@ -322,7 +328,7 @@ class AuditWriter:
             for start in range(0, len(entries), step):
                 chunk = entries[start : start + step]
                 try:
-                    write_batch(self.store, [], [], [usage_tuple(e) for e in chunk], self._ids)
+                    write_usage(self.store, [usage_tuple(e) for e in chunk], self._ids)
                 except (*_REJECTED, *_MALFORMED):
                     self._set_aside(chunk)
             self._spill.clear()
@@ -332,7 +338,7 @@ class AuditWriter:
         rejected = []
         for entry in chunk:
             try:
-                write_batch(self.store, [], [], [usage_tuple(entry)], self._ids)
+                write_usage(self.store, [usage_tuple(entry)], self._ids)
             except (*_REJECTED, *_MALFORMED):
                 rejected.append(entry)
         if rejected:
@@ -350,13 +356,13 @@ class AuditWriter:
                     self._spill.append(read_spill(path))
                     path.unlink()
         try:
-            self._replay()
+            self._write_spill()
         except Exception as exc:  # noqa: BLE001 - the store may be down at start; retried later
             logger.warning("audit: %d spilled usage entries wait for the store: %s",
                            self._spill.count, type(exc).__name__)  # fmt: skip
             self._failing = True
 
-    def _clean(self) -> None:
+    def _delete_expired(self) -> None:
         self._ids = IdsByName()  # forget ids of objects since deleted or renamed
         try:
             deleted = delete_expired_audit(
