@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict
 import orjson
 
 from turnout.record import AttemptEntry, RoutingRecord, Usage, iso_utc
-from turnout.store.audit_speed import finished_row
+from turnout.store.audit_speed import dict_maker, finished_row
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Iterable, Mapping
 
     from turnout.store.audit_rows import FinishedRequest, IdMint
 
@@ -150,18 +150,9 @@ _FAST: Final = (
 attempt entries (made likewise) and an entry's `started_at` (from `started_wall`)."""
 
 
-def _maker(shape: tuple[tuple[str, ...], tuple[int, ...]]) -> Callable[[list[Any]], dict[str, Any]]:
-    """A function making the object of `shape`'s keys (in order), each the value at its place
-    in a list of values: one dict display, several times faster than `dict(zip(...))`."""
-    keys, places = shape
-    items = ", ".join(f"{key!r}: values[{place}]" for key, place in zip(keys, places, strict=True))
-    # Of the record's own field names and positions, known at import: no value is part of it.
-    return eval(f"lambda values: {{{items}}}")  # type: ignore[no-any-return]  # noqa: S307
-
-
 if _FAST:
-    _plain_record = _maker(_RECORD_SHAPE)  # type: ignore[arg-type]
-    _plain_entry = _maker(_ENTRY_SHAPE)  # type: ignore[arg-type]
+    _plain_record = dict_maker(_RECORD_SHAPE)  # type: ignore[arg-type]
+    _plain_entry = dict_maker(_ENTRY_SHAPE)  # type: ignore[arg-type]
 
 
 def plain_from_values(values: list[Any]) -> dict[str, Any]:
