@@ -92,15 +92,8 @@ def create_object(
     """Create a provider, route, binding or policy from `body`; returns it with its id."""
     spec = _KINDS[kind]
     fields, secrets = _validate(kind, dict(body), kept=None)
-    with audited_write(
-        store,
-        kind,
-        "create",
-        _shown(spec),
-        project_id=project_id,
-        actor=actor,
-        validate=validate,
-    ) as change:
+    with audited_write(store, kind, "create", _shown(spec), project_id=project_id,
+                       actor=actor, validate=validate) as change:  # fmt: skip
         session = change.session
         require_project(session, project_id)
         _check_name(session, spec, project_id, fields["name"], None)
@@ -144,15 +137,8 @@ def update_object(
     """Merge-patch the object (absent: unchanged; None: cleared) and validate it whole.
     Disabling a route that anything references is `ModelRouteHasDependents`."""
     spec = _KINDS[kind]
-    with audited_write(
-        store,
-        kind,
-        "update",
-        _shown(spec),
-        project_id=project_id,
-        actor=actor,
-        validate=validate,
-    ) as change:
+    with audited_write(store, kind, "update", _shown(spec), project_id=project_id,
+                       actor=actor, validate=validate) as change:  # fmt: skip
         session = change.session
         row = get_row(session, spec.model, kind, project_id, object_id)
         refuse_file_managed(kind, row, allow_file=allow_file)
@@ -191,15 +177,8 @@ def delete_object(
     """Delete the object, or `ObjectNotFound`; a route or provider still referenced is
     `ModelRouteHasDependents` / `ProviderHasDependents`."""
     spec = _KINDS[kind]
-    with audited_write(
-        store,
-        kind,
-        "delete",
-        _shown(spec),
-        project_id=project_id,
-        actor=actor,
-        validate=validate,
-    ) as change:
+    with audited_write(store, kind, "delete", _shown(spec), project_id=project_id,
+                       actor=actor, validate=validate) as change:  # fmt: skip
         session = change.session
         row = get_row(session, spec.model, kind, project_id, object_id)
         refuse_file_managed(kind, row, allow_file=allow_file)
