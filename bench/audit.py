@@ -40,10 +40,11 @@ from cryptography.fernet import Fernet
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from turnout.record import AttemptEntry, RoutingRecord, Usage
+from turnout.record import AttemptEntry, FinishedRequest, RoutingRecord, Usage
 from turnout.store import SecretBox, Store, migrate, open_store
 from turnout.store.audit_frames import encode_batch
 from turnout.store.audit_pipe import AuditPipe
+from turnout.store.audit_policy import AuditPolicy
 from turnout.store.audit_rows import IdMint
 from turnout.store.ledger import AuditWriter
 
@@ -63,14 +64,16 @@ def _record(number: int) -> RoutingRecord:
 
 def _submit(writer: AuditWriter, record: RoutingRecord | dict[str, object]) -> None:
     writer.submit(
-        record,
-        at=time.time(),
-        project="default",
-        key_name="app",
-        endpoint="/v1/chat/completions",
-        status=200,
-        outcome="answered",
-        latency_ms=50,
+        FinishedRequest(
+            record,
+            at=time.time(),
+            project="default",
+            key_name="app",
+            endpoint="/v1/chat/completions",
+            status=200,
+            outcome="answered",
+            latency_ms=50,
+        )
     )
 
 
@@ -88,7 +91,9 @@ def hand_off(rounds: int, spill: Path, store: Store) -> None:
     plain = record.as_dict()
     submits = []
     for _ in range(rounds):
-        writer = AuditWriter(store, spill_dir=spill, max_queue=1_000_000, batch_size=10**9)
+        writer = AuditWriter(
+            store, spill_dir=spill, policy=AuditPolicy(max_queue=1_000_000, batch_size=10**9)
+        )
         submits.append(_per_call_us(lambda w=writer: _submit(w, plain), 10_000))
     framed, size = [], 0
     for _ in range(rounds):
@@ -98,8 +103,8 @@ def hand_off(rounds: int, spill: Path, store: Store) -> None:
         for number in range(10):
             for _ in range(1000):
                 _submit(pipe, record)  # type: ignore[arg-type]
-            size = len(encode_batch(number, False, pipe._pending, mint))
-            pipe._pending = []
+            size = len(encode_batch(number, False, pipe._outbox.pending, mint))
+            pipe._outbox.pending = []
         framed.append((time.process_time() - began) / 10_000 * 1e6)
     print(f"as_dict (3 attempt entries): {statistics.median(as_dict):.2f} µs per request")
     print(f"submit:                      {statistics.median(submits):.2f} µs per request")

@@ -34,6 +34,7 @@ import orjson
 from turnout.record import AttemptEntry, RoutingRecord, Usage
 from turnout.store import migrate, open_store
 from turnout.store.audit_frames import Settings, encode_batch, frame
+from turnout.store.audit_policy import AuditPolicy
 from turnout.store.audit_rows import FinishedRequest, IdMint
 
 VALGRIND = shutil.which("valgrind") or "valgrind"
@@ -58,11 +59,9 @@ def frames(requests: int, per_frame: int, folder: Path) -> bytes:
     settings: Settings = {
         "url": f"sqlite:///{folder}/turnout.db",
         "spill_dir": str(folder / "spill"),
-        "retention_days": 30.0,
-        "batch_size": 10**9,
-        "flush_seconds": 3600.0,
-        "max_queue": 10**9,
-        "cleanup_seconds": 3600.0,
+        "policy": AuditPolicy(
+            retention_days=30.0, batch_size=10**9, flush_seconds=3600.0, max_queue=10**9
+        ).as_dict(),
     }
     data = [frame(orjson.dumps(settings))]
     mint, now = IdMint(), float(int(time.time()))  # recent: retention keeps the rows

@@ -15,13 +15,17 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "CALL_OUTCOMES",
     "OUTCOMES",
     "SKIP_OUTCOMES",
     "AttemptEntry",
+    "FinishedRequest",
     "RoutingRecord",
     "Usage",
 ]
@@ -333,3 +337,22 @@ class RoutingRecord:
 
     def __str__(self) -> str:
         return self.format_table()
+
+
+class FinishedRequest(NamedTuple):
+    """One request the gateway finished, as it is handed to the audit: its routing record (the
+    object the gateway finished, or plain JSON; never a key or a credential), when it ended
+    (`at`, epoch seconds), the caller's project and key name, the endpoint (path), the status
+    sent (499 when the caller left), the outcome (`answered`, `failed`, `cancelled`, `refused`),
+    the time it took (`latency_ms`) and, when its usage entry's id was minted already, that id
+    (None: minted when the entry is made)."""
+
+    record: Mapping[str, Any] | RoutingRecord
+    at: float
+    project: str | None
+    key_name: str | None
+    endpoint: str
+    status: int
+    outcome: str
+    latency_ms: int
+    usage_id: str | None = None

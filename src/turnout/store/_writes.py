@@ -10,14 +10,18 @@ commit; whatever the hook raises rolls the whole write back.
 Rule 5: objects from the config file (`source` `file`) are changed only by the file's sync.
 Rule 6: writes made inside `one_transaction(store)` share its transaction: they commit together
 when it ends, and any error rolls every one of them back (each still audited and versioned).
+Rule 7: a service function's write of one object is one `audited_write`: the transaction, the
+object added, changed or deleted in its block, then (once the block ends without an error) the
+validation hook, the object as the write leaves it, and its `config_changes` row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -29,7 +33,7 @@ from turnout.store.provider_secrets import MASK
 from turnout.store.snapshot import project_snapshot
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterator, Mapping
+    from collections.abc import Collection, Iterator, Mapping
 
     from pydantic import ValidationError
     from sqlalchemy.orm import Session
@@ -43,7 +47,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MASK",
+    "AuditedChange",
     "audit",
+    "audited_write",
     "check_written",
     "current_version",
     "get_row",
@@ -57,6 +63,11 @@ __all__ = [
 ]
 
 _Row = TypeVar("_Row")
+
+
+_Object = TypeVar("_Object")
+Read = Callable[["Session", _Object], dict[str, Any]]
+"""How an audited write shows its object (in the change log and to the caller)."""
 _SHARED: ContextVar[tuple[Store, Session] | None] = ContextVar("_SHARED", default=None)
 
 
@@ -155,6 +166,70 @@ def audit(
         )
     )
     notify_change(session, meta.version)
+
+
+class AuditedChange(Generic[_Object]):
+    """Rule 7: the session of one audited write and the object it writes, as `read` shows it
+    (given the session and the object) before (`before`) and after (`after`) the write."""
+
+    def __init__(self, session: Session, read: Read[_Object]) -> None:
+        self.session = session
+        self.read = read
+        self.row: _Object | None = None
+        self.before: dict[str, Any] | None = None
+        self.after: dict[str, Any] | None = None
+        self.deleted = False
+
+    def add(self, row: _Object) -> None:
+        """Create `row`."""
+        self.session.add(row)
+        self.row = row
+
+    def track(self, row: _Object) -> dict[str, Any]:
+        """Change `row` (the block changes it after this): it as it was."""
+        self.row = row
+        self.before = self.read(self.session, row)
+        return self.before
+
+    def written(self) -> dict[str, Any]:
+        """The object as the write left it (once the block ended)."""
+        assert self.after is not None, "read once the write's block ended, of a kept object"
+        return self.after
+
+    def delete(self, row: _Object) -> None:
+        """Delete `row`."""
+        self.track(row)
+        self.session.delete(row)
+        self.deleted = True
+
+
+@contextmanager
+def audited_write(
+    store: Store,
+    kind: str,
+    action: str,
+    read: Read[_Object],
+    *,
+    project_id: str,
+    actor: str | None,
+    validate: Validate | None,
+) -> Iterator[AuditedChange[_Object]]:
+    """Rule 7: the write of one object of `project_id` (or of that project itself) in its own
+    transaction (`write`). After the block: `validate` (Rule 4), the object read again
+    (`after`, None when deleted), the change recorded (`audit`: the object's id is the `id`
+    that `read` shows)."""
+    with write(store) as session:
+        change: AuditedChange[_Object] = AuditedChange(session, read)
+        yield change
+        row = change.row
+        assert row is not None, "an audited write adds, tracks or deletes its object"
+        check_written(session, store, project_id, validate)
+        if not change.deleted:
+            change.after = read(session, row)
+        shown = change.before if change.after is None else change.after
+        assert shown is not None
+        audit(session, actor=actor, action=action, kind=kind, object_id=shown["id"],
+              project_id=project_id, before=change.before, after=change.after)  # fmt: skip
 
 
 def current_version(store: Store) -> int:

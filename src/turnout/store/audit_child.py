@@ -27,24 +27,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
-import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import orjson
 
 from turnout.store.audit_frames import HEADER, Report, Settings, decode_batch, frame
+from turnout.store.audit_policy import AuditPolicy
+from turnout.store.audit_speed import bind_none_fast, collect, quiet_collector
 from turnout.store.engine import open_store
 from turnout.store.ledger import AuditWriter
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from turnout.store.audit_rows import FinishedRequest
 
 __all__ = ["main", "serve"]
@@ -99,14 +97,14 @@ class _Child:
     async def read(self, reader: asyncio.StreamReader) -> None:
         while (body := await read_frame(reader)) is not None:
             seq, flush, requests = decode_batch(body)
-            if len(self.waiting) >= self.writer.max_queue:
+            if len(self.waiting) >= self.writer.policy.max_queue:
                 self.writer.submit_all(requests)  # Rule 2: the writer's bound applies
             else:
                 self.waiting.extend(requests)
             self.received = seq
             if flush:
                 self.flush_asked = seq
-            if flush or len(self.waiting) >= self.writer.batch_size:
+            if flush or len(self.waiting) >= self.writer.policy.batch_size:
                 self.wake.set()
         self.ended = True
         self.wake.set()
@@ -116,7 +114,7 @@ class _Child:
         while True:
             if not self.ended:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), writer.flush_seconds)
+                    await asyncio.wait_for(self.wake.wait(), writer.policy.flush_seconds)
             self.wake.clear()
             taken, upto, asked = self.waiting, self.received, self.flush_asked
             self.waiting = []
@@ -129,7 +127,7 @@ class _Child:
                 self.written = max(self.written, upto)
             self.flushed = asked
             self.report()
-            gc.collect()  # the collector runs here only: see `serve`
+            collect()  # the collector runs here only: see `serve`
             if self.ended and not self.waiting:
                 return
 
@@ -149,39 +147,25 @@ async def serve(stdin: int = 0, stdout: int = 1) -> None:
         writer = AuditWriter(
             store,
             spill_dir=Path(settings["spill_dir"]),
-            retention_days=settings["retention_days"],
-            batch_size=settings["batch_size"],
-            flush_seconds=settings["flush_seconds"],
-            max_queue=settings["max_queue"],
-            cleanup_seconds=settings["cleanup_seconds"],
+            policy=AuditPolicy(**settings["policy"]),
         )
-        # What start-up made lives as long as the process: out of the collector's way, so the
-        # many short-lived objects of each batch do not make it walk them again and again.
-        gc.freeze()
-        # The requests of a batch hold no cycle, but their many objects made the collector
-        # run again and again while they waited: it runs once after each write instead.
-        gc.disable()
-        child = _Child(writer, stdout)
-        child.report(ready=True)
-        await writer.recover()
-        reading = loop.create_task(child.read(reader))
-        await child.write()
-        await reading
-        await writer.aclose()
-        child.report()
-        store.close()
+        with quiet_collector():
+            child = _Child(writer, stdout)
+            child.report(ready=True)
+            await writer.recover()
+            reading = loop.create_task(child.read(reader))
+            await child.write()
+            await reading
+            await writer.aclose()
+            child.report()
+            store.close()
     finally:
-        gc.enable()
         transport.close()
 
 
 def main() -> None:
     """Rules 4 and 5: the process's entry point."""
-    # The sqlite3 module binds None only after asking, for each such value, whether it adapts
-    # itself (two failed attribute lookups, their error messages formatted), more than the
-    # rest of the value's binding. An adapter of None found at once (`{}.get(None)` is None)
-    # binds the same NULL. Global to the process: set here, where the process is the writer's.
-    sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
+    bind_none_fast()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     out = os.dup(1)

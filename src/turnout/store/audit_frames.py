@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict
 import orjson
 
 from turnout.record import AttemptEntry, RoutingRecord, Usage, iso_utc
-from turnout.store.audit_rows import FinishedRequest, IdMint
+from turnout.store.audit_speed import dict_maker, finished_row
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Iterable, Mapping
+
+    from turnout.store.audit_rows import FinishedRequest, IdMint
 
 __all__ = [
     "HEADER",
@@ -56,15 +58,12 @@ HEADER: Final = struct.Struct(">I")
 
 
 class Settings(TypedDict):
-    """The child's first frame (Rule 1): the store's URL and the `AuditWriter`'s options."""
+    """The child's first frame (Rule 1): the store's URL, the spill folder and the writer's
+    `AuditPolicy` (`as_dict`)."""
 
     url: str
     spill_dir: str
-    retention_days: float
-    batch_size: int
-    flush_seconds: float
-    max_queue: int
-    cleanup_seconds: float
+    policy: dict[str, Any]
 
 
 class Report(TypedDict):
@@ -151,18 +150,9 @@ _FAST: Final = (
 attempt entries (made likewise) and an entry's `started_at` (from `started_wall`)."""
 
 
-def _maker(shape: tuple[tuple[str, ...], tuple[int, ...]]) -> Callable[[list[Any]], dict[str, Any]]:
-    """A function making the object of `shape`'s keys (in order), each the value at its place
-    in a list of values: one dict display, several times faster than `dict(zip(...))`."""
-    keys, places = shape
-    items = ", ".join(f"{key!r}: values[{place}]" for key, place in zip(keys, places, strict=True))
-    # Of the record's own field names and positions, known at import: no value is part of it.
-    return eval(f"lambda values: {{{items}}}")  # type: ignore[no-any-return]  # noqa: S307
-
-
 if _FAST:
-    _plain_record = _maker(_RECORD_SHAPE)  # type: ignore[arg-type]
-    _plain_entry = _maker(_ENTRY_SHAPE)  # type: ignore[arg-type]
+    _plain_record = dict_maker(_RECORD_SHAPE)  # type: ignore[arg-type]
+    _plain_entry = dict_maker(_ENTRY_SHAPE)  # type: ignore[arg-type]
 
 
 def plain_from_values(values: list[Any]) -> dict[str, Any]:
@@ -226,8 +216,7 @@ def decode_batch(body: bytes) -> tuple[int, bool, list[FinishedRequest]]:
             plain = plain_from_values(carried)
         else:
             plain = json.loads(carried) if kind == _TEXT else carried
-        # The named tuple made as a plain one: its generated constructor costs more.
-        requests.append(tuple.__new__(FinishedRequest, (plain, *fields)))
+        requests.append(finished_row([plain, *fields]))
     return int(seq), bool(flush), requests
 
 

@@ -40,21 +40,21 @@ import contextlib
 import logging
 import sys
 import time
-from collections import deque
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from turnout.store.audit_child import read_frame
-from turnout.store.audit_frames import Settings, encode_batch, frame, held_requests
-from turnout.store.audit_rows import FinishedRequest, IdMint
+from turnout.store.audit_frames import Settings, frame
+from turnout.store.audit_outbox import Outbox
+from turnout.store.audit_policy import DEFAULT_POLICY, AuditPolicy
 from turnout.store.ledger import AuditWriter
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
 
-    from turnout.record import RoutingRecord
+    from turnout.store.audit_rows import FinishedRequest
     from turnout.store.engine import Store
 
 __all__ = ["CHILD_COMMAND", "AuditPipe"]
@@ -63,8 +63,6 @@ logger = logging.getLogger("turnout.store")
 
 CHILD_COMMAND: Final = (sys.executable, "-m", "turnout.store.audit_child")
 """The child process's command line (it holds no setting)."""
-_PIPE_LIMIT: Final = 16 * 1024 * 1024
-"""Bytes waiting in the pipe past which frames wait here (Rule 1)."""
 
 
 _RESTART_SECONDS: Final = 0.5
@@ -72,23 +70,14 @@ _RESTART_SECONDS: Final = 0.5
 take a CPU (Rule 4)."""
 
 
-class _Frame(NamedTuple):
-    seq: int
-    size: int
-    data: bytes
-
-
 class AuditPipe:
     """The audit writer of `store`, in a child process (see the module's rules).
 
-    `spill_dir`, `retention_days`, `batch_size`, `flush_seconds`, `max_queue` and
-    `cleanup_seconds` as for `AuditWriter` (the child's writer takes them; `max_queue` also
-    bounds the requests kept here, Rule 3). `send_seconds` (0.05): the longest a request waits
-    here before it is sent. `frame_size` (1,000): requests per frame at most. `close_seconds`
-    (30): how long `aclose` waits for the child. `command`: the child's command line.
-    `stuck_seconds` (30): how long the pipe may stay past `pipe_limit` bytes (16 MiB) while
-    frames wait before the child is taken for stuck (Rule 8); `clock` (`time.monotonic`)
-    measures it.
+    `spill_dir` as for `AuditWriter`; `policy` (the defaults of `AuditPolicy`): the child's
+    writer's bounds and pace, and this side's (`max_queue` also bounds the requests kept here,
+    Rule 3; `send_seconds`, `frame_size`, `close_seconds`, `stuck_seconds`, `pipe_limit`,
+    Rules 1, 6 and 8). `command`: the child's command line. `clock` (`time.monotonic`)
+    measures how long the child has been stuck (Rule 8).
     """
 
     def __init__(
@@ -96,52 +85,26 @@ class AuditPipe:
         store: Store,
         *,
         spill_dir: Path,
-        retention_days: float = 30,
-        batch_size: int = 2000,
-        flush_seconds: float = 1.0,
-        max_queue: int = 10_000,
-        cleanup_seconds: float = 3600.0,
-        send_seconds: float = 0.05,
-        frame_size: int = 1000,
-        close_seconds: float = 30.0,
+        policy: AuditPolicy = DEFAULT_POLICY,
         command: Sequence[str] = CHILD_COMMAND,
-        stuck_seconds: float = 30.0,
-        pipe_limit: int = _PIPE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        self.spill_dir = spill_dir
+        self.policy = policy
         self.settings: Settings = {
             "url": store.engine.url.render_as_string(hide_password=False),
             "spill_dir": str(spill_dir),
-            "retention_days": retention_days,
-            "batch_size": batch_size,
-            "flush_seconds": flush_seconds,
-            "max_queue": max_queue,
-            "cleanup_seconds": cleanup_seconds,
+            "policy": policy.as_dict(),
         }
-        self.max_queue = max_queue
-        self.send_seconds = send_seconds
-        self.frame_size = frame_size
-        self.close_seconds = close_seconds
         self.command = tuple(command)
-        self.stuck_seconds = stuck_seconds
-        self.pipe_limit = pipe_limit
         self.clock = clock
         self._full_since: float | None = None
-        self.unprotected = 0
-        """Requests let go while the child had not reported them written (Rule 3)."""
         self.fallback: AuditWriter | None = None
         """The writer in this process, once requests are written here (Rule 5)."""
         self._report: dict[str, Any] = {}
         self._ended = {"dropped": 0, "rejected": 0}
-        self._pending: list[FinishedRequest] = []
-        self._frames: deque[_Frame] = deque()
-        self._held = 0
-        self._seq = 0
-        self._sent = 0
-        self._flushed = 0
-        self._gone = 0
-        self._mint = IdMint()
+        self._outbox = Outbox(policy)
         self._process: asyncio.subprocess.Process | None = None
         self._stdin: asyncio.StreamWriter | None = None
         self._wake = asyncio.Event()
@@ -149,7 +112,6 @@ class AuditPipe:
         self._sender: asyncio.Task[None] | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self._closing = False
-        self._letting_go = False
 
     @property
     def dropped(self) -> int:
@@ -174,39 +136,24 @@ class AuditPipe:
     def queued(self) -> int:
         """Requests not confirmed written yet."""
         fallback = 0 if self.fallback is None else self.fallback.queued
-        return len(self._pending) + self._held + fallback
+        return self._outbox.waiting + fallback
+
+    @property
+    def unprotected(self) -> int:
+        """Requests let go while the child had not reported them written (Rule 3)."""
+        return self._outbox.unprotected
 
     @property
     def child_pid(self) -> int | None:
         """The current child process's id (None when there is none)."""
         return None if self._process is None else self._process.pid
 
-    def submit(
-        self,
-        record: Mapping[str, Any] | RoutingRecord,
-        *,
-        at: float,
-        project: str | None,
-        key_name: str | None,
-        endpoint: str,
-        status: int,
-        outcome: str,
-        latency_ms: int,
-    ) -> None:
+    def submit(self, done: FinishedRequest) -> None:
         """Rule 1: take one finished request (as `AuditWriter.submit`)."""
         if self.fallback is not None:
-            self.fallback.submit(record, at=at, project=project, key_name=key_name,
-                                 endpoint=endpoint, status=status, outcome=outcome,
-                                 latency_ms=latency_ms)  # fmt: skip
+            self.fallback.submit(done)
             return
-        pending = self._pending
-        pending.append(
-            tuple.__new__(
-                FinishedRequest,
-                (record, at, project, key_name, endpoint, status, outcome, latency_ms, None),
-            )
-        )
-        if len(pending) >= self.frame_size:
+        if self._outbox.add(done):
             self._wake.set()
 
     async def start(self) -> None:
@@ -226,9 +173,9 @@ class AuditPipe:
         if self._supervisor is None and self.fallback is None:
             await self.start()
         if self.fallback is None:
-            seq = self._pack(flush=True)
+            seq = self._outbox.pack(flush=True)
             self._push()
-            while self._flushed < seq and self.fallback is None and self._is_supervised():
+            while self._outbox.flushed < seq and self.fallback is None and self._is_supervised():
                 self._progress.clear()
                 await self._progress.wait()
         if self.fallback is not None:
@@ -242,11 +189,11 @@ class AuditPipe:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sender
         if self.fallback is None and self._supervisor is not None:
-            self._pack(flush=True)
+            self._outbox.pack(flush=True)
             self._push(everything=True)
             self._end_input()
             await self._await_child()
-            held = len(self._pending) + self._held
+            held = self._outbox.waiting
             if held:
                 logger.error("audit: %d requests not confirmed written at shutdown", held)
         if self.fallback is not None:
@@ -259,10 +206,10 @@ class AuditPipe:
         supervisor = self._supervisor
         assert supervisor is not None
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(supervisor), self.close_seconds)
+            await asyncio.wait_for(asyncio.shield(supervisor), self.policy.close_seconds)
         if not supervisor.done():
             logger.error("audit: the audit process did not finish in %s s; stopped",
-                         self.close_seconds)  # fmt: skip
+                         self.policy.close_seconds)  # fmt: skip
             if self._process is not None and self._process.returncode is None:
                 self._process.kill()
             await supervisor
@@ -271,55 +218,26 @@ class AuditPipe:
         """Rule 1: every `send_seconds`, or when a frame's worth waits, send a frame."""
         while not self._closing and self.fallback is None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.send_seconds)
+                await asyncio.wait_for(self._wake.wait(), self.policy.send_seconds)
             self._wake.clear()
-            if self._pending:
-                self._pack(flush=False)
+            if self._outbox.pending:
+                self._outbox.pack(flush=False)
             self._push()
-
-    def _pack(self, *, flush: bool) -> int:
-        """The waiting requests as the next frame(s), kept (Rule 3); the last one's seq."""
-        pending, self._pending = self._pending, []
-        for start in range(0, max(len(pending), 1), self.frame_size):
-            part = pending[start : start + self.frame_size]
-            self._seq += 1
-            last = start + self.frame_size >= len(pending)
-            data = encode_batch(self._seq, flush and last, part, self._mint)
-            self._frames.append(_Frame(self._seq, len(part), data))
-            self._held += len(part)
-        self._let_go()
-        return self._seq
-
-    def _let_go(self) -> None:
-        """Rule 3: past `max_queue` requests kept, forget the oldest frames already sent."""
-        frames = self._frames
-        while self._held > self.max_queue and frames and frames[0].seq <= self._sent:
-            gone = frames.popleft()
-            self._held -= gone.size
-            self.unprotected += gone.size
-            self._gone = gone.seq
-            if not self._letting_go:
-                self._letting_go = True
-                logger.warning(
-                    "audit: more than %d requests wait for the audit process; the oldest are "
-                    "no longer kept to be sent again",
-                    self.max_queue,
-                )
 
     def _push(self, *, everything: bool = False) -> None:
         """Write the frames the child has not received yet, without blocking (Rule 1)."""
         stdin = self._stdin
-        frames = self._frames
-        if stdin is None or stdin.is_closing() or not frames:
+        outbox = self._outbox
+        if stdin is None or stdin.is_closing() or not outbox.frames:
             return
         transport = stdin.transport
         waiting = False
-        for index in range(max(self._sent + 1 - frames[0].seq, 0), len(frames)):
-            if not everything and transport.get_write_buffer_size() > self.pipe_limit:
+        for kept in outbox.unsent():
+            if not everything and transport.get_write_buffer_size() > self.policy.pipe_limit:
                 waiting = True
                 break
-            stdin.write(frames[index].data)
-            self._sent = frames[index].seq
+            stdin.write(kept.data)
+            outbox.sent(kept)
         self._watch(waiting=waiting)
 
     def _watch(self, *, waiting: bool) -> None:
@@ -332,14 +250,14 @@ class AuditPipe:
             self._full_since = now
             return
         process = self._process
-        if now - self._full_since >= self.stuck_seconds and process is not None:
+        if now - self._full_since >= self.policy.stuck_seconds and process is not None:
             self._full_since = None
             if process.returncode is None:
                 logger.error(
                     "audit: the audit process read nothing for %s s while %d requests wait; "
                     "stopping it",
-                    self.stuck_seconds,
-                    self._held,
+                    self.policy.stuck_seconds,
+                    self._outbox.held,
                 )
                 process.kill()
 
@@ -350,12 +268,7 @@ class AuditPipe:
     def _take(self, report: dict[str, Any]) -> None:
         """A report from the child (Rules 3 and 7)."""
         self._report = report
-        frames = self._frames
-        while frames and frames[0].seq <= report["written"]:
-            self._held -= frames.popleft().size
-        if self._held <= self.max_queue:
-            self._letting_go = False
-        self._flushed = max(self._flushed, report["flushed"])
+        self._outbox.confirm(report["written"], report["flushed"])
         self._progress.set()
 
     async def _supervise(self) -> None:
@@ -379,7 +292,7 @@ class AuditPipe:
                 "audit: the audit process exited (status %s); starting another and sending it "
                 "the %d requests not confirmed written",
                 code,
-                self._held,
+                self._outbox.held,
             )
             await asyncio.sleep(_RESTART_SECONDS)
 
@@ -392,7 +305,7 @@ class AuditPipe:
         self._full_since = None
         process.stdin.write(frame(orjson.dumps(self.settings)))
         self._stdin = process.stdin
-        self._sent = self._frames[0].seq - 1 if self._frames else self._seq
+        self._outbox.restart()
         self._push(everything=self._closing)
         if self._closing:
             self._end_input()
@@ -407,31 +320,19 @@ class AuditPipe:
             for name in self._ended:
                 self._ended[name] += int(self._report.get(name, 0))
             self._report = {}
-            # Frames let go cannot be sent to the next child: a flush waiting for one is over.
-            self._flushed = max(self._flushed, self._gone)
+            self._outbox.lost()
             self._progress.set()
         return ready, code
 
     async def _fall_back(self, why: str, *, level: int = logging.WARNING) -> None:
         """Rule 5: write in this process from now on, beginning with the requests kept."""
         logger.log(level, "audit: writing the audit in this process: %s", why)
-        writer = AuditWriter(
-            self.store,
-            spill_dir=Path(self.settings["spill_dir"]),
-            retention_days=self.settings["retention_days"],
-            batch_size=self.settings["batch_size"],
-            flush_seconds=self.settings["flush_seconds"],
-            max_queue=self.settings["max_queue"],
-            cleanup_seconds=self.settings["cleanup_seconds"],
-        )
-        kept = [done for kept in self._frames for done in held_requests(kept.data)]
-        kept += self._pending
-        self._frames.clear()
-        self._held, self._pending = 0, []
+        writer = AuditWriter(self.store, spill_dir=self.spill_dir, policy=self.policy)
+        kept = self._outbox.take_all()
         self.fallback = writer
         self._progress.set()
         for done in kept:
-            writer.submit_finished(done)
+            writer.submit(done)
         if self._closing:
             return
         try:

@@ -26,11 +26,11 @@ import itertools
 import json
 import secrets
 import time
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from turnout.record import RoutingRecord
+from turnout.record import FinishedRequest, RoutingRecord
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -81,24 +81,6 @@ AttemptRow = tuple[Any, ...]
 """One attempt row: values in `ATTEMPT_FIELDS` order."""
 UsageRow = tuple[Any, ...]
 """One usage entry: values in `USAGE_FIELDS` order."""
-
-
-class FinishedRequest(NamedTuple):
-    """One request the gateway finished: its routing record (Rule 1), when it ended
-    (`at`, epoch seconds), the caller's project and key name, the endpoint (path), the status
-    sent (499 when the caller left), the outcome (`answered`, `failed`, `cancelled`), the
-    time it took (`latency_ms`) and, when its usage entry's id was minted already, that id
-    (Rule 3; None: minted when the entry is made)."""
-
-    record: Mapping[str, Any] | RoutingRecord
-    at: float
-    project: str | None
-    key_name: str | None
-    endpoint: str
-    status: int
-    outcome: str
-    latency_ms: int
-    usage_id: str | None = None
 
 
 class IdMint:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from turnout.store.audit_rows import AttemptRow, AuditRow, UsageRow
     from turnout.store.engine import Store
 
-__all__ = ["IdsByName", "delete_expired_audit", "write_batch"]
+__all__ = ["IdsByName", "delete_expired_audit", "write_request", "write_requests", "write_usage"]
 
 _DAY = 86_400.0
 _Names = tuple[str | None, str | None]
@@ -197,27 +197,39 @@ def _moment(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def write_batch(
+def write_request(
+    store: Store, audit: AuditRow, attempts: Sequence[AttemptRow], ids: IdsByName
+) -> None:
+    """Rules 2 and 6: write one request's audit row and its attempt rows in one transaction."""
+    write_requests(store, [audit], attempts, [], ids)
+
+
+def write_usage(store: Store, usage: Sequence[UsageRow], ids: IdsByName) -> None:
+    """Rules 2 and 6: write the usage entries `usage` (spilled ones, say) in one transaction."""
+    write_requests(store, [], [], usage, ids)
+
+
+def write_requests(
     store: Store,
     audits: Sequence[AuditRow],
     attempts: Sequence[AttemptRow],
     usage: Sequence[UsageRow],
     ids: IdsByName,
 ) -> None:
-    """Rules 1, 2 and 6: write `audits`, their `attempts` and the `usage` entries in one
-    transaction."""
+    """Rules 1, 2 and 6: write a batch of requests, their audit rows `audits`, their
+    `attempts` and their `usage` entries, in one transaction."""
     audits = [_fit(row, _AUDIT_TEXTS) for row in audits]
     attempts = [_fit(row, _ATTEMPT_TEXTS) for row in attempts]
     usage = [_fit(row, _USAGE_TEXTS) for row in usage]
     with store.engine.connect() as connection:
         if store.is_postgres:
-            _write_postgres(connection, audits, attempts, usage, ids)
+            _write_rows_postgres(connection, audits, attempts, usage, ids)
         else:
-            _write_sqlite(connection, audits, attempts, usage, ids)
+            _write_rows_sqlite(connection, audits, attempts, usage, ids)
         connection.commit()
 
 
-def _write_sqlite(
+def _write_rows_sqlite(
     connection: Connection,
     audits: list[AuditRow],
     attempts: list[AttemptRow],
@@ -255,7 +267,7 @@ def _write_sqlite(
         run(_SQLITE_USAGE, values)
 
 
-def _write_postgres(
+def _write_rows_postgres(
     connection: Connection,
     audits: list[AuditRow],
     attempts: list[AttemptRow],

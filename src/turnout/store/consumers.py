@@ -33,13 +33,11 @@ from turnout.access.consumers import (
 )
 from turnout.errors import ConfigError, NameTaken, ObjectNotFound
 from turnout.store._writes import (
-    audit,
-    check_written,
+    audited_write,
     get_row,
     merge_patch,
     require_project,
     stamps,
-    write,
 )
 from turnout.store.ids import new_id
 from turnout.store.models import Consumer, Project, Provider, Route
@@ -84,18 +82,17 @@ def create_consumer(
     """Create a consumer from `body` (`name`, `kind` and its assignment); returns it with its
     id, prefixed by its kind (`agent_`, `chat_`, `disc_`, `mem_`)."""
     fields = _shape(dict(body))
-    with write(store) as session:
+    with audited_write(
+        store, "consumer", "create", _read, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        session = change.session
         project = require_project(session, project_id)
         fields = _by_id(session, project_id, fields)
         _check(session, project, fields, own_id=None)
         row = Consumer(id=new_id(fields["kind"]), project_id=project_id)
         _assign(row, fields)
-        session.add(row)
-        check_written(session, store, project_id, validate)
-        after = _read(session, row)
-        audit(session, actor=actor, action="create", kind="consumer", object_id=row.id,
-              project_id=project_id, before=None, after=after)  # fmt: skip
-    return after
+        change.add(row)
+    return change.written()
 
 
 def get_consumer(store: Store, project_id: str, consumer_id: str) -> dict[str, Any]:
@@ -128,10 +125,13 @@ def update_consumer(
 ) -> dict[str, Any]:
     """Merge-patch the consumer (absent: unchanged; None: cleared) and check it whole."""
     changes = _shape(dict(patch), partial=True)
-    with write(store) as session:
+    with audited_write(
+        store, "consumer", "update", _read, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        session = change.session
         row = get_row(session, Consumer, "consumer", project_id, consumer_id)
         project = require_project(session, project_id)
-        before = _read(session, row)
+        change.track(row)
         changes = _by_id(session, project_id, changes)
         if changes.get("ai_provider_id", "") is None and "model" not in changes:
             changes["model"] = None  # the pin's model goes with the pin
@@ -145,11 +145,7 @@ def update_consumer(
             )
         _check(session, project, _shape(fields), own_id=row.id)
         _assign(row, fields)
-        check_written(session, store, project_id, validate)
-        after = _read(session, row)
-        audit(session, actor=actor, action="update", kind="consumer", object_id=row.id,
-              project_id=project_id, before=before, after=after)  # fmt: skip
-    return after
+    return change.written()
 
 
 def delete_consumer(
@@ -161,13 +157,11 @@ def delete_consumer(
     validate: Validate | None = None,
 ) -> None:
     """Delete the consumer (an agent with the chats and memories that belong to it)."""
-    with write(store) as session:
-        row = get_row(session, Consumer, "consumer", project_id, consumer_id)
-        before = _read(session, row)
-        session.delete(row)
-        check_written(session, store, project_id, validate)
-        audit(session, actor=actor, action="delete", kind="consumer", object_id=consumer_id,
-              project_id=project_id, before=before, after=None)  # fmt: skip
+    with audited_write(
+        store, "consumer", "delete", _read, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        session = change.session
+        change.delete(get_row(session, Consumer, "consumer", project_id, consumer_id))
 
 
 def inheriting_consumers(session: Session, project_id: str, default_route_id: str) -> list[str]:

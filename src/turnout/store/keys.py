@@ -13,21 +13,21 @@ from sqlalchemy import select
 from turnout.access.keys import generate_key, hash_key
 from turnout.schema import KeyConfig
 from turnout.store._writes import (
-    audit,
-    check_written,
+    audited_write,
     get_row,
     merge_patch,
     refuse_unknown,
     require_project,
     stamps,
     to_config_error,
-    write,
 )
 from turnout.store.ids import new_id
 from turnout.store.models import Key, utcnow
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from sqlalchemy.orm import Session
 
     from turnout.store._writes import Validate
     from turnout.store.engine import Store
@@ -56,8 +56,10 @@ def create_key(
     """Create a key with `body`'s name and identity; returns it and its plaintext (only now)."""
     plaintext = generate_key()
     name, identity = _validate(dict(body), hash_key(plaintext))
-    with write(store) as session:
-        require_project(session, project_id)
+    with audited_write(
+        store, "key", "create", _shown, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        require_project(change.session, project_id)
         row = Key(
             id=new_id("key"),
             project_id=project_id,
@@ -66,12 +68,8 @@ def create_key(
             prefix=plaintext[:_PREFIX_CHARS],
             identity=identity,
         )
-        session.add(row)
-        check_written(session, store, project_id, validate)
-        after = _read(row)
-        audit(session, actor=actor, action="create", kind="key", object_id=row.id,
-              project_id=project_id, before=None, after=after)  # fmt: skip
-    return after, plaintext
+        change.add(row)
+    return change.written(), plaintext
 
 
 def get_key(store: Store, project_id: str, key_id: str) -> dict[str, Any]:
@@ -105,18 +103,16 @@ def update_key(
     validate: Validate | None = None,
 ) -> dict[str, Any]:
     """Merge-patch the key's name and identity (the key itself never changes)."""
-    with write(store) as session:
-        row = get_row(session, Key, "key", project_id, key_id)
-        before = _read(row)
+    with audited_write(
+        store, "key", "update", _shown, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        row = get_row(change.session, Key, "key", project_id, key_id)
+        change.track(row)
         refuse_unknown("key", patch, KeyConfig.model_fields.keys() - {"key", "hash"})
         row.name, row.identity = _validate(
             merge_patch({"name": row.name} | row.identity, patch), row.key_hash
         )
-        check_written(session, store, project_id, validate)
-        after = _read(row)
-        audit(session, actor=actor, action="update", kind="key", object_id=row.id,
-              project_id=project_id, before=before, after=after)  # fmt: skip
-    return after
+    return change.written()
 
 
 def revoke_key(
@@ -128,15 +124,13 @@ def revoke_key(
     validate: Validate | None = None,
 ) -> dict[str, Any]:
     """Mark the key revoked (now); revoking twice keeps the first time."""
-    with write(store) as session:
-        row = get_row(session, Key, "key", project_id, key_id)
-        before = _read(row)
+    with audited_write(
+        store, "key", "revoke", _shown, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        row = get_row(change.session, Key, "key", project_id, key_id)
+        change.track(row)
         row.revoked_at = row.revoked_at or utcnow()
-        check_written(session, store, project_id, validate)
-        after = _read(row)
-        audit(session, actor=actor, action="revoke", kind="key", object_id=row.id,
-              project_id=project_id, before=before, after=after)  # fmt: skip
-    return after
+    return change.written()
 
 
 def delete_key(
@@ -148,13 +142,10 @@ def delete_key(
     validate: Validate | None = None,
 ) -> None:
     """Delete the key, or `ObjectNotFound`."""
-    with write(store) as session:
-        row = get_row(session, Key, "key", project_id, key_id)
-        before = _read(row)
-        session.delete(row)
-        check_written(session, store, project_id, validate)
-        audit(session, actor=actor, action="delete", kind="key", object_id=key_id,
-              project_id=project_id, before=before, after=None)  # fmt: skip
+    with audited_write(
+        store, "key", "delete", _shown, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        change.delete(get_row(change.session, Key, "key", project_id, key_id))
 
 
 def _validate(body: dict[str, Any], key_hash: str) -> tuple[str, dict[str, Any]]:
@@ -168,6 +159,10 @@ def _validate(body: dict[str, Any], key_hash: str) -> tuple[str, dict[str, Any]]
     fields.pop("hash")
     name = fields.pop("name")
     return name, fields
+
+
+def _shown(_session: Session, row: Key) -> dict[str, Any]:
+    return _read(row)
 
 
 def _read(row: Key) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import DataError, IntegrityError
 
+from turnout.store.audit_policy import DEFAULT_POLICY, AuditPolicy
 from turnout.store.audit_rows import (
     AUDIT_FIELDS,
     FinishedRequest,
@@ -51,14 +52,19 @@ from turnout.store.audit_rows import (
     usage_entry,
     usage_tuple,
 )
-from turnout.store.audit_writes import IdsByName, delete_expired_audit, write_batch
+from turnout.store.audit_writes import (
+    IdsByName,
+    delete_expired_audit,
+    write_request,
+    write_requests,
+    write_usage,
+)
 from turnout.store.spill import SpillFile, orphan_spills, read_spill, set_aside
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from pathlib import Path
 
-    from turnout.record import RoutingRecord
     from turnout.store.audit_rows import AttemptRow, AuditRow, UsageRow
     from turnout.store.engine import Store
 
@@ -94,11 +100,8 @@ class _Written:
 class AuditWriter:
     """Writes the request audit and the usage ledger of `store` off the request path.
 
-    `spill_dir`: the folder of the usage spill files. `retention_days` (30): how long audit
-    rows are kept. `batch_size` (2,000): requests per transaction. `flush_seconds` (1.0): the
-    longest a queued request waits. `max_queue` (10,000): audit rows held at most.
-    `cleanup_seconds` (3,600): how often retention runs. `clock` (`time.time`): epoch
-    seconds, for retention.
+    `spill_dir`: the folder of the usage spill files. `policy`: its bounds and pace (the
+    defaults of `AuditPolicy`). `clock` (`time.time`): epoch seconds, for retention.
     """
 
     def __init__(
@@ -106,19 +109,11 @@ class AuditWriter:
         store: Store,
         *,
         spill_dir: Path,
-        retention_days: float = 30,
-        batch_size: int = 2000,
-        flush_seconds: float = 1.0,
-        max_queue: int = 10_000,
-        cleanup_seconds: float = 3600.0,
+        policy: AuditPolicy = DEFAULT_POLICY,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.retention_days = retention_days
-        self.batch_size = batch_size
-        self.flush_seconds = flush_seconds
-        self.max_queue = max_queue
-        self.cleanup_seconds = cleanup_seconds
+        self.policy = policy
         self.clock = clock
         self.dropped = 0
         """Audit rows dropped because the queue was full (Rule 3)."""
@@ -148,46 +143,25 @@ class AuditWriter:
         """Usage entries in this writer's spill file, waiting for the store."""
         return self._spill.count
 
-    def submit(
-        self,
-        record: Mapping[str, Any] | RoutingRecord,
-        *,
-        at: float,
-        project: str | None,
-        key_name: str | None,
-        endpoint: str,
-        status: int,
-        outcome: str,
-        latency_ms: int,
-    ) -> None:
-        """Rule 1: queue one finished request (`record`: its routing record, the object itself
-        or plain JSON, made plain on the worker thread; the other fields as in
-        `FinishedRequest`)."""
-        # The named tuple made as a plain one: its generated constructor costs several times more.
-        done: FinishedRequest = tuple.__new__(
-            FinishedRequest,
-            (record, at, project, key_name, endpoint, status, outcome, latency_ms, None),
-        )
-        self.submit_finished(done)
-
-    def submit_finished(self, done: FinishedRequest) -> None:
-        """Rule 1: queue one finished request made already (its usage id minted, or not)."""
+    def submit(self, done: FinishedRequest) -> None:
+        """Rule 1: queue one finished request (its routing record the object itself or plain
+        JSON, made plain on the worker thread; its usage id minted already, or not)."""
         pending = self._pending
-        if len(pending) + len(self._retries) >= self.max_queue:
+        if len(pending) + len(self._retries) >= self.policy.max_queue:
             self._drop_keeping_usage(done)
             return
         pending.append(done)
-        if len(pending) >= self.batch_size:
+        if len(pending) >= self.policy.batch_size:
             self._wake.set()
 
     def submit_all(self, requests: list[FinishedRequest]) -> None:
-        """Rule 1: `submit_finished` of each of `requests`, in order, at once."""
+        """Rule 1: `submit` of each of `requests`, in order, at once."""
         pending = self._pending
-        room = max(0, self.max_queue - len(pending) - len(self._retries))
+        room = max(0, self.policy.max_queue - len(pending) - len(self._retries))
         pending.extend(requests[:room] if room < len(requests) else requests)
         for done in requests[room:]:  # the queue is full
             self._drop_keeping_usage(done)
-        if len(pending) >= self.batch_size:
+        if len(pending) >= self.policy.batch_size:
             self._wake.set()
 
     def _drop_keeping_usage(self, done: FinishedRequest) -> None:
@@ -227,18 +201,18 @@ class AuditWriter:
         the store refuses; then run retention when it is due (Rule 5)."""
         async with self._lock:
             while self.queued or self._usage or self._spill.count:
-                written = await asyncio.to_thread(self._write, self._take())
+                written = await asyncio.to_thread(self._write_batch, self._take())
                 self._settle(written)
                 if written.failed:
                     break
             if not self._failing and self.clock() >= self._next_cleanup:
-                self._next_cleanup = self.clock() + self.cleanup_seconds
-                await asyncio.to_thread(self._clean)
+                self._next_cleanup = self.clock() + self.policy.cleanup_seconds
+                await asyncio.to_thread(self._delete_expired)
 
     async def _run(self) -> None:
         while not self._closing:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.flush_seconds)
+                await asyncio.wait_for(self._wake.wait(), self.policy.flush_seconds)
             self._wake.clear()
             await self._flush_safely()
         await self._flush_safely()
@@ -256,7 +230,7 @@ class AuditWriter:
             logger.warning(
                 "audit: the queue is full (%d requests); dropping audit rows until it drains "
                 "(usage is kept)",
-                self.max_queue,
+                self.policy.max_queue,
             )
 
     def _take(self) -> _Batch:
@@ -264,7 +238,7 @@ class AuditWriter:
         entries of dropped audit rows."""
         batch = _Batch(usage=self._usage)
         self._usage = []
-        room = self.batch_size
+        room = self.policy.batch_size
         while self._retries and room:
             batch.retries.append(self._retries.popleft())
             room -= 1
@@ -284,15 +258,15 @@ class AuditWriter:
             logger.warning("audit: the store answers again")
         self._failing = written.failed
         self.rejected += written.rejected
-        room = self.max_queue - self.queued
+        room = self.policy.max_queue - self.queued
         kept = written.retries[:room] if room > 0 else []
         if len(kept) < len(written.retries):
             self._drop(len(written.retries) - len(kept))
         self._retries.extendleft(reversed(kept))
-        if self.queued < self.max_queue:
+        if self.queued < self.policy.max_queue:
             self._dropping = False
 
-    def _write(self, batch: _Batch) -> _Written:
+    def _write_batch(self, batch: _Batch) -> _Written:
         """On the worker thread: the batch in one transaction, then the spill."""
         rows = list(batch.retries)
         usage = list(batch.usage)
@@ -311,12 +285,12 @@ class AuditWriter:
         audits = [audit for audit, _ in rows]
         attempts = [attempt for _, some in rows for attempt in some]
         try:
-            write_batch(self.store, audits, attempts, usage, self._ids)
+            write_requests(self.store, audits, attempts, usage, self._ids)
         except _REJECTED:
             # Rule 7: the store is up but refuses this batch: spill its usage (replayed one by
             # one if need be) and write its requests' audit rows one at a time.
             self._spill.append([usage_dict(entry) for entry in usage])
-            written = self._one_by_one(rows)
+            written = self._write_each_request(rows)
         except Exception:  # Rule 4: whatever the store says, usage is kept
             logger.debug("audit: the store refused a batch", exc_info=True)
             self._spill.append([usage_dict(entry) for entry in usage])
@@ -324,19 +298,19 @@ class AuditWriter:
         else:
             written = _Written()
         try:  # after the batch: while the store is down, the spill is not even read
-            self._replay()
+            self._write_spill()
         except Exception:  # the store stopped answering: replayed later
             logger.debug("audit: the store refused the spill", exc_info=True)
             written.failed = True
         return written
 
-    def _one_by_one(self, rows: list[_AuditRows]) -> _Written:
+    def _write_each_request(self, rows: list[_AuditRows]) -> _Written:
         """Rule 7: each request's audit rows in a transaction of their own; those the store
         rejects are dropped; if the store stops answering, the rest wait for the next batch."""
         rejected = 0
         for number, (audit, attempts) in enumerate(rows):
             try:
-                write_batch(self.store, [audit], attempts, [], self._ids)
+                write_request(self.store, audit, attempts, self._ids)
             except _REJECTED:
                 rejected += 1
             except Exception:  # noqa: BLE001 - an outage now: the rest are written later
@@ -346,15 +320,15 @@ class AuditWriter:
                            rejected)  # fmt: skip
         return _Written(rejected=rejected)
 
-    def _replay(self) -> None:
+    def _write_spill(self) -> None:
         """Rule 4: write the spilled usage entries, then empty the spill file."""
         if self._spill.count:
             entries = self._spill.entries()
-            step = self.batch_size * 10
+            step = self.policy.batch_size * 10
             for start in range(0, len(entries), step):
                 chunk = entries[start : start + step]
                 try:
-                    write_batch(self.store, [], [], [usage_tuple(e) for e in chunk], self._ids)
+                    write_usage(self.store, [usage_tuple(e) for e in chunk], self._ids)
                 except (*_REJECTED, *_MALFORMED):
                     self._set_aside(chunk)
             self._spill.clear()
@@ -364,7 +338,7 @@ class AuditWriter:
         rejected = []
         for entry in chunk:
             try:
-                write_batch(self.store, [], [], [usage_tuple(entry)], self._ids)
+                write_usage(self.store, [usage_tuple(entry)], self._ids)
             except (*_REJECTED, *_MALFORMED):
                 rejected.append(entry)
         if rejected:
@@ -382,17 +356,17 @@ class AuditWriter:
                     self._spill.append(read_spill(path))
                     path.unlink()
         try:
-            self._replay()
+            self._write_spill()
         except Exception as exc:  # noqa: BLE001 - the store may be down at start; retried later
             logger.warning("audit: %d spilled usage entries wait for the store: %s",
                            self._spill.count, type(exc).__name__)  # fmt: skip
             self._failing = True
 
-    def _clean(self) -> None:
+    def _delete_expired(self) -> None:
         self._ids = IdsByName()  # forget ids of objects since deleted or renamed
         try:
             deleted = delete_expired_audit(
-                self.store, retention_days=self.retention_days, now=self.clock()
+                self.store, retention_days=self.policy.retention_days, now=self.clock()
             )
         except Exception:
             logger.exception("audit: deleting expired audit rows failed")
@@ -405,4 +379,6 @@ def audit_sink(store: Store, *, spill_dir: Path, retention_days: float = 30) -> 
     """The audit writer of `store` with its defaults (see `AuditWriter`), for the gateway's
     observer: `Observer(sink=writer)`; `await writer.start()` before serving and
     `await writer.aclose()` after."""
-    return AuditWriter(store, spill_dir=spill_dir, retention_days=retention_days)
+    return AuditWriter(
+        store, spill_dir=spill_dir, policy=AuditPolicy(retention_days=retention_days)
+    )

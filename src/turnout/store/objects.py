@@ -26,8 +26,7 @@ from turnout.errors import ConfigError, NameTaken, SecretKeyMissing
 from turnout.schema import BindingConfig, PolicyConfig, ProviderConfig, RouteConfig
 from turnout.store._writes import (
     MASK,
-    audit,
-    check_written,
+    audited_write,
     get_row,
     merge_patch,
     refuse_file_managed,
@@ -35,7 +34,6 @@ from turnout.store._writes import (
     require_project,
     stamps,
     to_config_error,
-    write,
 )
 from turnout.store.dependents import refuse_provider_with_dependents, refuse_route_with_dependents
 from turnout.store.ids import new_id
@@ -48,7 +46,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy.orm import Session
 
-    from turnout.store._writes import Validate
+    from turnout.store._writes import Read, Validate
     from turnout.store.engine import Store
 
 __all__ = [
@@ -94,17 +92,15 @@ def create_object(
     """Create a provider, route, binding or policy from `body`; returns it with its id."""
     spec = _KINDS[kind]
     fields, secrets = _validate(kind, dict(body), kept=None)
-    with write(store) as session:
+    with audited_write(store, kind, "create", _shown(spec), project_id=project_id,
+                       actor=actor, validate=validate) as change:  # fmt: skip
+        session = change.session
         require_project(session, project_id)
         _check_name(session, spec, project_id, fields["name"], None)
         row = spec.model(id=new_id(kind), project_id=project_id)
         _assign(row, spec, fields, _seal(store, secrets))
-        session.add(row)
-        check_written(session, store, project_id, validate)
-        after = _read(row, spec)
-        audit(session, actor=actor, action="create", kind=kind, object_id=row.id,
-              project_id=project_id, before=None, after=after)  # fmt: skip
-    return after
+        change.add(row)
+    return change.written()
 
 
 def get_object(store: Store, kind: ObjectKind, project_id: str, object_id: str) -> dict[str, Any]:
@@ -141,10 +137,12 @@ def update_object(
     """Merge-patch the object (absent: unchanged; None: cleared) and validate it whole.
     Disabling a route that anything references is `ModelRouteHasDependents`."""
     spec = _KINDS[kind]
-    with write(store) as session:
+    with audited_write(store, kind, "update", _shown(spec), project_id=project_id,
+                       actor=actor, validate=validate) as change:  # fmt: skip
+        session = change.session
         row = get_row(session, spec.model, kind, project_id, object_id)
         refuse_file_managed(kind, row, allow_file=allow_file)
-        before = _read(row, spec)
+        before = change.track(row)
         current = {name: getattr(row, name) for name in spec.columns} | row.settings
         if isinstance(row, Provider) and _is_legacy(row):
             current["api_key"] = MASK
@@ -163,11 +161,7 @@ def update_object(
         ):
             refuse_route_with_dependents(session, row, "disable")
         _assign(row, spec, fields, _seal(store, secrets))
-        check_written(session, store, project_id, validate)
-        after = _read(row, spec)
-        audit(session, actor=actor, action="update", kind=kind, object_id=row.id,
-              project_id=project_id, before=before, after=after)  # fmt: skip
-    return after
+    return change.written()
 
 
 def delete_object(
@@ -183,18 +177,16 @@ def delete_object(
     """Delete the object, or `ObjectNotFound`; a route or provider still referenced is
     `ModelRouteHasDependents` / `ProviderHasDependents`."""
     spec = _KINDS[kind]
-    with write(store) as session:
+    with audited_write(store, kind, "delete", _shown(spec), project_id=project_id,
+                       actor=actor, validate=validate) as change:  # fmt: skip
+        session = change.session
         row = get_row(session, spec.model, kind, project_id, object_id)
         refuse_file_managed(kind, row, allow_file=allow_file)
         if isinstance(row, Route):
             refuse_route_with_dependents(session, row, "delete")
         elif isinstance(row, Provider):
             refuse_provider_with_dependents(session, row)
-        before = _read(row, spec)
-        session.delete(row)
-        check_written(session, store, project_id, validate)
-        audit(session, actor=actor, action="delete", kind=kind, object_id=object_id,
-              project_id=project_id, before=before, after=None)  # fmt: skip
+        change.delete(row)
 
 
 def check_secret_key(store: Store) -> None:
@@ -277,6 +269,11 @@ def _check_name(
                 f"the name {name!r} is already used by a {model.__name__.lower()} of this project",
                 meta={"name": name},
             )
+
+
+def _shown(spec: _Kind) -> Read[_Row]:
+    """How an audited write of `spec`'s kind shows its object."""
+    return lambda _session, row: _read(row, spec)
 
 
 def _read(row: _Row, spec: _Kind) -> dict[str, Any]:

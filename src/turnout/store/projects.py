@@ -24,13 +24,11 @@ from turnout.errors import (
     ProjectDefaultRouteInherited,
 )
 from turnout.store._writes import (
-    audit,
-    check_written,
+    audited_write,
     merge_patch,
     refuse_unknown,
     require_project,
     stamps,
-    write,
 )
 from turnout.store.consumers import inheriting_consumers
 from turnout.store.dependents import dependents_meta
@@ -62,15 +60,13 @@ def create_project(
     fields = _checked(dict(body))
     if fields.get("default_model_route_id") is not None:
         raise ConfigError("default_model_route_id: a new project has no routes yet")
-    with write(store) as session:
-        _check_name(session, fields["name"], None)
-        row = Project(id=new_id("project"), name=fields["name"])
-        session.add(row)
-        check_written(session, store, row.id, validate)
-        after = _read(row)
-        audit(session, actor=actor, action="create", kind="project", object_id=row.id,
-              project_id=row.id, before=None, after=after)  # fmt: skip
-    return after
+    project_id = new_id("project")
+    with audited_write(
+        store, "project", "create", _shown, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        _check_name(change.session, fields["name"], None)
+        change.add(Project(id=project_id, name=fields["name"]))
+    return change.written()
 
 
 def get_project(store: Store, project_id: str) -> dict[str, Any]:
@@ -97,9 +93,12 @@ def update_project(
 ) -> dict[str, Any]:
     """Merge-patch the project: `name`, `default_model_route_id` (None clears it: Rule 2); the
     config file's project keeps its name (Rule 4)."""
-    with write(store) as session:
+    with audited_write(
+        store, "project", "update", _shown, project_id=project_id, actor=actor, validate=validate
+    ) as change:
+        session = change.session
         row = require_project(session, project_id)
-        before = _read(row)
+        change.track(row)
         current = {"name": row.name, "default_model_route_id": row.default_model_route_id}
         refuse_unknown("project", patch, _FIELDS)
         fields = _checked(merge_patch(current, patch))
@@ -112,11 +111,7 @@ def update_project(
         elif row.default_model_route_id is not None:
             _refuse_inherited_clear(session, project_id, row.default_model_route_id)
         row.name, row.default_model_route_id = fields["name"], route_id
-        check_written(session, store, project_id, validate)
-        after = _read(row)
-        audit(session, actor=actor, action="update", kind="project", object_id=row.id,
-              project_id=row.id, before=before, after=after)  # fmt: skip
-    return after
+    return change.written()
 
 
 def delete_project(
@@ -128,17 +123,17 @@ def delete_project(
     file_project: str | None = None,
 ) -> None:
     """Delete the project and every object it owns; never the config file's (Rule 4)."""
-    with write(store) as session:
+    with audited_write(
+        store, "project", "delete", _shown, project_id=project_id, actor=actor, validate=None
+    ) as change:
+        session = change.session
         row = require_project(session, project_id)
         if row.name == file_project:
             raise _file_managed(row, "deleted")
-        before = _read(row)
-        session.delete(row)
-        if validate is not None:
+        change.delete(row)
+        if validate is not None:  # the project as the write leaves it: gone, with its objects
             session.flush()
             validate(ProjectSnapshot(id=row.id, name=row.name))
-        audit(session, actor=actor, action="delete", kind="project", object_id=project_id,
-              project_id=project_id, before=before, after=None)  # fmt: skip
 
 
 def _file_managed(row: Project, done: str) -> FileManaged:
@@ -199,6 +194,10 @@ def _check_name(session: Session, name: str, own_id: str | None) -> None:
     found = session.scalars(select(Project.id).where(Project.name == name)).first()
     if found is not None and found != own_id:
         raise NameTaken(f"a project is already named {name!r}", meta={"name": name})
+
+
+def _shown(_session: Session, row: Project) -> dict[str, Any]:
+    return _read(row)
 
 
 def _read(row: Project) -> dict[str, Any]:

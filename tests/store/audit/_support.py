@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from turnout.record import AttemptEntry, RoutingRecord, Usage
+from turnout.record import AttemptEntry, FinishedRequest, RoutingRecord, Usage
 from turnout.store.models import RequestAttempt, RequestAudit, UsageEntry
 
 if TYPE_CHECKING:
@@ -54,14 +54,16 @@ def submit(
 ) -> None:
     """Submit one answered request to `writer`."""
     writer.submit(
-        record(request_id, **options),
-        at=at,
-        project=project,
-        key_name=key_name,
-        endpoint="/v1/chat/completions",
-        status=200,
-        outcome="answered",
-        latency_ms=55,
+        FinishedRequest(
+            record(request_id, **options),
+            at=at,
+            project=project,
+            key_name=key_name,
+            endpoint="/v1/chat/completions",
+            status=200,
+            outcome="answered",
+            latency_ms=55,
+        )
     )
 
 

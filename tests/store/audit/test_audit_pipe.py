@@ -5,6 +5,7 @@ that refuses, the fallback to a writer in this process, and the counters."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -24,6 +25,7 @@ from turnout.store import SecretBox, Store, migrate, open_store
 from turnout.store.audit_child import read_frame
 from turnout.store.audit_frames import encode_batch, frame
 from turnout.store.audit_pipe import AuditPipe
+from turnout.store.audit_policy import AuditPolicy
 from turnout.store.audit_rows import FinishedRequest, IdMint
 from turnout.store.ledger import AuditWriter
 from turnout.store.models import RequestAttempt, RequestAudit, UsageEntry
@@ -90,12 +92,14 @@ async def _closed_pipes() -> AsyncIterator[None]:
     while _MADE:
         pipe = _MADE.pop()
         if not pipe._closing:
-            pipe.close_seconds = 5.0
+            pipe.policy = dataclasses.replace(pipe.policy, close_seconds=5.0)
             await pipe.aclose()
 
 
 def _pipe(store: Store, tmp_path: Path, **options: Any) -> AuditPipe:
-    pipe = AuditPipe(store, spill_dir=tmp_path / "spill", **options)
+    taken = {name: options.pop(name) for name in ("command", "clock") if name in options}
+    policy = AuditPolicy(**options)
+    pipe = AuditPipe(store, spill_dir=tmp_path / "spill", policy=policy, **taken)
     _MADE.append(pipe)
     return pipe
 
@@ -162,9 +166,18 @@ async def test_the_child_stores_the_record_text_the_thread_writer_stores(
     for sink in (AuditWriter(store, spill_dir=tmp_path / "spill"), _pipe(store, tmp_path)):
         await sink.start()
         for made in (_every_field_set(), _odd_values()):
-            sink.submit(made, at=time.time(), project="default", key_name="app",
-                        endpoint="/v1/chat/completions", status=200, outcome="answered",
-                        latency_ms=5)  # fmt: skip
+            sink.submit(
+                FinishedRequest(
+                    made,
+                    at=time.time(),
+                    project="default",
+                    key_name="app",
+                    endpoint="/v1/chat/completions",
+                    status=200,
+                    outcome="answered",
+                    latency_ms=5,
+                )
+            )
         await sink.aclose()
         texts.append(_record_texts(store))
         _empty(store)

@@ -16,6 +16,7 @@ from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
+from turnout.store.audit_policy import AuditPolicy
 from turnout.store.ledger import AuditWriter, audit_sink
 from turnout.store.usage import get_request, usage_report
 
@@ -108,7 +109,7 @@ async def test_a_full_audit_queue_is_counted_in_metrics_and_usage_is_kept(
     """With no room in the audit queue, a request's audit row is dropped and counted in
     `turnout_audit_dropped_total`; its usage entry is still written."""
     runtime = Runtime.from_config(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
-    writer = AuditWriter(store, spill_dir=tmp_path, max_queue=0)
+    writer = AuditWriter(store, spill_dir=tmp_path, policy=AuditPolicy(max_queue=0))
     observer = Observer(sink=writer)
     app = GatewayApp(runtime, observer=observer)
     async with client_of(app) as client:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tests.store.audit._support import DAY, NOW, counts, record, submit
 from turnout.store import migrate
+from turnout.store.audit_policy import AuditPolicy
 from turnout.store.audit_rows import FinishedRequest
 from turnout.store.audit_writes import delete_expired_audit
 from turnout.store.ledger import AuditWriter, audit_sink
@@ -34,8 +35,9 @@ class FakeClock:
         return self.now
 
 
-def _writer(store: Store, tmp_path: Path, **options: object) -> AuditWriter:
-    return AuditWriter(store, spill_dir=tmp_path / "spill", clock=FakeClock(), **options)  # type: ignore[arg-type]
+def _writer(store: Store, tmp_path: Path, **options: Any) -> AuditWriter:
+    policy = AuditPolicy(**options)
+    return AuditWriter(store, spill_dir=tmp_path / "spill", policy=policy, clock=FakeClock())
 
 
 async def test_submits_become_rows_in_batches(store: Store, tmp_path: Path) -> None:
@@ -187,9 +189,18 @@ async def test_a_reused_request_id_adds_no_attempt_row_of_its_own(
     await writer.flush()
     longer = record("same")
     longer["attempts"].append({**longer["attempts"][-1], "index": 3})
-    writer.submit(longer, at=NOW, project="default", key_name="app",
-                  endpoint="/v1/chat/completions", status=200, outcome="answered",
-                  latency_ms=5)  # fmt: skip
+    writer.submit(
+        FinishedRequest(
+            longer,
+            at=NOW,
+            project="default",
+            key_name="app",
+            endpoint="/v1/chat/completions",
+            status=200,
+            outcome="answered",
+            latency_ms=5,
+        )
+    )
     submit(writer, "new")
     await writer.flush()
     assert counts(store) == (2, 4, 3)
@@ -202,7 +213,9 @@ async def test_retention_deletes_only_old_audit_rows_about_hourly(
     """With 30 days' retention, the first flush deletes audit rows (and attempt rows) older
     than 30 days; the usage ledger keeps every entry. The next cleanup waits an hour."""
     clock = FakeClock()
-    writer = AuditWriter(store, spill_dir=tmp_path, retention_days=30, clock=clock)
+    writer = AuditWriter(
+        store, spill_dir=tmp_path, policy=AuditPolicy(retention_days=30), clock=clock
+    )
     submit(writer, "old", at=NOW - 31 * DAY)
     submit(writer, "recent", at=NOW - 29 * DAY)
     await writer.flush()
@@ -234,7 +247,8 @@ async def test_delete_expired_audit_counts_what_it_deleted(store: Store, tmp_pat
 async def test_audit_sink_is_a_writer_with_the_defaults(store: Store, tmp_path: Path) -> None:
     """`audit_sink` gives a writer with the retention asked for and the documented defaults."""
     writer = audit_sink(store, spill_dir=tmp_path, retention_days=7)
-    assert (writer.retention_days, writer.batch_size, writer.max_queue) == (7, 2000, 10_000)
+    policy = writer.policy
+    assert (policy.retention_days, policy.batch_size, policy.max_queue) == (7, 2000, 10_000)
     await writer.aclose()
 
 
@@ -246,8 +260,18 @@ async def test_rows_the_store_rejects_hold_up_nothing(store: Store, tmp_path: Pa
     submit(writer, "good")
     broken = record("broken")
     broken["attempts"][0]["target"] = None
-    writer.submit(broken, at=NOW, project="default", key_name="app", endpoint="/v1/messages",
-                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    writer.submit(
+        FinishedRequest(
+            broken,
+            at=NOW,
+            project="default",
+            key_name="app",
+            endpoint="/v1/messages",
+            status=200,
+            outcome="answered",
+            latency_ms=5,
+        )
+    )
     await writer.flush()
     assert counts(store) == (1, 2, 2)
     assert (writer.rejected, writer.dropped, writer.queued, writer.spilled) == (1, 0, 0, 0)
@@ -281,8 +305,18 @@ async def test_long_and_nul_texts_are_cut_to_fit(store: Store, tmp_path: Path) -
     writer = _writer(store, tmp_path)
     long = record("long")
     long["requested_model"] = "m\x00" + "x" * 400
-    writer.submit(long, at=NOW, project="default", key_name="app", endpoint="/v1/messages",
-                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    writer.submit(
+        FinishedRequest(
+            long,
+            at=NOW,
+            project="default",
+            key_name="app",
+            endpoint="/v1/messages",
+            status=200,
+            outcome="answered",
+            latency_ms=5,
+        )
+    )
     await writer.flush()
     found = get_request(store, "long")
     assert found is not None
@@ -297,8 +331,18 @@ async def test_times_and_flags_read_back_as_written(store: Store, tmp_path: Path
     at = NOW + 0.123456
     cached = record("cached")
     cached["cache"] = "hit"
-    writer.submit(cached, at=at, project="default", key_name="app", endpoint="/v1/messages",
-                  status=200, outcome="answered", latency_ms=5)  # fmt: skip
+    writer.submit(
+        FinishedRequest(
+            cached,
+            at=at,
+            project="default",
+            key_name="app",
+            endpoint="/v1/messages",
+            status=200,
+            outcome="answered",
+            latency_ms=5,
+        )
+    )
     await writer.flush()
     moment = datetime.fromtimestamp(at, UTC)
     assert [g["requests"] for g in usage_report(store, group_by="day", since=moment)] == [1]

@@ -36,7 +36,7 @@ from turnout.gateway.observe.logs import (
 from turnout.gateway.observe.metrics import Metrics
 from turnout.gateway.observe.spans import RequestSpans, is_tracing
 from turnout.gateway.responses.respond import problem_for
-from turnout.record import CALL_OUTCOMES, SKIP_OUTCOMES
+from turnout.record import CALL_OUTCOMES, SKIP_OUTCOMES, FinishedRequest
 from turnout.routing.health import key_text
 
 if TYPE_CHECKING:
@@ -65,18 +65,7 @@ class RequestSink(Protocol):
         """Requests the sink dropped so far."""
         ...
 
-    def submit(
-        self,
-        record: Mapping[str, Any] | RoutingRecord,
-        *,
-        at: float,
-        project: str | None,
-        key_name: str | None,
-        endpoint: str,
-        status: int,
-        outcome: str,
-        latency_ms: int,
-    ) -> None:
+    def submit(self, done: FinishedRequest) -> None:
         """Take one finished request: its routing record (the object, or plain JSON), when
         it ended (epoch seconds), the caller's project and key name, the path, the status sent
         (499 when the caller left), the outcome and the time it took."""
@@ -222,14 +211,16 @@ class Observer:
         seconds: float,
     ) -> None:
         sink.submit(
-            record,
-            at=time.time(),
-            project=exchange.project(),
-            key_name=exchange.key_name(),
-            endpoint=exchange.scope["path"],
-            status=exchange.status if not exchange.gone else 499,
-            outcome=outcome,
-            latency_ms=round(seconds * 1000),
+            FinishedRequest(
+                record,
+                time.time(),
+                exchange.project(),
+                exchange.key_name(),
+                exchange.scope["path"],
+                exchange.status if not exchange.gone else 499,
+                outcome,
+                round(seconds * 1000),
+            )
         )
         dropped = sink.dropped
         if dropped > self._dropped:

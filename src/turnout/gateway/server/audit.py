@@ -96,13 +96,14 @@ def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
     """The app of one serving process over `control`, auditing its requests into the store
     (Rule 1). `config_path` is the configuration file (None: the embedded defaults)."""
     from turnout.store.audit_pipe import AuditPipe  # noqa: PLC0415 - the database layer, lazily
+    from turnout.store.audit_policy import AuditPolicy  # noqa: PLC0415 - likewise
 
     base = Path(config_path).resolve().parent if config_path else Path.cwd()
     file = control.file
     writer = AuditPipe(
         control.store,
         spill_dir=spill_folder(control.store.engine.url, file.audit_spill_dir, base),
-        retention_days=file.audit_retention_days,
+        policy=AuditPolicy(retention_days=file.audit_retention_days),
         command=CHILD_COMMAND,
     )
     app = GatewayApp(
