@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from turnout.routing.route import Route
     from turnout.routing.strategies import Candidate
 
-__all__ = ["CallPlan", "CallerCredential", "RequestPlan", "TargetPlan", "TargetRule"]
+__all__ = ["CallerCredential", "RequestPlan", "TargetPlan", "TargetRule"]
 
 _HIDDEN: Final = "CallerCredential(<hidden>)"
 _NO_MEMBERS: Final[frozenset[int]] = frozenset()
@@ -332,10 +332,6 @@ class RequestPlan:
         return any(
             rule.caller_credential for plan in self.routes.values() for rule in plan.rules.values()
         )
-
-
-CallPlan = RequestPlan
-"""The former name of `RequestPlan`, kept for code that imports it."""
 
 
 def caller_client(client: Any, credential: CallerCredential | None) -> Any:
