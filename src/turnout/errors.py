@@ -13,7 +13,7 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
     │   ├── RouteExhausted             503 UPSTREAM_POOL_EXHAUSTED   retryable failures left no
     │   │                              or as the failed calls say    target (transient)
     │   ├── RouteIneligible            400 route_ineligible          every target ineligible (fatal)
-    │   ├── NoDeploymentAvailable      503 no_deployment_available   every target paused / no weight
+    │   ├── NoTargetAvailable      503 no_deployment_available   every target paused / no weight
     │   ├── EmbeddingsNotSupported     400 embeddings_not_supported  no target offers embeddings
     │   ├── PolicyDenied               403 POLICY_DENIED             a deny covers every target
     │   ├── NoRoute                    503 NO_ROUTE                  no route serves the model
@@ -102,8 +102,8 @@ __all__ = [
     "ModelNotAllowed",
     "ModelRouteHasDependents",
     "NameTaken",
-    "NoDeploymentAvailable",
     "NoRoute",
+    "NoTargetAvailable",
     "NotFound",
     "NotReady",
     "ObjectNotFound",
@@ -320,7 +320,7 @@ class RouteIneligible(RoutingError):
     should_retry = False
 
 
-class NoDeploymentAvailable(RoutingError):
+class NoTargetAvailable(RoutingError):
     """Every target is paused, or none has a positive weight (503 `no_deployment_available`)."""
 
     status = 503

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 TABLE: list[tuple[type[errors.TurnoutError], int, str]] = [
     (errors.RouteExhausted, 503, "UPSTREAM_POOL_EXHAUSTED"),
     (errors.RouteIneligible, 400, "route_ineligible"),
-    (errors.NoDeploymentAvailable, 503, "no_deployment_available"),
+    (errors.NoTargetAvailable, 503, "no_deployment_available"),
     (errors.EmbeddingsNotSupported, 400, "embeddings_not_supported"),
     (errors.PolicyDenied, 403, "POLICY_DENIED"),
     (errors.NoRoute, 503, "NO_ROUTE"),
@@ -119,7 +119,7 @@ def test_a_malformed_request_is_a_400_invalid_request() -> None:
 SHOULD_RETRY: dict[type[errors.TurnoutError], str | None] = {
     errors.RouteExhausted: None,
     errors.RouteIneligible: "false",
-    errors.NoDeploymentAvailable: "false",
+    errors.NoTargetAvailable: "false",
     errors.EmbeddingsNotSupported: "false",
     errors.PolicyDenied: "false",
     errors.NoRoute: "false",

@@ -208,7 +208,7 @@ async def test_every_kept_target_paused_is_no_deployment_available() -> None:
         [Target("a", scripted("a"), paused=True), Target("b", scripted("b"))],
         health=health,
     )
-    with pytest.raises(errors.NoDeploymentAvailable):
+    with pytest.raises(errors.NoTargetAvailable):
         await health.clock.run(route.complete(QUESTION, plan=plan_of({route: {0: OWN}})))
 
 

@@ -280,7 +280,7 @@ class Route:
         configured) limits and orders the targets of this one call, carries the caller's own
         credential and the policy verdicts (`turnout.routing.plan`). Raises the error the
         request ended with: the terminal call's own `ProviderError`, `RouteExhausted`,
-        `RouteIneligible`, `NoDeploymentAvailable` or `PolicyDenied`, each with `.routing` set.
+        `RouteIneligible`, `NoTargetAvailable` or `PolicyDenied`, each with `.routing` set.
         """
         if params or not isinstance(request, ChatRequest):
             request = as_request(request, params)

@@ -29,13 +29,13 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_WEIGHT",
     "STRATEGY_TYPES",
-    "Candidate",
     "Failover",
     "LeastBusy",
     "LowestCost",
     "LowestLatency",
     "RoundRobin",
     "Strategy",
+    "TargetView",
     "Weighted",
     "session_hash",
     "strategy_from_config",
@@ -47,7 +47,7 @@ MAX_WEIGHT = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class TargetView:
     """What a strategy sees of a target: its `index` in the route's target list, `name`,
     `weight`, `price` (input + output USD per 1M tokens of the model it receives; None when
     unknown) and `key` (the stats key: its health key, or `(route, target)`)."""
@@ -68,7 +68,7 @@ class Strategy(Protocol):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -103,7 +103,7 @@ def session_hash(route_id: str, session_id: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{route_id}:{session_id}".encode()).digest(), "big")
 
 
-def _by_weight_then_order(candidate: Candidate) -> tuple[int, int]:
+def _by_weight_then_order(candidate: TargetView) -> tuple[int, int]:
     return (-candidate.weight, candidate.index)
 
 
@@ -127,7 +127,7 @@ class Failover(_WithoutCallStats):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -148,7 +148,7 @@ class RoundRobin(_WithoutCallStats):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -174,7 +174,7 @@ class Weighted(_WithoutCallStats):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -204,7 +204,7 @@ class LowestCost(_WithoutCallStats):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -241,7 +241,7 @@ class _Exploring(_WithoutCallStats):
         self.latency.add(key, seconds, now)
 
     def _explore(
-        self, candidates: Sequence[Candidate], now: float, label: str
+        self, candidates: Sequence[TargetView], now: float, label: str
     ) -> tuple[int, str] | None:
         """Start on an under-sampled target when this request's share of exploration is due."""
         if self.exploration_share <= 0:
@@ -284,7 +284,7 @@ class LowestLatency(_Exploring):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -305,8 +305,8 @@ class LowestLatency(_Exploring):
             self._pins[pin] = (name, now + self.session_pin_ttl)
         return picked
 
-    def _fastest(self, candidates: Sequence[Candidate], now: float) -> tuple[int, str]:
-        measured: list[tuple[float, int, int, Candidate]] = []
+    def _fastest(self, candidates: Sequence[TargetView], now: float) -> tuple[int, str]:
+        measured: list[tuple[float, int, int, TargetView]] = []
         for c in candidates:
             p95 = self.latency.p95(c.key, now)
             if p95 is not None and self.latency.count(c.key, now) >= self.min_requests:
@@ -320,8 +320,8 @@ class LowestLatency(_Exploring):
         )
 
     def _pinned(
-        self, pin: tuple[str, str], candidates: Sequence[Candidate], now: float
-    ) -> Candidate | None:
+        self, pin: tuple[str, str], candidates: Sequence[TargetView], now: float
+    ) -> TargetView | None:
         held = self._pins.get(pin)
         if held is None or now >= held[1]:
             return None
@@ -378,7 +378,7 @@ class LeastBusy(_Exploring):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -393,7 +393,7 @@ class LeastBusy(_Exploring):
         return chosen.index, f"least-busy: {self.in_flight(chosen.key)} in flight"
 
 
-def _first(candidates: Sequence[Candidate]) -> Candidate:
+def _first(candidates: Sequence[TargetView]) -> TargetView:
     if not candidates:
         raise ValueError("a strategy needs at least one candidate target")
     return candidates[0]
