@@ -57,16 +57,18 @@ ROWS = [pytest.param(kind, status, code, id=kind.__name__) for kind, status, cod
 
 
 def test_every_routing_error_class_has_a_row() -> None:
-    """A new `RoutingError` subclass cannot ship without its row in this table."""
+    """A new `RoutingError` or `HttpError` subclass cannot ship without its row in this table."""
     exported = {getattr(errors, name) for name in errors.__all__}
     routing = {
         kind
         for kind in exported
         if isinstance(kind, type)
-        and issubclass(kind, errors.RoutingError)
-        and kind is not errors.RoutingError
+        and issubclass(kind, errors.RoutingError | errors.HttpError)
+        and kind not in {errors.RoutingError, errors.HttpError}
     }
-    assert routing == {kind for kind, _, _ in TABLE if issubclass(kind, errors.RoutingError)}
+    assert routing == {
+        kind for kind, _, _ in TABLE if issubclass(kind, errors.RoutingError | errors.HttpError)
+    }
 
 
 @pytest.mark.parametrize(("kind", "status", "code"), ROWS)
