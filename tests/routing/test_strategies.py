@@ -21,10 +21,9 @@ from turnout.routing.strategies import (
     TargetView,
     Weighted,
     session_hash,
-    strategy_from_config,
     try_order,
-    validate_weights,
 )
+from turnout.routing.strategy_settings import strategy_from_config, validate_weights
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -23,7 +23,7 @@ from turnout.routing.options import (
     check_target_names,
 )
 from turnout.routing.request_state import RequestState
-from turnout.routing.strategies import validate_weights
+from turnout.routing.strategy_settings import validate_weights
 from turnout.routing.stream import RoutedStream, routed_stream
 from turnout.routing.target import Target, serves_embeddings
 from turnout.routing.target_facts import TargetFacts, TargetTable
