@@ -13,7 +13,7 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
     │   ├── RouteExhausted             503 UPSTREAM_POOL_EXHAUSTED   retryable failures left no
     │   │                              or as the failed calls say    target (transient)
     │   ├── RouteIneligible            400 route_ineligible          every target ineligible (fatal)
-    │   ├── NoDeploymentAvailable      503 no_deployment_available   every target paused / no weight
+    │   ├── NoTargetAvailable          503 no_deployment_available   every target paused / no weight
     │   ├── EmbeddingsNotSupported     400 embeddings_not_supported  no target offers embeddings
     │   ├── PolicyDenied               403 POLICY_DENIED             a deny covers every target
     │   ├── NoRoute                    503 NO_ROUTE                  no route serves the model
@@ -22,11 +22,12 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
     │   ├── ModelNotAllowed            403 model_not_allowed         no model and not one key route
     │   ├── ConsumerNotAllowed         403 consumer_not_allowed      another project's consumer
     │   ├── InvalidApiKey              401 invalid_api_key           missing or unknown turnout key
+    │   ├── NotFound                   404 NOT_FOUND                 no such endpoint or token count
+    │   └── NotReady                   503 not_ready                 configuration not loaded yet
+    ├── HttpError                      each subclass sets its own    a refusal of the HTTP exchange
     │   ├── MalformedBody              400 invalid_request           body not JSON or not the format
     │   ├── RequestTooLarge            413 request_too_large         body over max_body_bytes
-    │   ├── NotFound                   404 NOT_FOUND                 no such endpoint or token count
     │   ├── MethodNotAllowed           405 method_not_allowed        the path takes other methods
-    │   ├── NotReady                   503 not_ready                 configuration not loaded yet
     │   ├── BadHttpRequest             400 invalid_request           unparseable HTTP framing
     │   ├── RequestTimeout             408 request_timeout           headers or body sent too slowly
     │   ├── HeadersTooLarge            431 headers_too_large         too many header lines or bytes
@@ -60,8 +61,10 @@ drawing is the table the gateway answers from. A provider's error keeps the prov
 `RoutingError`'s subclasses fall in three groups: how the engine ended a routed request
 (`RouteExhausted` … `NoRoute`), where the gateway's resolution refused to send a model
 (`UpstreamAmbiguous`, `ModelDenied`, `ModelNotAllowed`, and `NoRoute`/`PolicyDenied` again), and
-the gateway's refusals of the HTTP request itself (`InvalidApiKey` … `ShuttingDown`). Only
-`RouteExhausted` decides its status per request, from the calls that failed.
+the gateway's refusals before any routing (`InvalidApiKey`, `NotFound`, `NotReady`). Only
+`RouteExhausted` decides its status per request, from the calls that failed. `HttpError`'s
+subclasses refuse the HTTP exchange itself (its framing, size, method, pace or body, or a
+shutdown); they carry no routing record.
 
 `ProviderError.for_class()` builds the subclass that matches an error class, so that code
 which classifies (providers, the scripted models) never picks a class by hand.
@@ -93,6 +96,7 @@ __all__ = [
     "EmbeddingsNotSupported",
     "FileManaged",
     "HeadersTooLarge",
+    "HttpError",
     "InvalidApiKey",
     "InvalidRequest",
     "MalformedBody",
@@ -102,8 +106,8 @@ __all__ = [
     "ModelNotAllowed",
     "ModelRouteHasDependents",
     "NameTaken",
-    "NoDeploymentAvailable",
     "NoRoute",
+    "NoTargetAvailable",
     "NotFound",
     "NotReady",
     "ObjectNotFound",
@@ -136,7 +140,22 @@ _DETERMINISTIC: Final = frozenset({"invalid_request", "context_length", "content
 
 
 class TurnoutError(Exception):
-    """Base of every error turnout raises on purpose."""
+    """Base of every error turnout raises on purpose. A subclass states its answer in its class
+    line (`status=`, `code=`, and `should_retry=False` for a refusal that a retry meets again),
+    so that the classes below read as the table they are."""
+
+    def __init_subclass__(
+        cls,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        should_retry: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, value in (("status", status), ("code", code), ("should_retry", should_retry)):
+            if value is not None:
+                setattr(cls, name, value)
 
 
 class ConfigError(TurnoutError, ValueError):
@@ -167,14 +186,11 @@ class ConfigError(TurnoutError, ValueError):
             self.code = code
 
 
-class SecretKeyMissing(ConfigError):
+class SecretKeyMissing(ConfigError, status=503, code="SECRET_KEY_MISSING"):
     """A provider secret is to be stored or read but `TURNOUT_SECRET_KEY` is not set (or does
     not open it). A fault of the deployment, not of the request, that lasts until the variable
     is set: 503 (`turnout serve` refuses to start over a store holding secrets it cannot
     open)."""
-
-    status = 503
-    code = "SECRET_KEY_MISSING"
 
 
 class StoreError(TurnoutError):
@@ -190,56 +206,35 @@ class StoreError(TurnoutError):
         self.meta: dict[str, Any] = dict(meta or {})
 
 
-class ObjectNotFound(StoreError):
+class ObjectNotFound(StoreError, status=404, code="NOT_FOUND"):
     """No stored object of that kind and id in the project."""
 
-    status = 404
-    code = "NOT_FOUND"
 
-
-class NameTaken(StoreError):
+class NameTaken(StoreError, status=409, code="NAME_TAKEN"):
     """A route or provider name is already used in the project: routes and providers share
     one name space, ignoring case."""
 
-    status = 409
-    code = "NAME_TAKEN"
 
-
-class FileManaged(StoreError):
+class FileManaged(StoreError, status=409, code="FILE_MANAGED"):
     """The object came from the config file: it is read-only through the admin API."""
 
-    status = 409
-    code = "FILE_MANAGED"
 
-
-class StoreUnavailable(StoreError):
+class StoreUnavailable(StoreError, status=503, code="store_unavailable"):
     """The database could not be reached, or did not answer within the call's bound."""
 
-    status = 503
-    code = "store_unavailable"
 
-
-class ModelRouteHasDependents(StoreError):
+class ModelRouteHasDependents(StoreError, status=409, code="MODEL_ROUTE_HAS_DEPENDENTS"):
     """A route cannot be deleted or disabled while other objects reference it. `meta` counts
     them per kind: `{kind: {"count": n, "sample": [up to 5 ids]}}`."""
 
-    status = 409
-    code = "MODEL_ROUTE_HAS_DEPENDENTS"
 
-
-class ProviderHasDependents(StoreError):
+class ProviderHasDependents(StoreError, status=409, code="PROVIDER_HAS_DEPENDENTS"):
     """A provider cannot be deleted while routes or consumers use it; `meta` as for routes."""
 
-    status = 409
-    code = "PROVIDER_HAS_DEPENDENTS"
 
-
-class ProjectDefaultRouteInherited(StoreError):
+class ProjectDefaultRouteInherited(StoreError, status=409, code="PROJECT_DEFAULT_ROUTE_INHERITED"):
     """The project's default route cannot be cleared while consumers inherit it (repointing it
     is allowed); `meta` is `{"consumers": {"count": n, "sample": [up to 5 ids]}}`."""
-
-    status = 409
-    code = "PROJECT_DEFAULT_ROUTE_INHERITED"
 
 
 class RoutingError(TurnoutError):
@@ -312,164 +307,114 @@ class RouteExhausted(RoutingError):
             self.should_retry = True
 
 
-class RouteIneligible(RoutingError):
+class RouteIneligible(RoutingError, status=400, code="route_ineligible", should_retry=False):
     """Every target was ineligible for this request (fatal, 400 `route_ineligible`)."""
 
-    status = 400
-    code = "route_ineligible"
-    should_retry = False
 
-
-class NoDeploymentAvailable(RoutingError):
+class NoTargetAvailable(
+    RoutingError, status=503, code="no_deployment_available", should_retry=False
+):
     """Every target is paused, or none has a positive weight (503 `no_deployment_available`)."""
 
-    status = 503
-    code = "no_deployment_available"
-    should_retry = False
 
-
-class PolicyDenied(RoutingError):
+class PolicyDenied(RoutingError, status=403, code="POLICY_DENIED", should_retry=False):
     """A deny binding or policy covers every target (403 `POLICY_DENIED`)."""
 
-    status = 403
-    code = "POLICY_DENIED"
-    should_retry = False
 
-
-class NoRoute(RoutingError):
+class NoRoute(RoutingError, status=503, code="NO_ROUTE", should_retry=False):
     """No route serves the model, or the credential filter left no target (503 `NO_ROUTE`)."""
 
-    status = 503
-    code = "NO_ROUTE"
-    should_retry = False
 
-
-class EmbeddingsNotSupported(RoutingError):
+class EmbeddingsNotSupported(
+    RoutingError, status=400, code="embeddings_not_supported", should_retry=False
+):
     """No target of the route offers embeddings (400 `embeddings_not_supported`)."""
 
-    status = 400
-    code = "embeddings_not_supported"
-    should_retry = False
 
-
-class UpstreamAmbiguous(RoutingError):
+class UpstreamAmbiguous(RoutingError, status=503, code="UPSTREAM_AMBIGUOUS", should_retry=False):
     """Implicit routes tie for the model and not exactly one is of its family (503
     `UPSTREAM_AMBIGUOUS`)."""
 
-    status = 503
-    code = "UPSTREAM_AMBIGUOUS"
-    should_retry = False
 
-
-class ModelDenied(RoutingError):
+class ModelDenied(RoutingError, status=400, code="MODEL_DENIED", should_retry=False):
     """No access grant covers the caller and model, grants are not loaded yet, or the route or
     model is outside the key's ceiling (400 `MODEL_DENIED`: a 400, not a 403, so that coding
     tools don't ask the user to sign in again)."""
 
-    status = 400
-    code = "MODEL_DENIED"
-    should_retry = False
 
-
-class ModelNotAllowed(RoutingError):
+class ModelNotAllowed(RoutingError, status=403, code="model_not_allowed", should_retry=False):
     """The request names no model and the key has zero or several routes (403
     `model_not_allowed`)."""
 
-    status = 403
-    code = "model_not_allowed"
-    should_retry = False
 
-
-class ConsumerNotAllowed(RoutingError):
+class ConsumerNotAllowed(RoutingError, status=403, code="consumer_not_allowed", should_retry=False):
     """`x-turnout-consumer` names a consumer of another project than the caller's (403
     `consumer_not_allowed`)."""
 
-    status = 403
-    code = "consumer_not_allowed"
-    should_retry = False
 
-
-class InvalidApiKey(RoutingError):
+class InvalidApiKey(RoutingError, status=401, code="invalid_api_key", should_retry=False):
     """The turnout key is missing or unknown where keys are required (401 `invalid_api_key`)."""
 
-    status = 401
-    code = "invalid_api_key"
-    should_retry = False
+
+class HttpError(TurnoutError):
+    """The gateway refused the HTTP exchange itself: its framing, size, method, path, pace or
+    body, or a shutdown that cut it short. No routing had begun, so there is no record.
+    `status` and `code` are what the gateway answers with; each subclass sets them."""
+
+    status: int = 400
+    code: str = "invalid_request"
+    should_retry: bool | None = None
+    """Whether repeating the same request can help (None: no opinion; see the module)."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
 
 
-class MalformedBody(RoutingError):
+class MalformedBody(HttpError, status=400, code="invalid_request", should_retry=False):
     """The caller's body is not JSON or does not fit the endpoint's format (400
     `invalid_request`); the message names the field, e.g. `messages: expected a list`."""
 
-    status = 400
-    code = "invalid_request"
-    should_retry = False
 
-
-class RequestTooLarge(RoutingError):
+class RequestTooLarge(HttpError, status=413, code="request_too_large", should_retry=False):
     """The request body is over the gateway's `max_body_bytes` (413 `request_too_large`)."""
 
-    status = 413
-    code = "request_too_large"
-    should_retry = False
 
-
-class NotFound(RoutingError):
+class NotFound(RoutingError, status=404, code="NOT_FOUND", should_retry=False):
     """Nothing answers what was asked: no endpoint at the path, or no target that can count
     the request's tokens (404 `NOT_FOUND`)."""
 
-    status = 404
-    code = "NOT_FOUND"
-    should_retry = False
 
-
-class MethodNotAllowed(RoutingError):
+class MethodNotAllowed(HttpError, status=405, code="method_not_allowed", should_retry=False):
     """The path exists but takes other methods (405 `method_not_allowed`)."""
 
-    status = 405
-    code = "method_not_allowed"
-    should_retry = False
 
-
-class NotReady(RoutingError):
+class NotReady(RoutingError, status=503, code="not_ready"):
     """The gateway is starting: its configuration is not loaded yet (503 `not_ready`)."""
 
-    status = 503
-    code = "not_ready"
 
-
-class BadHttpRequest(RoutingError):
+class BadHttpRequest(HttpError, status=400, code="invalid_request", should_retry=False):
     """The request's HTTP framing cannot be parsed: a bad request line, header line,
     `Content-Length` or chunk size (400 `invalid_request`); the connection is closed."""
 
-    status = 400
-    code = "invalid_request"
-    should_retry = False
 
-
-class RequestTimeout(RoutingError):
+class RequestTimeout(HttpError, status=408, code="request_timeout"):
     """The caller sent its headers or its body too slowly (408 `request_timeout`); the
     connection is closed."""
 
-    status = 408
-    code = "request_timeout"
 
-
-class HeadersTooLarge(RoutingError):
+class HeadersTooLarge(HttpError, status=431, code="headers_too_large", should_retry=False):
     """The request has more header lines or header bytes than the server accepts (431
     `headers_too_large`); the connection is closed."""
 
-    status = 431
-    code = "headers_too_large"
-    should_retry = False
 
-
-class ShuttingDown(RoutingError):
+class ShuttingDown(HttpError, status=503, code="shutting_down"):
     """The gateway shut down before the request ended (503 `shutting_down`; after a stream
     has started, an in-stream error event)."""
-
-    status = 503
-    code = "shutting_down"
 
 
 class ProviderError(TurnoutError):
@@ -517,10 +462,11 @@ class ProviderError(TurnoutError):
         self.body = body
         self.routing: RoutingRecord | None = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, *, error_class: str | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "error_class" in cls.__dict__:
-            ProviderError._by_class[cls.error_class] = cls
+        if error_class is not None:
+            cls.error_class = error_class
+            ProviderError._by_class[error_class] = cls
 
     @classmethod
     def for_class(cls, error_class: str, message: str, **kwargs: Any) -> ProviderError:
@@ -538,60 +484,42 @@ class ProviderError(TurnoutError):
         return f"{self.reason}: {self.message}" if self.reason else self.message
 
 
-class ProviderTimeout(ProviderError):
+class ProviderTimeout(ProviderError, error_class="timeout"):
     """The call exceeded a deadline (connect, read, `timeout`, `first_token_timeout`) or got 408."""
 
-    error_class = "timeout"
 
-
-class RateLimited(ProviderError):
+class RateLimited(ProviderError, error_class="rate_limited"):
     """HTTP 429 that is not a credit signal."""
 
-    error_class = "rate_limited"
 
-
-class QuotaExhausted(ProviderError):
+class QuotaExhausted(ProviderError, error_class="quota_exhausted"):
     """A vendor quota or credit signal (402, `insufficient_quota`, …): parks the health key."""
 
-    error_class = "quota_exhausted"
 
-
-class ProviderUnavailable(ProviderError):
+class ProviderUnavailable(ProviderError, error_class="provider_error"):
     """5xx, 409, a dropped connection, an upstream error event or an unparseable body."""
 
-    error_class = "provider_error"
 
-
-class ContextLengthExceeded(ProviderError):
+class ContextLengthExceeded(ProviderError, error_class="context_length"):
     """The prompt does not fit the model's context."""
 
-    error_class = "context_length"
 
-
-class ContentFiltered(ProviderError):
+class ContentFiltered(ProviderError, error_class="content_filtered"):
     """The vendor refused the request for a content-policy reason."""
 
-    error_class = "content_filtered"
 
-
-class AuthenticationFailed(ProviderError):
+class AuthenticationFailed(ProviderError, error_class="auth"):
     """HTTP 401 or 403."""
 
-    error_class = "auth"
 
-
-class InvalidRequest(ProviderError):
+class InvalidRequest(ProviderError, error_class="invalid_request"):
     """A deterministic client error (400, 404, 413, 422, 501, …)."""
 
-    error_class = "invalid_request"
 
-
-class MalformedRequest(InvalidRequest):
+class MalformedRequest(InvalidRequest, status=400):
     """A request body turnout's codecs refuse before any call: not JSON, or a field without the
     shape its wire format needs (400, as the vendor would answer; the message names the field).
     The gateway answers a caller's malformed body with `MalformedBody`."""
-
-    status = 400
 
 
 class StreamBroken(TurnoutError):

@@ -17,7 +17,7 @@ from turnout.config.load import parse_config
 from turnout.errors import ConfigError
 from turnout.gateway.runtime.live import Runtime
 from turnout.routing.options import MAX_FALLBACKS, MAX_STATIC_ATTEMPTS
-from turnout.routing.strategies import strategy_from_config, validate_weights
+from turnout.routing.strategy_settings import strategy_from_config, validate_weights
 
 if TYPE_CHECKING:
     from turnout.schema import FileConfig, RouteConfig

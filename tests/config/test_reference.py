@@ -17,7 +17,7 @@ from turnout.config.reference import (
     object_sections,
     render_reference,
 )
-from turnout.routing.strategies import STRATEGY_TYPES
+from turnout.routing.strategy_settings import STRATEGY_TYPES
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

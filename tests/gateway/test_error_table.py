@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 TABLE: list[tuple[type[errors.TurnoutError], int, str]] = [
     (errors.RouteExhausted, 503, "UPSTREAM_POOL_EXHAUSTED"),
     (errors.RouteIneligible, 400, "route_ineligible"),
-    (errors.NoDeploymentAvailable, 503, "no_deployment_available"),
+    (errors.NoTargetAvailable, 503, "no_deployment_available"),
     (errors.EmbeddingsNotSupported, 400, "embeddings_not_supported"),
     (errors.PolicyDenied, 403, "POLICY_DENIED"),
     (errors.NoRoute, 503, "NO_ROUTE"),
@@ -57,16 +57,18 @@ ROWS = [pytest.param(kind, status, code, id=kind.__name__) for kind, status, cod
 
 
 def test_every_routing_error_class_has_a_row() -> None:
-    """A new `RoutingError` subclass cannot ship without its row in this table."""
+    """A new `RoutingError` or `HttpError` subclass cannot ship without its row in this table."""
     exported = {getattr(errors, name) for name in errors.__all__}
     routing = {
         kind
         for kind in exported
         if isinstance(kind, type)
-        and issubclass(kind, errors.RoutingError)
-        and kind is not errors.RoutingError
+        and issubclass(kind, errors.RoutingError | errors.HttpError)
+        and kind not in {errors.RoutingError, errors.HttpError}
     }
-    assert routing == {kind for kind, _, _ in TABLE if issubclass(kind, errors.RoutingError)}
+    assert routing == {
+        kind for kind, _, _ in TABLE if issubclass(kind, errors.RoutingError | errors.HttpError)
+    }
 
 
 @pytest.mark.parametrize(("kind", "status", "code"), ROWS)
@@ -119,7 +121,7 @@ def test_a_malformed_request_is_a_400_invalid_request() -> None:
 SHOULD_RETRY: dict[type[errors.TurnoutError], str | None] = {
     errors.RouteExhausted: None,
     errors.RouteIneligible: "false",
-    errors.NoDeploymentAvailable: "false",
+    errors.NoTargetAvailable: "false",
     errors.EmbeddingsNotSupported: "false",
     errors.PolicyDenied: "false",
     errors.NoRoute: "false",

@@ -238,10 +238,14 @@ def test_a_pass_held_to_its_family_ends_naming_it() -> None:
     gate = _families()
     ending = gate.family_ending([2, 0, 1], _plan_targets(), called=True)
     assert ending is not None
-    assert (ending.kind, ending.family, ending.members) == ("exhausted", "anthropic", ("t2", "t0"))
+    assert (ending.kind, ending.family, ending.family_targets) == (
+        "exhausted",
+        "anthropic",
+        ("t2", "t0"),
+    )
     quiet = gate.family_ending([0, 2, 1], _plan_targets(), called=False)
     assert quiet is not None
-    assert (quiet.kind, quiet.members) == ("zero_calls", ("t0", "t2"))
+    assert (quiet.kind, quiet.family_targets) == ("zero_calls", ("t0", "t2"))
 
 
 def test_no_family_ending_once_the_others_opened_or_without_families() -> None:

@@ -208,7 +208,7 @@ async def test_every_kept_target_paused_is_no_deployment_available() -> None:
         [Target("a", scripted("a"), paused=True), Target("b", scripted("b"))],
         health=health,
     )
-    with pytest.raises(errors.NoDeploymentAvailable):
+    with pytest.raises(errors.NoTargetAvailable):
         await health.clock.run(route.complete(QUESTION, plan=plan_of({route: {0: OWN}})))
 
 
@@ -245,12 +245,3 @@ async def test_without_a_plan_a_route_walks_every_target() -> None:
     assert response.routing is not None
     assert response.routing.outcomes() == [("a", "failed"), ("b", "answered")]
     assert not response.routing.credential_fallback
-
-
-def test_the_former_name_call_plan_still_imports() -> None:
-    """`CallPlan`, the former name of `RequestPlan`, is the same class, exported as before."""
-    import turnout.routing
-
-    assert turnout.routing.CallPlan is turnout.routing.RequestPlan
-    assert "CallPlan" in turnout.routing.__all__
-    assert "RequestPlan" in turnout.routing.__all__

@@ -184,7 +184,7 @@ async def test_every_target_paused_is_no_deployment_available() -> None:
     """Every target paused: 503 no_deployment_available before any call."""
     health = isolated_health()
     route = Route("r", [target("a", paused=True), target("b", paused=True)], health=health)
-    with pytest.raises(errors.NoDeploymentAvailable) as caught:
+    with pytest.raises(errors.NoTargetAvailable) as caught:
         await health.clock.run(route.complete(QUESTION))
     assert (caught.value.status, caught.value.code) == (503, "no_deployment_available")
     assert caught.value.routing is not None
@@ -199,7 +199,7 @@ async def test_weighted_with_only_paused_positive_weights_is_no_deployment_avail
         strategy="weighted",
         health=health,
     )
-    with pytest.raises(errors.NoDeploymentAvailable, match="positive weight"):
+    with pytest.raises(errors.NoTargetAvailable, match="positive weight"):
         await health.clock.run(route.complete(QUESTION))
 
 

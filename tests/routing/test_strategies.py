@@ -12,35 +12,34 @@ import pytest
 from turnout.errors import ConfigError
 from turnout.routing.latency import LatencyWindow, percentile
 from turnout.routing.strategies import (
-    Candidate,
     Failover,
     LeastBusy,
     LowestCost,
     LowestLatency,
     RoundRobin,
     Strategy,
+    TargetView,
     Weighted,
     session_hash,
-    strategy_from_config,
     try_order,
-    validate_weights,
 )
+from turnout.routing.strategy_settings import strategy_from_config, validate_weights
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 
-def targets(*weights: int, prices: tuple[float | None, ...] = ()) -> list[Candidate]:
+def targets(*weights: int, prices: tuple[float | None, ...] = ()) -> list[TargetView]:
     """Candidates t0, t1, … with the given weights (and prices)."""
     return [
-        Candidate(i, f"t{i}", w, prices[i] if i < len(prices) else None, f"k{i}")
+        TargetView(i, f"t{i}", w, prices[i] if i < len(prices) else None, f"k{i}")
         for i, w in enumerate(weights)
     ]
 
 
 def pick(
     strategy: Strategy,
-    candidates: list[Candidate],
+    candidates: list[TargetView],
     *,
     session: str | None = None,
     now: float = 0.0,

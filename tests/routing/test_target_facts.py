@@ -117,9 +117,3 @@ class _Url:
 
     def __str__(self) -> str:
         return self.text
-
-
-def test_the_former_name_screens_still_reads() -> None:
-    """`Target.screens`, the former name of `has_eligibility_rules`, gives the same answer."""
-    assert Target("a", _scripted(), capabilities={"tools"}).screens is True
-    assert Target("b", _scripted()).screens is False

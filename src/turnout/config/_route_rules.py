@@ -19,7 +19,7 @@ from turnout.access.served_routes import parse_patterns
 from turnout.errors import ConfigError
 from turnout.routing.health import Breaker
 from turnout.routing.options import Fallbacks, check_static_budget
-from turnout.routing.strategies import strategy_from_config, validate_weights
+from turnout.routing.strategy_settings import strategy_from_config, validate_weights
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence

@@ -27,7 +27,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
 from turnout import schema  # the one place that names the schema module
-from turnout.routing.strategies import STRATEGY_TYPES
+from turnout.routing.strategy_settings import STRATEGY_TYPES
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

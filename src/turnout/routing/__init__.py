@@ -7,14 +7,13 @@ from turnout.routing.client import ChatClient
 from turnout.routing.clock import Clock, FakeClock, LoopClock
 from turnout.routing.health import Breaker, Health
 from turnout.routing.options import RouteOptions
-from turnout.routing.plan import CallerCredential, CallPlan, RequestPlan, TargetPlan, TargetRule
+from turnout.routing.plan import CallerCredential, RequestPlan, TargetPlan, TargetRule
 from turnout.routing.route import Route
 from turnout.routing.target import Target
 
 __all__ = [
     "AttemptEntry",
     "Breaker",
-    "CallPlan",
     "CallerCredential",
     "ChatClient",
     "Clock",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from turnout.errors import NoDeploymentAvailable, PolicyDenied
+from turnout.errors import NoTargetAvailable, PolicyDenied
 from turnout.routing.attempt import run_whole
 from turnout.routing.backoff import retry_wait
 from turnout.routing.ending import ending_error
@@ -62,7 +62,7 @@ def serve(route: Route, state: RequestState) -> Awaitable[Call]:
     plan = _plan_of(route, state)
     no_start = route.table.no_start_reason if plan is None else plan.no_start_reason
     if no_start is not None:
-        raise NoDeploymentAvailable(no_start, routing=state.record)
+        raise NoTargetAvailable(no_start, routing=state.record)
     return _serve_first(RoutePass(route, state, 0, plan))
 
 

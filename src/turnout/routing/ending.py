@@ -47,7 +47,7 @@ class Ending:
     `exhausted`: retryable failures left no target; `zero_calls`: no call was made;
     `ineligible`: every target was ineligible (`reasons` lists `(target, reason)`).
     `family` (exhausted and zero calls only): the provider family the pass was held to, whose
-    targets are `members`; None when the pass did not order by family or opened the others.
+    targets are `family_targets`; None when the pass did not order by family or opened the others.
     """
 
     kind: EndingKind
@@ -55,7 +55,7 @@ class Ending:
     escalate: str | None = None
     reasons: tuple[tuple[str, str], ...] = ()
     family: str | None = None
-    members: tuple[str, ...] = ()
+    family_targets: tuple[str, ...] = ()
 
 
 def ending_error(state: RequestState, ending: Ending) -> BaseException:
@@ -125,8 +125,8 @@ def _family_message(state: RequestState, ending: Ending) -> str | None:
     (None when the pass was not held to a family)."""
     if ending.family is None:
         return None
-    members = set(ending.members)
-    summary = _summary([entry for entry in state.record.attempts if entry.target in members])
+    named = set(ending.family_targets)
+    summary = _summary([entry for entry in state.record.attempts if entry.target in named])
     held = "this session is pinned to" if state.record.session_id else "this request started on"
     return f'every member of the "{ending.family}" provider family {held} failed ({summary})'
 

@@ -192,4 +192,6 @@ class TargetGate:
             return None
         plan = self._plan
         members = tuple(targets[i].name for i in order if not plan.is_held_back(i, family))
-        return Ending("exhausted" if called else "zero_calls", family=family, members=members)
+        return Ending(
+            "exhausted" if called else "zero_calls", family=family, family_targets=members
+        )

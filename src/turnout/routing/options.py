@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from turnout.errors import ConfigError
 from turnout.routing.health import Breaker
-from turnout.routing.strategies import Failover, strategy_from_config
+from turnout.routing.strategies import Failover
+from turnout.routing.strategy_settings import strategy_from_config
 from turnout.vendors.classify import DEFAULT_RETRY_ON, RETRY_ON_ALLOWED
 
 if TYPE_CHECKING:

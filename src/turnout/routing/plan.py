@@ -52,9 +52,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from turnout.routing.route import Route
-    from turnout.routing.strategies import Candidate
+    from turnout.routing.strategies import TargetView
 
-__all__ = ["CallPlan", "CallerCredential", "RequestPlan", "TargetPlan", "TargetRule"]
+__all__ = ["CallerCredential", "RequestPlan", "TargetPlan", "TargetRule"]
 
 _HIDDEN: Final = "CallerCredential(<hidden>)"
 _NO_MEMBERS: Final[frozenset[int]] = frozenset()
@@ -171,12 +171,12 @@ class TargetPlan:
         kept = tuple(
             c for c in route.table.unpaused if c.index in checked and not checked[c.index].fallback
         )
-        self.candidates: tuple[Candidate, ...] = starters(kept, [t.fallback_only for t in targets])
+        self.candidates: tuple[TargetView, ...] = starters(kept, [t.fallback_only for t in targets])
         self._orders: dict[tuple[str | None, int], list[int]] = {}
         self.no_start_reason = _no_start_reason(route, self.candidates, bool(checked))
         self.switch_family_on_quota = switch_family_on_quota
         self.families, self.home_family = _families(route, checked)
-        self._by_family: dict[str, tuple[Candidate, ...]] = {}
+        self._by_family: dict[str, tuple[TargetView, ...]] = {}
         for candidate in self.candidates if self.families else ():
             family = checked[candidate.index].family
             assert family is not None
@@ -276,7 +276,9 @@ def _families(route: Route, rules: Mapping[int, TargetRule]) -> tuple[frozenset[
     return families, rules[first].family
 
 
-def _no_start_reason(route: Route, candidates: tuple[Candidate, ...], any_left: bool) -> str | None:
+def _no_start_reason(
+    route: Route, candidates: tuple[TargetView, ...], any_left: bool
+) -> str | None:
     """Why no request can start (`no_deployment_available`: every target paused, or no
     positive weight under `weighted`), or None."""
     if not any_left:
@@ -332,10 +334,6 @@ class RequestPlan:
         return any(
             rule.caller_credential for plan in self.routes.values() for rule in plan.rules.values()
         )
-
-
-CallPlan = RequestPlan
-"""The former name of `RequestPlan`, kept for code that imports it."""
 
 
 def caller_client(client: Any, credential: CallerCredential | None) -> Any:

@@ -23,7 +23,7 @@ from turnout.routing.options import (
     check_target_names,
 )
 from turnout.routing.request_state import RequestState
-from turnout.routing.strategies import validate_weights
+from turnout.routing.strategy_settings import validate_weights
 from turnout.routing.stream import RoutedStream, routed_stream
 from turnout.routing.target import Target, serves_embeddings
 from turnout.routing.target_facts import TargetFacts, TargetTable
@@ -280,7 +280,7 @@ class Route:
         configured) limits and orders the targets of this one call, carries the caller's own
         credential and the policy verdicts (`turnout.routing.plan`). Raises the error the
         request ended with: the terminal call's own `ProviderError`, `RouteExhausted`,
-        `RouteIneligible`, `NoDeploymentAvailable` or `PolicyDenied`, each with `.routing` set.
+        `RouteIneligible`, `NoTargetAvailable` or `PolicyDenied`, each with `.routing` set.
         """
         if params or not isinstance(request, ChatRequest):
             request = as_request(request, params)

@@ -11,43 +11,34 @@ the earlier target in the list.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
-import random
-import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from turnout.errors import ConfigError
 from turnout.routing.latency import LatencyWindow
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+    import random
+    from collections.abc import Hashable, Iterator, Sequence
 
 __all__ = [
-    "MAX_WEIGHT",
-    "STRATEGY_TYPES",
-    "Candidate",
     "Failover",
     "LeastBusy",
     "LowestCost",
     "LowestLatency",
     "RoundRobin",
     "Strategy",
+    "TargetView",
     "Weighted",
     "session_hash",
-    "strategy_from_config",
     "try_order",
-    "validate_weights",
 ]
-
-MAX_WEIGHT = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class TargetView:
     """What a strategy sees of a target: its `index` in the route's target list, `name`,
     `weight`, `price` (input + output USD per 1M tokens of the model it receives; None when
     unknown) and `key` (the stats key: its health key, or `(route, target)`)."""
@@ -68,7 +59,7 @@ class Strategy(Protocol):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -103,7 +94,7 @@ def session_hash(route_id: str, session_id: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{route_id}:{session_id}".encode()).digest(), "big")
 
 
-def _by_weight_then_order(candidate: Candidate) -> tuple[int, int]:
+def _by_weight_then_order(candidate: TargetView) -> tuple[int, int]:
     return (-candidate.weight, candidate.index)
 
 
@@ -127,7 +118,7 @@ class Failover(_WithoutCallStats):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -148,7 +139,7 @@ class RoundRobin(_WithoutCallStats):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -174,7 +165,7 @@ class Weighted(_WithoutCallStats):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -204,7 +195,7 @@ class LowestCost(_WithoutCallStats):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -241,7 +232,7 @@ class _Exploring(_WithoutCallStats):
         self.latency.add(key, seconds, now)
 
     def _explore(
-        self, candidates: Sequence[Candidate], now: float, label: str
+        self, candidates: Sequence[TargetView], now: float, label: str
     ) -> tuple[int, str] | None:
         """Start on an under-sampled target when this request's share of exploration is due."""
         if self.exploration_share <= 0:
@@ -284,7 +275,7 @@ class LowestLatency(_Exploring):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -305,8 +296,8 @@ class LowestLatency(_Exploring):
             self._pins[pin] = (name, now + self.session_pin_ttl)
         return picked
 
-    def _fastest(self, candidates: Sequence[Candidate], now: float) -> tuple[int, str]:
-        measured: list[tuple[float, int, int, Candidate]] = []
+    def _fastest(self, candidates: Sequence[TargetView], now: float) -> tuple[int, str]:
+        measured: list[tuple[float, int, int, TargetView]] = []
         for c in candidates:
             p95 = self.latency.p95(c.key, now)
             if p95 is not None and self.latency.count(c.key, now) >= self.min_requests:
@@ -320,8 +311,8 @@ class LowestLatency(_Exploring):
         )
 
     def _pinned(
-        self, pin: tuple[str, str], candidates: Sequence[Candidate], now: float
-    ) -> Candidate | None:
+        self, pin: tuple[str, str], candidates: Sequence[TargetView], now: float
+    ) -> TargetView | None:
         held = self._pins.get(pin)
         if held is None or now >= held[1]:
             return None
@@ -378,7 +369,7 @@ class LeastBusy(_Exploring):
 
     def pick_start(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[TargetView],
         *,
         route_id: str,
         session_id: str | None,
@@ -393,147 +384,7 @@ class LeastBusy(_Exploring):
         return chosen.index, f"least-busy: {self.in_flight(chosen.key)} in flight"
 
 
-def _first(candidates: Sequence[Candidate]) -> Candidate:
+def _first(candidates: Sequence[TargetView]) -> TargetView:
     if not candidates:
         raise ValueError("a strategy needs at least one candidate target")
     return candidates[0]
-
-
-# ---- configuration -------------------------------------------------------------------------
-
-STRATEGY_TYPES: Mapping[str, frozenset[str]] = {
-    "failover": frozenset(),
-    "round-robin": frozenset(),
-    "weighted": frozenset(),
-    "lowest-cost": frozenset(),
-    "lowest-latency": frozenset({"window_minutes", "min_requests", "exploration_share"}),
-    "least-busy": frozenset({"window_minutes", "min_requests", "exploration_share"}),
-}
-"""Every strategy type and the options it accepts."""
-
-_RANGES: dict[str, tuple[float, float, bool]] = {
-    "window_minutes": (1, 1440, False),
-    "min_requests": (1, 1_000_000, True),
-    "exploration_share": (0, 0.5, False),
-}
-
-
-def strategy_from_config(
-    spec: Mapping[str, Any] | str | None,
-    *,
-    rng: random.Random | None = None,
-    session_pin_ttl: float = 86_400.0,
-    path: str = "strategy",
-) -> Strategy:
-    """Build a strategy from its config: None (failover), a type name, or `{type: …, options
-    flat beside type}`, each option in snake_case or camelCase (`windowMinutes`). Raises
-    `ConfigError` naming `path.option` as written and the rule, suggesting the nearest valid
-    name for a typo; `rng` defaults to a fresh `random.Random()`."""
-    if spec is None:
-        spec = {"type": "failover"}
-    elif isinstance(spec, str):
-        spec = {"type": spec}
-    kind = spec.get("type")
-    if not isinstance(kind, str) or kind not in STRATEGY_TYPES:
-        hint = _nearest(kind, STRATEGY_TYPES) if isinstance(kind, str) else ""
-        allowed = ", ".join(STRATEGY_TYPES)
-        if kind is None:
-            _fail([(f"{path}.type", f"is required: one of {allowed}")])
-        _fail([(f"{path}.type", f"must be one of {allowed} (got {_shown(kind)}){hint}")])
-    written = {name: value for name, value in spec.items() if name != "type"}
-    problems = _option_problems(kind, written, path)
-    if problems:
-        _fail(problems)
-    options = {_snake(name): value for name, value in written.items()}
-    if kind == "weighted":
-        return Weighted(rng if rng is not None else random.Random())
-    if kind == "lowest-latency":
-        return LowestLatency(**options, session_pin_ttl=session_pin_ttl)
-    if kind == "least-busy":
-        return LeastBusy(**options)
-    if kind == "round-robin":
-        return RoundRobin()
-    if kind == "lowest-cost":
-        return LowestCost()
-    return Failover()
-
-
-def _option_problems(kind: str, options: Mapping[str, Any], path: str) -> list[tuple[str, str]]:
-    """Each option as written (snake_case or camelCase), checked against `kind`'s options."""
-    allowed = STRATEGY_TYPES[kind]
-    problems = []
-    seen: dict[str, str] = {}
-    for name, value in options.items():
-        where = f"{path}.{name}"
-        option = _snake(name)
-        if option not in allowed:
-            accepted = ", ".join(sorted(allowed)) or "none"
-            hint = _nearest(option, allowed)
-            problems.append((where, f"is not an option of {kind} (options: {accepted}){hint}"))
-            continue
-        if option in seen:
-            rule = (
-                f"gives {seen[option]!r} a second time (camelCase and snake_case name one option)"
-            )
-            problems.append((where, rule))
-            continue
-        seen[option] = str(name)
-        low, high, whole = _RANGES[option]
-        number_ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if whole and not isinstance(value, int):
-            number_ok = False
-        if not number_ok or not low <= value <= high:
-            what = "a whole number" if whole else "a number"
-            rule = f"must be {what} from {_shown(low)} to {_shown(high)} (got {_shown(value)})"
-            problems.append((where, rule))
-    return problems
-
-
-def _snake(name: object) -> str:
-    """An option's snake_case name: `windowMinutes` -> `window_minutes` (camelCase is
-    accepted for every option, as it is for every key of the configuration file)."""
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(name)).lower()
-
-
-def validate_weights(
-    weights: Sequence[object],
-    fallback_only: Sequence[bool],
-    strategy_type: str,
-    path: str = "targets",
-) -> None:
-    """Check target weights: each a whole number 0 to 1,000,000, and under `weighted` at least
-    one non-fallback-only target with a positive weight. Raises `ConfigError` listing every
-    problem (`path[i].weight`)."""
-    problems = []
-    for i, weight in enumerate(weights):
-        if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= MAX_WEIGHT:
-            rule = f"must be a whole number from 0 to {MAX_WEIGHT} (got {_shown(weight)})"
-            problems.append((f"{path}[{i}].weight", rule))
-    if not problems and strategy_type == "weighted":
-        starters = [w for w, only in zip(weights, fallback_only, strict=True) if not only]
-        if not any(isinstance(w, int) and w > 0 for w in starters):
-            rule = "a weighted route needs a target that is not fallback_only with a weight above 0"
-            problems.append((path, rule))
-    if problems:
-        _fail(problems)
-
-
-def _shown(value: object) -> str:
-    """A value as the configuration file writes it: `null`, `true`, `1000000`, `'fastest'`."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value)
-
-
-def _nearest(name: str, choices: Iterable[str]) -> str:
-    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {found[0]!r}?" if found else ""
-
-
-def _fail(problems: list[tuple[str, str]]) -> NoReturn:
-    where, rule = problems[0]
-    raise ConfigError(f"{where} {rule}", problems)

@@ -101,9 +101,6 @@ class Target:
             or self.context_window is not None
         )
 
-    screens = has_eligibility_rules
-    """The former name of `has_eligibility_rules`, kept for code that reads it."""
-
 
 def _check_target(target: Target) -> None:
     where = f"target {target.name!r}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, cast, get_args
 
 from turnout.routing.model_info import DescribedClient
-from turnout.routing.strategies import Candidate, try_order
+from turnout.routing.strategies import TargetView, try_order
 from turnout.wire.model import WireFormat
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ class TargetTable:
         self._orders: dict[int, list[int]] = {}
         self._keys: dict[tuple[int, str | None], Hashable] = {}
         self.unpaused = tuple(
-            Candidate(i, t.name, t.weight, _start_price(t, facts[i]), facts[i].stats_key)
+            TargetView(i, t.name, t.weight, _start_price(t, facts[i]), facts[i].stats_key)
             for i, t in enumerate(targets)
             if not t.paused
         )
@@ -246,7 +246,9 @@ def _vendor(client: object) -> str | None:
     return vendor if isinstance(vendor, str) else None
 
 
-def starters(unpaused: Sequence[Candidate], fallback_only: Sequence[bool]) -> tuple[Candidate, ...]:
+def starters(
+    unpaused: Sequence[TargetView], fallback_only: Sequence[bool]
+) -> tuple[TargetView, ...]:
     """Where a request may start among `unpaused` (in list order): the targets that are not
     fallback-only; when every one is, the first of them alone (`fallback_only` by index)."""
     chosen = tuple(c for c in unpaused if not fallback_only[c.index])

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from turnout.routing.options import MAX_STATIC_ATTEMPTS
-from turnout.routing.strategies import MAX_WEIGHT
+from turnout.routing.strategy_settings import MAX_WEIGHT
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

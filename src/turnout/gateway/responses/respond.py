@@ -28,6 +28,7 @@ from urllib.parse import quote
 import orjson
 
 from turnout.errors import (
+    HttpError,
     MalformedBody,
     ProviderError,
     RouteExhausted,
@@ -306,8 +307,9 @@ def _ineligible(exc: RouteIneligible) -> Problem:
     )
 
 
-def _routing(exc: RoutingError) -> Problem:
-    meta = {"attempts": _summary(exc.routing)} if exc.routing is not None else None
+def _routing(exc: RoutingError | HttpError) -> Problem:
+    record = exc.routing if isinstance(exc, RoutingError) else None
+    meta = {"attempts": _summary(record)} if record is not None else None
     return Problem(
         exc.status,
         exc.code,
@@ -318,7 +320,7 @@ def _routing(exc: RoutingError) -> Problem:
     )
 
 
-def _param(exc: RoutingError) -> str | None:
+def _param(exc: RoutingError | HttpError) -> str | None:
     """The field a decoding error names (`messages[2].content: expected …`), as OpenAI's
     `param`."""
     if not isinstance(exc, MalformedBody):
@@ -362,6 +364,7 @@ _TABLE: tuple[tuple[type[BaseException], Callable[[Any], Problem]], ...] = (
     (RouteExhausted, _exhausted),  # type route_exhausted, meta with the attempts
     (RouteIneligible, _ineligible),  # type route_ineligible
     (RoutingError, _routing),  # every other error of turnout's own: its class's status and code
+    (HttpError, _routing),  # a refusal of the HTTP exchange: the same, without a record
     (ProviderError, _provider),  # passed through: its own status and message
     (StreamBroken, _stream_broken),  # after commit: only ever an in-stream event
     (StreamRejected, _stream),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 import httptools
 
-from turnout.errors import BadHttpRequest, HeadersTooLarge, RequestTimeout, RoutingError
+from turnout.errors import BadHttpRequest, HeadersTooLarge, HttpError, RequestTimeout, RoutingError
 from turnout.gateway.server.cycle import error_response
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def unparsed(conn: HttpConnection, exc: Exception) -> None:
         cause = exc.__context__
         if isinstance(cause, PipelineFull):
             stop_reading_requests(conn)
-        elif isinstance(cause, RoutingError):
+        elif isinstance(cause, HttpError | RoutingError):
             reject(conn, cause)
         else:
             reject(conn, BadHttpRequest(f"malformed HTTP request ({cause or exc})"))
@@ -88,7 +88,7 @@ def unparsed(conn: HttpConnection, exc: Exception) -> None:
         reject(conn, BadHttpRequest(f"malformed HTTP request: {exc}"))
 
 
-def reject(conn: HttpConnection, error: RoutingError) -> None:
+def reject(conn: HttpConnection, error: HttpError | RoutingError) -> None:
     """Rule 2: answer `error` once the requests before the bad one have run."""
     conn._stopped = True
     conn._in_head = False

@@ -45,7 +45,7 @@ from turnout.gateway.server._tracebacks import release_frames
 from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle
 
 if TYPE_CHECKING:
-    from turnout.errors import RoutingError
+    from turnout.errors import HttpError, RoutingError
     from turnout.gateway.server.limits import ServerLimits
 
 __all__ = [
@@ -132,7 +132,7 @@ class HttpConnection(asyncio.Protocol):
         self._timer_at = 0.0
         self._reading = True
         self._stopped = False  # no more requests are read
-        self._rejection: RoutingError | None = None
+        self._rejection: HttpError | RoutingError | None = None
         self._lingering = False
         self.closed = False
         self.write_paused = False
