@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from typing import Self, Unpack
 
     from turnout.providers._wire import RelayDecoder
+    from turnout.providers.settings import KeyedFields, ProviderBuild
     from turnout.routing.model_info import ModelInfo, ModelPrice
     from turnout.routing.plan import CallerCredential
     from turnout.wire.model import (
@@ -109,6 +110,7 @@ __all__ = [
     "EmbeddingsSupport",
     "HttpProvider",
     "HttpProviderKeywords",
+    "KeyedProvider",
     "ProviderKeywords",
     "Wire",
 ]
@@ -589,6 +591,24 @@ def _opaque(
         raw_format=wire.format,
         opaque=True,
     )
+
+
+class KeyedProvider(HttpProvider):
+    """An `HttpProvider` of a vendor's own API, built from a key and a base URL (`openai`,
+    `anthropic`, `gemini`): `from_config` reads `KeyedFields`, and `default_base_url` stands
+    in for a `base_url` left out."""
+
+    default_base_url: ClassVar[str]
+
+    @classmethod
+    def from_config(cls, config: KeyedFields, build: ProviderBuild) -> Self:
+        """The provider `config` describes; a missing `api_key` is no key, never the
+        environment's."""
+        url = config.base_url or cls.default_base_url
+        key = config.api_key or ""
+        return cls(
+            name=config.name, base_url=url, api_key=key, options=build.options, **build.keywords
+        )
 
 
 class EmbeddingsSupport(HttpProvider):
