@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import os
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, cast
@@ -67,6 +68,7 @@ from turnout.providers._wire import (
     StreamDecoder,
     Wire,
 )
+from turnout.providers.facts import ClientFacts
 from turnout.providers.transport import (
     HttpOptions,
     HttpTimeouts,
@@ -113,6 +115,7 @@ __all__ = [
     "KeyedProvider",
     "ProviderKeywords",
     "Wire",
+    "facts_of",
 ]
 
 CredentialMode = Literal["org_key", "passthrough"]
@@ -285,6 +288,12 @@ class HttpProvider:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+    @functools.cached_property
+    def facts(self) -> ClientFacts:
+        """What this provider offers beyond a chat call (`ClientFacts`), read when first
+        asked and then kept."""
+        return ClientFacts.of(self)
 
     @property
     def provider(self) -> str:
@@ -591,6 +600,14 @@ def _opaque(
         raw_format=wire.format,
         opaque=True,
     )
+
+
+def facts_of(client: object) -> ClientFacts:
+    """The facts of `client`: a provider adapter's own, kept since first asked; any other
+    client's, read now."""
+    if isinstance(client, HttpProvider):
+        return client.facts
+    return ClientFacts.of(client)
 
 
 class KeyedProvider(HttpProvider):

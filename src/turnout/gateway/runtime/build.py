@@ -38,7 +38,7 @@ from turnout.gateway.runtime.engine_config import (
     build_target,
     catalog_window,
 )
-from turnout.providers import HttpOptions, HttpTimeouts
+from turnout.providers import HttpOptions, HttpTimeouts, facts_of
 from turnout.providers.kinds import KINDS
 from turnout.providers.settings import ProviderBuild
 from turnout.routing.health import Breaker, Health
@@ -166,9 +166,9 @@ def build_provider(
     return KINDS[config.kind].from_config(config, build)
 
 
-def supports_embeddings(provider: Any) -> bool:
+def supports_embeddings(provider: object) -> bool:
     """Whether an adapter serves embeddings (the vendor catalog's word, via the adapter)."""
-    return bool(getattr(provider, "supports_embeddings", False)) and hasattr(provider, "embed")
+    return facts_of(provider).supports_embeddings
 
 
 def build_health(defaults: DefaultsConfig, *, clock: Clock | None = None) -> Health:
@@ -357,7 +357,7 @@ class _Builder:
 
         subsets: dict[Endpoint, frozenset[int]] = {
             "messages": frozenset(
-                i for i, t in enumerate(targets) if _wire_format(t.client) == MESSAGES_WIRE
+                i for i, t in enumerate(targets) if facts_of(t.client).wire_format == MESSAGES_WIRE
             ),
             "embeddings": frozenset(
                 i for i, t in enumerate(targets) if supports_embeddings(t.client)
@@ -383,11 +383,6 @@ class _Parts(NamedTuple):
     targets: list[Target]
     options: RouteOptions
     subsets: dict[Endpoint, frozenset[int]]
-
-
-def _wire_format(client: Any) -> str | None:
-    wire = getattr(client, "wire_format", None)
-    return wire if isinstance(wire, str) else None
 
 
 def _offers_embeddings(target: Target, config: TargetConfig) -> bool:
