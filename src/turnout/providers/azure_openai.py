@@ -8,7 +8,12 @@ from urllib.parse import quote, urlencode
 
 from turnout.errors import ConfigError
 from turnout.providers.anthropic import ANTHROPIC_VERSION
-from turnout.providers.base import ANTHROPIC_MESSAGES, OPENAI_CHAT, EmbeddingsSupport
+from turnout.providers.base import (
+    ANTHROPIC_MESSAGES,
+    OPENAI_CHAT,
+    EmbeddingsSupport,
+    ResponsesSupport,
+)
 from turnout.providers.settings import KeyedFields
 
 if TYPE_CHECKING:
@@ -39,7 +44,7 @@ class AzureFields(KeyedFields, Protocol):
     def wire(self) -> Literal["openai-chat", "anthropic-messages"] | None: ...
 
 
-class AzureOpenAI(EmbeddingsSupport):
+class AzureOpenAI(EmbeddingsSupport, ResponsesSupport):
     """Azure (`kind: azure-openai`).
 
     `base_url` is the resource endpoint (`https://NAME.openai.azure.com`; for

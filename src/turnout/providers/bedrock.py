@@ -33,6 +33,7 @@ import orjson
 from turnout.errors import ConfigError, ProviderError, ProviderUnavailable
 from turnout.providers._aws_auth import AwsSigner
 from turnout.providers._prepare import UNENCODABLE, unencodable
+from turnout.providers._stream import check_finished
 from turnout.providers.base import HttpProvider, Wire
 from turnout.providers.settings import NamedFields
 from turnout.providers.transport import error_for_status, local_error, request_id_of
@@ -292,13 +293,7 @@ class Bedrock(HttpProvider):
                 raise self._named(error, request_id) from None
             finally:
                 self.malformed_events += decoder.malformed
-            if decoder.finish_reason is None:
-                raise ProviderUnavailable(
-                    "the stream ended early: no finish reason",
-                    reason="stream ended early",
-                    provider=self.name,
-                    provider_request_id=request_id,
-                )
+            check_finished(decoder, self.name, request_id)
 
     def _frame(
         self, decoder: StreamDecoder, frame: Frame, invoke: bool, request_id: str | None
