@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from turnout.providers.transport import HttpOptions
+from turnout.errors import ConfigError
+from turnout.providers.transport import HttpOptions, default_transport
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -19,8 +20,10 @@ __all__ = [
     "CredentialMode",
     "HttpProviderKeywords",
     "ProviderKeywords",
+    "credential_mode_of",
     "http_options",
     "refuse_unknown_keywords",
+    "transport_for",
 ]
 
 CredentialMode = Literal["org_key", "passthrough"]
@@ -28,8 +31,18 @@ CREDENTIAL_MODES: tuple[CredentialMode, ...] = ("org_key", "passthrough")
 
 
 class ProviderKeywords(TypedDict, total=False):
-    """The keyword arguments every provider kind takes besides its own (`HttpProvider` says
-    what each one means)."""
+    """The keyword arguments every provider kind takes besides its own.
+
+    `model` (used when neither the target nor the request names one; default none), `prices`
+    (USD per 1M input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`,
+    optionally with `cache_read` and `cache_write`), `catalog` (`name -> ModelInfo | None`:
+    what the model catalog says of a model, its price asked when `prices` has none; default
+    none), `model_aliases` (requested -> wire model), `credential_mode`: `org_key` (default:
+    the provider's own `api_key`, or none) or `passthrough` (no key of its own: each call
+    carries the caller's credential through `with_credential`; `api_key` is ignored; Rule 4
+    of `turnout.providers.base`), and `provider_id` (the stored provider's id, the routing
+    record's `served_provider_id`; default None).
+    """
 
     model: str | None
     prices: Mapping[str, Any] | None
@@ -40,10 +53,11 @@ class ProviderKeywords(TypedDict, total=False):
 
 
 class HttpProviderKeywords(ProviderKeywords, total=False):
-    """`ProviderKeywords` plus those of the kinds that call over HTTP: `transport`, and
-    `headers`, `timeouts` and `max_connections`, each the field of `HttpOptions` of that name
-    (they were keywords before `HttpOptions` and still are; a new HTTP option goes in
-    `HttpOptions` only)."""
+    """`ProviderKeywords` plus those of the kinds that call over HTTP: `transport` (an
+    alternative `Transport`, e.g. for tests; default a pooled HTTP/1.1 client made from the
+    options), and `headers`, `timeouts` and `max_connections`, each setting the field of
+    `HttpOptions` of that name when no `options` are given (they were keywords before
+    `HttpOptions` and still are; a new HTTP option goes in `HttpOptions` only)."""
 
     transport: Transport | None
     headers: Mapping[str, str] | None
@@ -78,3 +92,25 @@ def http_options(options: HttpOptions | None, keywords: HttpProviderKeywords) ->
         names = ", ".join(given)
         raise TypeError(f"{names}: give these in `options` or as keywords, not both")
     return options
+
+
+def credential_mode_of(keywords: ProviderKeywords) -> CredentialMode:
+    """The `credential_mode` keyword (default `org_key`); any other value is a `ConfigError`
+    under `credential_mode`."""
+    mode = keywords.get("credential_mode", "org_key")
+    if mode not in CREDENTIAL_MODES:
+        rule = f"must be one of {', '.join(CREDENTIAL_MODES)} (got {mode!r})"
+        raise ConfigError(f"credential_mode: {rule}", [("credential_mode", rule)])
+    return mode
+
+
+def transport_for(provider: str, options: HttpOptions, transport: Transport | None) -> Transport:
+    """`transport`, or (None) a pooled HTTP/1.1 client made from `options` for `provider`."""
+    if transport is not None:
+        return transport
+    return default_transport(
+        provider=provider,
+        timeouts=options.timeouts,
+        max_connections=options.max_connections,
+        max_response_bytes=options.max_response_bytes,
+    )

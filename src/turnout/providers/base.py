@@ -41,18 +41,14 @@ decoded as always, in order, so what the stream's end and the routing record nee
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import os
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Literal
 from urllib.parse import quote
 
-import orjson
-
 from turnout.errors import (
     AuthenticationFailed,
-    ConfigError,
     InvalidRequest,
     ProviderError,
 )
@@ -61,10 +57,18 @@ from turnout.providers._keywords import (
     CredentialMode,
     HttpProviderKeywords,
     ProviderKeywords,
+    credential_mode_of,
     http_options,
     refuse_unknown_keywords,
+    transport_for,
 )
-from turnout.providers._prepare import prepare_chat, prepare_embeddings
+from turnout.providers._prepare import (
+    chat_body,
+    common_headers,
+    forwarded_headers,
+    prepare_chat,
+    prepare_embeddings,
+)
 from turnout.providers._prices import ModelBook, read_prices
 from turnout.providers._status import status_error
 from turnout.providers._stream import EventChunks, check_finished, decode_event
@@ -81,7 +85,6 @@ from turnout.providers.facts import ClientFacts
 from turnout.providers.transport import (
     HttpOptions,
     Transport,
-    default_transport,
     local_error,
     redact_error,
     request_id_of,
@@ -126,9 +129,6 @@ __all__ = [
     "refuse_unknown_keywords",
 ]
 
-_FORWARDED_HEADERS = frozenset({"anthropic-version", "anthropic-beta"})
-_USER_AGENT = "turnout"
-
 
 class HttpProvider:
     """A `ChatClient` for one account of one vendor, speaking one wire format over HTTP.
@@ -141,19 +141,8 @@ class HttpProvider:
     `api_key_env` when no `api_key` is given. Every kind takes `name` (the provider id, part of
     the default health key), `api_key` (sent in the kind's credential header,
     `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool size, the
-    largest answer; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`:
-    `model` (used when neither the target nor the request names one; default none), `prices`
-    (USD per 1M input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`,
-    optionally with `cache_read` and `cache_write`), `catalog` (`name -> ModelInfo | None`:
-    what the model catalog says of a model, its price asked when `prices` has none; default
-    none),
-    `model_aliases` (requested -> wire model), `transport` (an alternative `Transport`, e.g. for
-    tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`: `org_key`
-    (default: the provider's own `api_key`, or none) or `passthrough` (no key of its own: each
-    call carries the caller's credential through `with_credential`; `api_key` is ignored; see
-    Rule 4); `provider_id` (the stored provider's id, the routing record's `served_provider_id`;
-    default None); and `headers`, `timeouts`, `max_connections`, each setting that field of
-    `options` (when `options` is not given).
+    largest answer; default `HttpOptions()`), and the keywords of `HttpProviderKeywords` (each
+    one's meaning is said there).
     """
 
     kind: ClassVar[str] = "http"
@@ -180,10 +169,7 @@ class HttpProvider:
         **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
         refuse_unknown_keywords(self, keywords, HttpProviderKeywords.__optional_keys__)
-        credential_mode = keywords.get("credential_mode", "org_key")
-        if credential_mode not in CREDENTIAL_MODES:
-            rule = f"must be one of {', '.join(CREDENTIAL_MODES)} (got {credential_mode!r})"
-            raise ConfigError(f"credential_mode: {rule}", [("credential_mode", rule)])
+        credential_mode = credential_mode_of(keywords)
         options = http_options(options, keywords)
         self.name = name
         self._speak(wire, family, vendor)
@@ -202,29 +188,12 @@ class HttpProvider:
         # Rule 6: what this provider's errors never repeat.
         shown = [*own_key.values(), *options.headers.values()]
         self._secrets = secrets_of(shown) + tuple(options.secrets)
-        self._headers = {
-            "content-type": "application/json",
-            "accept": "application/json",
-            "user-agent": _USER_AGENT,
-            **{k.lower(): v for k, v in options.headers.items()},
-            **(auth_headers or {}),
-            **own_key,
-        }
+        self._headers = common_headers(options, auth_headers or {}, own_key)
         self._aliases = dict(keywords.get("model_aliases") or {})
         self._book = ModelBook(
             read_prices(keywords.get("prices")), self._aliases, keywords.get("catalog")
         )
-        transport = keywords.get("transport")
-        self._transport: Transport = (
-            transport
-            if transport is not None
-            else default_transport(
-                provider=name,
-                timeouts=options.timeouts,
-                max_connections=options.max_connections,
-                max_response_bytes=options.max_response_bytes,
-            )
-        )
+        self._transport: Transport = transport_for(name, options, keywords.get("transport"))
 
     def _speak(self, wire: Wire | None, family: str | None, vendor: str | None) -> None:
         """The instance's own wire, family and vendor where given, else its class's."""
@@ -360,27 +329,14 @@ class HttpProvider:
     def call_headers(self, request: ChatRequest) -> Mapping[str, str]:
         """The headers of one chat call: the provider's own; for a caller's own Anthropic
         Messages request, with its `anthropic-version` and `anthropic-beta`."""
-        headers = self.sent_headers()
-        source = request.source
-        if source is None or not source.headers or source.format != "anthropic-messages":
-            return headers
-        if self.wire.format != "anthropic-messages":
-            return headers
-        kept = {k.lower(): v for k, v in source.headers if k.lower() in _FORWARDED_HEADERS}
-        return {**headers, **kept} if kept else headers
+        return forwarded_headers(self.sent_headers(), request, self.wire.format)
 
     def body_for(
         self, request: ChatRequest, model: str, *, stream: bool, wire: Wire | None = None
     ) -> bytes:
         """Rule 1: the caller's own bytes when they are in the call's format (`wire`, default
         the kind's), else encoded."""
-        wire = wire or self.wire
-        source = request.source
-        if source is not None and source.format == wire.format:
-            return wire.forward(source.body, model, stream, source.parsed)
-        if request.stream != stream:
-            request = dataclasses.replace(request, stream=stream)
-        return orjson.dumps(wire.encode(request, model))
+        return chat_body(wire or self.wire, request, model, stream=stream)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One whole answer. Failures raise `ProviderError` subclasses."""

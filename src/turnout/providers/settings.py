@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from turnout.providers.base import ProviderKeywords
+    from turnout.providers._keywords import ProviderKeywords
     from turnout.providers.transport import HttpOptions
     from turnout.routing.clock import Clock
 
