@@ -36,7 +36,7 @@ def test_http_options_come_from_headers_and_connect_timeout() -> None:
 
 def test_max_response_bytes_reaches_the_client() -> None:
     """`max_response_bytes` reaches the options and the client; left out it is 32 MiB."""
-    adapter = build_provider(provider("openai", max_response_bytes=4096))
+    adapter: Any = build_provider(provider("openai", max_response_bytes=4096))
     assert adapter.options.max_response_bytes == 4096
     assert adapter._transport.max_response_bytes == 4096
     assert build_http_options(provider("openai")).max_response_bytes == 32 * 1024 * 1024
@@ -53,7 +53,8 @@ def test_kind_defaults_stand_when_the_configuration_leaves_them_out() -> None:
     """Without `base_url` or `api_version`, an adapter gets its kind's own defaults."""
     assert build_provider(provider("openai")).base_url == "https://api.openai.com/v1"
     assert build_provider(provider("anthropic")).base_url == "https://api.anthropic.com"
-    assert build_provider(provider("azure-openai")).api_version == "2024-10-21"
+    azure: Any = build_provider(provider("azure-openai"))
+    assert azure.api_version == "2024-10-21"
     assert (
         build_provider(provider("openai-compatible")).base_url == "https://api.groq.com/openai/v1"
     )
@@ -108,7 +109,7 @@ def test_every_provider_scrubs_every_configured_secret() -> None:
 
 def test_max_connections_reaches_the_client() -> None:
     """`max_connections` caps the provider's connections at that number instead of 100."""
-    adapter = build_provider(provider("openai", max_connections=6000))
+    adapter: Any = build_provider(provider("openai", max_connections=6000))
     assert adapter.options.max_connections == 6000
     assert adapter._transport._max_connections == 6000
 

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.providers.anthropic import Anthropic
 from turnout.providers.azure_openai import AzureOpenAI
-from turnout.providers.base import HttpProvider
+from turnout.providers.base import HttpProvider, facts_of
 from turnout.providers.bedrock import Bedrock
+from turnout.providers.facts import ClientFacts
 from turnout.providers.gemini import Gemini
 from turnout.providers.http1 import Http1Transport
 from turnout.providers.mock import MockProvider
@@ -52,6 +53,7 @@ __all__ = [
     "Anthropic",
     "AzureOpenAI",
     "Bedrock",
+    "ClientFacts",
     "Gemini",
     "Http1Transport",
     "HttpOptions",
@@ -61,6 +63,7 @@ __all__ = [
     "OpenAI",
     "OpenAICompatible",
     "Vertex",
+    "facts_of",
 ]
 
 

@@ -9,6 +9,7 @@ turnout's own `local_error` (500); health never counts either (`transport` Rule 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import orjson
@@ -22,9 +23,21 @@ if TYPE_CHECKING:
 
     from turnout.providers._wire import Wire
     from turnout.providers.base import EmbeddingsSupport, HttpProvider
-    from turnout.wire.model import ChatRequest, EmbeddingRequest
+    from turnout.providers.transport import HttpOptions
+    from turnout.wire.model import ChatRequest, EmbeddingRequest, WireFormat
 
-__all__ = ["UNENCODABLE", "prepare_chat", "prepare_embeddings", "unencodable"]
+__all__ = [
+    "UNENCODABLE",
+    "chat_body",
+    "common_headers",
+    "forwarded_headers",
+    "prepare_chat",
+    "prepare_embeddings",
+    "unencodable",
+]
+
+_FORWARDED_HEADERS = frozenset({"anthropic-version", "anthropic-beta"})
+_USER_AGENT = "turnout"
 
 UNENCODABLE = (RecursionError, orjson.JSONEncodeError)
 """What encoding a request raises when the request itself cannot be encoded (Rule 5);
@@ -41,6 +54,47 @@ def unencodable(provider: str, exc: Exception) -> MalformedRequest:
         reason="cannot encode",
         provider=provider,
     )
+
+
+def common_headers(
+    options: HttpOptions, auth_headers: Mapping[str, str], own_key: Mapping[str, str]
+) -> dict[str, str]:
+    """The headers every call of a provider sends: JSON both ways, turnout's user agent, the
+    extra `options.headers` (names lower-cased), the kind's `auth_headers`, and the header of
+    its own key (`own_key`, empty without one)."""
+    return {
+        "content-type": "application/json",
+        "accept": "application/json",
+        "user-agent": _USER_AGENT,
+        **{k.lower(): v for k, v in options.headers.items()},
+        **auth_headers,
+        **own_key,
+    }
+
+
+def chat_body(wire: Wire, request: ChatRequest, model: str, *, stream: bool) -> bytes:
+    """Rule 1: the caller's own bytes, with `model` put in, when they are in `wire`'s format,
+    else the request encoded in it."""
+    source = request.source
+    if source is not None and source.format == wire.format:
+        return wire.forward(source.body, model, stream, source.parsed)
+    if request.stream != stream:
+        request = dataclasses.replace(request, stream=stream)
+    return orjson.dumps(wire.encode(request, model))
+
+
+def forwarded_headers(
+    headers: Mapping[str, str], request: ChatRequest, wire_format: WireFormat
+) -> Mapping[str, str]:
+    """`headers`, with a caller's own `anthropic-version` and `anthropic-beta` when both the
+    caller's request and the call (`wire_format`) are Anthropic Messages."""
+    source = request.source
+    if source is None or not source.headers or source.format != "anthropic-messages":
+        return headers
+    if wire_format != "anthropic-messages":
+        return headers
+    kept = {k.lower(): v for k, v in source.headers if k.lower() in _FORWARDED_HEADERS}
+    return {**headers, **kept} if kept else headers
 
 
 def prepare_chat(

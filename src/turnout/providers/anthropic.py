@@ -8,7 +8,7 @@ import orjson
 
 from turnout.errors import ProviderError
 from turnout.providers._prepare import UNENCODABLE, unencodable
-from turnout.providers.base import ANTHROPIC_MESSAGES, HttpProvider
+from turnout.providers.base import ANTHROPIC_MESSAGES, KeyedProvider
 from turnout.providers.transport import local_error, request_id_of
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 """The `anthropic-version` header sent unless the caller's own request carries one."""
 
 
-class Anthropic(HttpProvider):
+class Anthropic(KeyedProvider):
     """Anthropic (`kind: anthropic`).
 
     `api_key` defaults to the `ANTHROPIC_API_KEY` environment variable; `base_url` to
@@ -40,6 +40,7 @@ class Anthropic(HttpProvider):
     kind = "anthropic"
     api_key_env = "ANTHROPIC_API_KEY"
     wire = ANTHROPIC_MESSAGES
+    default_base_url = DEFAULT_BASE_URL
     family = "anthropic"
     vendor = "anthropic"
     supports_embeddings = False

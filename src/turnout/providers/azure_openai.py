@@ -3,20 +3,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 from urllib.parse import quote, urlencode
 
 from turnout.errors import ConfigError
 from turnout.providers.anthropic import ANTHROPIC_VERSION
-from turnout.providers.base import ANTHROPIC_MESSAGES, OPENAI_CHAT, EmbeddingsSupport
+from turnout.providers.base import (
+    ANTHROPIC_MESSAGES,
+    OPENAI_CHAT,
+    EmbeddingsSupport,
+    ResponsesSupport,
+)
+from turnout.providers.settings import KeyedFields
 
 if TYPE_CHECKING:
-    from typing import Unpack
+    from typing import Self, Unpack
 
     from turnout.providers.base import HttpProviderKeywords
+    from turnout.providers.settings import ProviderBuild
     from turnout.providers.transport import HttpOptions
 
-__all__ = ["DEFAULT_API_VERSION", "AzureOpenAI"]
+__all__ = ["DEFAULT_API_VERSION", "AzureFields", "AzureOpenAI"]
 
 DEFAULT_API_VERSION = "2024-10-21"
 """The Azure OpenAI `api-version` used when none is given."""
@@ -27,7 +34,17 @@ _WIRES = {
 }
 
 
-class AzureOpenAI(EmbeddingsSupport):
+class AzureFields(KeyedFields, Protocol):
+    """What an `azure-openai` provider reads of its configuration besides its key and URL."""
+
+    @property
+    def api_version(self) -> str | None: ...
+
+    @property
+    def wire(self) -> Literal["openai-chat", "anthropic-messages"] | None: ...
+
+
+class AzureOpenAI(EmbeddingsSupport, ResponsesSupport):
     """Azure (`kind: azure-openai`).
 
     `base_url` is the resource endpoint (`https://NAME.openai.azure.com`; for
@@ -45,6 +62,19 @@ class AzureOpenAI(EmbeddingsSupport):
     """
 
     kind = "azure-openai"
+
+    @classmethod
+    def from_config(cls, config: AzureFields, build: ProviderBuild) -> Self:
+        """The provider `config` describes (its `base_url` and `wire` are required)."""
+        return cls(
+            config.base_url or "",
+            config.api_key or None,
+            config.api_version or DEFAULT_API_VERSION,
+            wire=config.wire or "",
+            name=config.name,
+            options=build.options,
+            **build.keywords,
+        )
 
     def __init__(
         self,

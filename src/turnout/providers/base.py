@@ -41,23 +41,37 @@ decoded as always, in order, so what the stream's end and the routing record nee
 from __future__ import annotations
 
 import copy
-import dataclasses
+import functools
 import os
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, ClassVar, Literal
 from urllib.parse import quote
-
-import orjson
 
 from turnout.errors import (
     AuthenticationFailed,
-    ConfigError,
     InvalidRequest,
     ProviderError,
-    ProviderUnavailable,
 )
-from turnout.providers._prepare import prepare_chat, prepare_embeddings
+from turnout.providers._keywords import (
+    CREDENTIAL_MODES,
+    CredentialMode,
+    HttpProviderKeywords,
+    ProviderKeywords,
+    credential_mode_of,
+    http_options,
+    refuse_unknown_keywords,
+    transport_for,
+)
+from turnout.providers._prepare import (
+    chat_body,
+    common_headers,
+    forwarded_headers,
+    prepare_chat,
+    prepare_embeddings,
+)
 from turnout.providers._prices import ModelBook, read_prices
+from turnout.providers._status import status_error
+from turnout.providers._stream import EventChunks, check_finished, decode_event
 from turnout.providers._wire import (
     ANTHROPIC_MESSAGES,
     GEMINI_GENERATE,
@@ -67,12 +81,10 @@ from turnout.providers._wire import (
     StreamDecoder,
     Wire,
 )
-from turnout.providers.http1 import default_transport
+from turnout.providers.facts import ClientFacts
 from turnout.providers.transport import (
     HttpOptions,
-    HttpTimeouts,
     Transport,
-    error_for_status,
     local_error,
     redact_error,
     request_id_of,
@@ -80,17 +92,17 @@ from turnout.providers.transport import (
 )
 from turnout.vendors.redact import secrets_of
 from turnout.wire import openai_embeddings
-from turnout.wire.model import ChatChunk
-from turnout.wire.sse import EventTooLarge, SSEDecoder
+from turnout.wire.sse import EventTooLarge
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+    from collections.abc import AsyncIterator, Mapping
     from typing import Self, Unpack
 
-    from turnout.providers._wire import RelayDecoder
+    from turnout.providers.settings import KeyedFields, ProviderBuild
     from turnout.routing.model_info import ModelInfo, ModelPrice
     from turnout.routing.plan import CallerCredential
     from turnout.wire.model import (
+        ChatChunk,
         ChatRequest,
         ChatResponse,
         EmbeddingRequest,
@@ -109,69 +121,13 @@ __all__ = [
     "EmbeddingsSupport",
     "HttpProvider",
     "HttpProviderKeywords",
+    "KeyedProvider",
     "ProviderKeywords",
+    "ResponsesSupport",
     "Wire",
+    "facts_of",
+    "refuse_unknown_keywords",
 ]
-
-CredentialMode = Literal["org_key", "passthrough"]
-CREDENTIAL_MODES: tuple[CredentialMode, ...] = ("org_key", "passthrough")
-
-
-class ProviderKeywords(TypedDict, total=False):
-    """The keyword arguments every provider kind takes besides its own (`HttpProvider` says
-    what each one means)."""
-
-    model: str | None
-    prices: Mapping[str, Any] | None
-    model_aliases: Mapping[str, str] | None
-    credential_mode: CredentialMode
-    provider_id: str | None
-    catalog: Callable[[str], ModelInfo | None] | None
-
-
-class HttpProviderKeywords(ProviderKeywords, total=False):
-    """`ProviderKeywords` plus those of the kinds that call over HTTP: `transport`, and
-    `headers`, `timeouts` and `max_connections`, each the field of `HttpOptions` of that name
-    (they were keywords before `HttpOptions` and still are; a new HTTP option goes in
-    `HttpOptions` only)."""
-
-    transport: Transport | None
-    headers: Mapping[str, str] | None
-    timeouts: HttpTimeouts | None
-    max_connections: int
-
-
-def refuse_unknown_keywords(
-    owner: object, keywords: Mapping[str, object], allowed: frozenset[str]
-) -> None:
-    """A `TypeError` for a keyword `owner`'s constructor does not take, as Python raises for
-    one that names no parameter (keywords gathered with `**` would otherwise pass unseen)."""
-    unknown = sorted(keywords.keys() - allowed)
-    if unknown:
-        where = type(owner).__init__.__qualname__
-        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
-
-
-def _http_options(options: HttpOptions | None, keywords: HttpProviderKeywords) -> HttpOptions:
-    """`options`, or one made of the `headers`, `timeouts` and `max_connections` keywords
-    (one left out, or None, keeps the field's default); options and those keywords together
-    are a `TypeError`, since which should win is anyone's guess."""
-    loose: dict[str, Any] = {
-        "headers": keywords.get("headers"),
-        "timeouts": keywords.get("timeouts"),
-        "max_connections": keywords.get("max_connections"),
-    }
-    given = {name: value for name, value in loose.items() if value is not None}
-    if options is None:
-        return HttpOptions(**given)
-    if given:
-        names = ", ".join(given)
-        raise TypeError(f"{names}: give these in `options` or as keywords, not both")
-    return options
-
-
-_FORWARDED_HEADERS = frozenset({"anthropic-version", "anthropic-beta"})
-_USER_AGENT = "turnout"
 
 
 class HttpProvider:
@@ -185,19 +141,8 @@ class HttpProvider:
     `api_key_env` when no `api_key` is given. Every kind takes `name` (the provider id, part of
     the default health key), `api_key` (sent in the kind's credential header,
     `credential_headers`), `options` (an `HttpOptions`: extra headers, timeouts, pool size, the
-    largest answer; default `HttpOptions()`), and the keywords of `HttpProviderKeywords`:
-    `model` (used when neither the target nor the request names one; default none), `prices`
-    (USD per 1M input/output tokens by model, `(input, output)` or `{"input": …, "output": …}`,
-    optionally with `cache_read` and `cache_write`), `catalog` (`name -> ModelInfo | None`:
-    what the model catalog says of a model, its price asked when `prices` has none; default
-    none),
-    `model_aliases` (requested -> wire model), `transport` (an alternative `Transport`, e.g. for
-    tests; default a pooled HTTP/1.1 client made from `options`), `credential_mode`: `org_key`
-    (default: the provider's own `api_key`, or none) or `passthrough` (no key of its own: each
-    call carries the caller's credential through `with_credential`; `api_key` is ignored; see
-    Rule 4); `provider_id` (the stored provider's id, the routing record's `served_provider_id`;
-    default None); and `headers`, `timeouts`, `max_connections`, each setting that field of
-    `options` (when `options` is not given).
+    largest answer; default `HttpOptions()`), and the keywords of `HttpProviderKeywords` (each
+    one's meaning is said there).
     """
 
     kind: ClassVar[str] = "http"
@@ -224,11 +169,8 @@ class HttpProvider:
         **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
         refuse_unknown_keywords(self, keywords, HttpProviderKeywords.__optional_keys__)
-        credential_mode = keywords.get("credential_mode", "org_key")
-        if credential_mode not in CREDENTIAL_MODES:
-            rule = f"must be one of {', '.join(CREDENTIAL_MODES)} (got {credential_mode!r})"
-            raise ConfigError(f"credential_mode: {rule}", [("credential_mode", rule)])
-        options = _http_options(options, keywords)
+        credential_mode = credential_mode_of(keywords)
+        options = http_options(options, keywords)
         self.name = name
         self._speak(wire, family, vendor)
         self.credential_mode: CredentialMode = credential_mode
@@ -246,29 +188,12 @@ class HttpProvider:
         # Rule 6: what this provider's errors never repeat.
         shown = [*own_key.values(), *options.headers.values()]
         self._secrets = secrets_of(shown) + tuple(options.secrets)
-        self._headers = {
-            "content-type": "application/json",
-            "accept": "application/json",
-            "user-agent": _USER_AGENT,
-            **{k.lower(): v for k, v in options.headers.items()},
-            **(auth_headers or {}),
-            **own_key,
-        }
+        self._headers = common_headers(options, auth_headers or {}, own_key)
         self._aliases = dict(keywords.get("model_aliases") or {})
         self._book = ModelBook(
             read_prices(keywords.get("prices")), self._aliases, keywords.get("catalog")
         )
-        transport = keywords.get("transport")
-        self._transport: Transport = (
-            transport
-            if transport is not None
-            else default_transport(
-                provider=name,
-                timeouts=options.timeouts,
-                max_connections=options.max_connections,
-                max_response_bytes=options.max_response_bytes,
-            )
-        )
+        self._transport: Transport = transport_for(name, options, keywords.get("transport"))
 
     def _speak(self, wire: Wire | None, family: str | None, vendor: str | None) -> None:
         """The instance's own wire, family and vendor where given, else its class's."""
@@ -283,6 +208,12 @@ class HttpProvider:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+    @functools.cached_property
+    def facts(self) -> ClientFacts:
+        """What this provider offers beyond a chat call (`ClientFacts`), read when first
+        asked and then kept."""
+        return ClientFacts.of(self)
 
     @property
     def provider(self) -> str:
@@ -317,24 +248,6 @@ class HttpProvider:
     def responses_url(self, model: str) -> str:
         """The URL of the Responses endpoint (`supports_responses` kinds only)."""
         raise NotImplementedError
-
-    async def stored_response(self, method: Literal["GET", "DELETE"], response_id: str) -> bytes:
-        """`GET` or `DELETE` a response this provider's Responses endpoint created
-        (`{responses_url}/{response_id}`): the upstream's body. An error status raises as a
-        call's does (mapped, scrubbed, naming this provider)."""
-        try:
-            base, _, query = self.responses_url("").partition("?")
-            url = f"{base}/{quote(response_id, safe='')}" + (f"?{query}" if query else "")
-            headers = self.sent_headers()
-            send = self._transport.request  # type: ignore[attr-defined]
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise local_error(exc, provider=self.name) from exc
-        reply = await send(method, url, b"", headers)
-        self._check_status(reply.status, reply.headers, reply.body)
-        body: bytes = reply.body
-        return body
 
     @property
     def model_aliases(self) -> Mapping[str, str]:
@@ -416,27 +329,14 @@ class HttpProvider:
     def call_headers(self, request: ChatRequest) -> Mapping[str, str]:
         """The headers of one chat call: the provider's own; for a caller's own Anthropic
         Messages request, with its `anthropic-version` and `anthropic-beta`."""
-        headers = self.sent_headers()
-        source = request.source
-        if source is None or not source.headers or source.format != "anthropic-messages":
-            return headers
-        if self.wire.format != "anthropic-messages":
-            return headers
-        kept = {k.lower(): v for k, v in source.headers if k.lower() in _FORWARDED_HEADERS}
-        return {**headers, **kept} if kept else headers
+        return forwarded_headers(self.sent_headers(), request, self.wire.format)
 
     def body_for(
         self, request: ChatRequest, model: str, *, stream: bool, wire: Wire | None = None
     ) -> bytes:
         """Rule 1: the caller's own bytes when they are in the call's format (`wire`, default
         the kind's), else encoded."""
-        wire = wire or self.wire
-        source = request.source
-        if source is not None and source.format == wire.format:
-            return wire.forward(source.body, model, stream, source.parsed)
-        if request.stream != stream:
-            request = dataclasses.replace(request, stream=stream)
-        return orjson.dumps(wire.encode(request, model))
+        return chat_body(wire or self.wire, request, model, stream=stream)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One whole answer. Failures raise `ProviderError` subclasses."""
@@ -466,99 +366,45 @@ class HttpProvider:
             request_id = request_id_of(reply.headers)
             if not 200 <= reply.status < 300:
                 self._check_status(reply.status, reply.headers, await reply.read())
-            events = SSEDecoder(max_event_bytes=self.options.max_response_bytes)
-            decoder = wire.decoder()
             source = request.source
-            relay = (
-                cast("RelayDecoder", decoder)
-                if source is not None
-                and source.relay
-                and source.format == wire.format
-                and hasattr(decoder, "plain")
-                else None
+            chunks = EventChunks(
+                wire,
+                relay=source is not None and source.relay and source.format == wire.format,
+                max_event_bytes=self.options.max_response_bytes,
+                request_id=request_id,
+                named=self._named,
             )
             try:
                 async for data in reply.chunks():
-                    if relay is None:
-                        for event in events.feed(data):
-                            for chunk in self._decode(decoder, event, request_id):
-                                yield chunk
-                    else:
-                        for chunk in self._relayed(relay, events.feed(data), request_id, wire):
-                            yield chunk
-                for event in events.flush():
-                    for chunk in self._decode(decoder, event, request_id):
+                    for chunk in chunks.feed(data):
                         yield chunk
+                for chunk in chunks.flush():
+                    yield chunk
             except EventTooLarge as exc:
                 error = too_large_error(exc.limit, provider=self.name)
                 raise self._named(error, request_id) from None
             finally:
-                self.malformed_events += decoder.malformed
-            if decoder.finish_reason is None:
-                raise ProviderUnavailable(
-                    "the stream ended early: no finish reason",
-                    reason="stream ended early",
-                    provider=self.name,
-                    provider_request_id=request_id,
-                )
-
-    def _relayed(
-        self, decoder: RelayDecoder, events: list[SSEEvent], request_id: str | None, wire: Wire
-    ) -> Iterator[ChatChunk]:
-        """Rule 7: the chunks of one read's `events`, each run of plain content events as one
-        opaque chunk of their bytes, every other event decoded (in order: a run is handed over
-        before the event that ends it is decoded, so an error event raises after it)."""
-        run: list[bytes] = []
-        plain = decoder.plain
-        for event in events:
-            if plain(event):
-                run.append(event.raw)
-                continue
-            if run:
-                yield _opaque(decoder, run, request_id, wire)
-                run = []
-            yield from self._decode(decoder, event, request_id)
-        if run:
-            yield _opaque(decoder, run, request_id, wire)
+                self.malformed_events += chunks.decoder.malformed
+            check_finished(chunks.decoder, self.name, request_id)
 
     def _decode(
         self, decoder: StreamDecoder, event: SSEEvent, request_id: str | None
     ) -> list[ChatChunk]:
-        try:
-            chunks = decoder.feed(event)
-        except ProviderError as exc:
-            raise self._named(exc, request_id) from None
-        for chunk in chunks:
-            chunk.provider_request_id = request_id
-        return chunks
+        return decode_event(decoder, event, request_id, self._named)
 
     def _check_status(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
-        if 200 <= status < 300:
-            return
-        if status >= 400:
-            error = error_for_status(
+        """An error status raised as its error (Rules 3, 4 and 6); a 2xx passes."""
+        if not 200 <= status < 300:
+            own_key = self.credential_mode == "org_key"
+            raise status_error(
                 status,
                 headers,
                 body,
                 provider=self.name,
                 vendor=self.vendor,
                 secrets=self._call_secrets(),
+                own_key=own_key,
             )
-            if error.error_class == "auth" and self.credential_mode == "org_key":
-                # Rule 4: the key refused is turnout's own, never the caller's: say so, so
-                # that nobody reads the vendor's "incorrect API key" as the caller's fault.
-                error.message = (
-                    f'provider "{self.name}" rejected its configured key: {error.message}'
-                )
-                error.args = (error.message,)
-            raise error
-        raise ProviderUnavailable(
-            f"unexpected HTTP status {status}",
-            status=status,
-            reason=str(status),
-            provider=self.name,
-            provider_request_id=request_id_of(headers),
-        )
 
     def _named(self, exc: ProviderError, request_id: str | None) -> ProviderError:
         """Rule 3: the error with this provider's name and the request id (and Rule 6: its
@@ -577,18 +423,56 @@ class HttpProvider:
         await self._transport.aclose()
 
 
-def _opaque(
-    decoder: RelayDecoder, run: list[bytes], request_id: str | None, wire: Wire
-) -> ChatChunk:
-    """Rule 7: one run of plain content events as one chunk of their bytes."""
-    return ChatChunk(
-        model=decoder.model,
-        id=decoder.id,
-        provider_request_id=request_id,
-        raw=run[0] if len(run) == 1 else b"".join(run),
-        raw_format=wire.format,
-        opaque=True,
-    )
+def facts_of(client: object) -> ClientFacts:
+    """The facts of `client`: a provider adapter's own, kept since first asked; any other
+    client's, read now."""
+    if isinstance(client, HttpProvider):
+        return client.facts
+    return ClientFacts.of(client)
+
+
+class KeyedProvider(HttpProvider):
+    """An `HttpProvider` of a vendor's own API, built from a key and a base URL (`openai`,
+    `anthropic`, `gemini`): `from_config` reads `KeyedFields`, and `default_base_url` stands
+    in for a `base_url` left out."""
+
+    default_base_url: ClassVar[str]
+
+    @classmethod
+    def from_config(cls, config: KeyedFields, build: ProviderBuild) -> Self:
+        """The provider `config` describes; a missing `api_key` is no key, never the
+        environment's."""
+        url = config.base_url or cls.default_base_url
+        key = config.api_key or ""
+        return cls(
+            name=config.name, base_url=url, api_key=key, options=build.options, **build.keywords
+        )
+
+
+class ResponsesSupport(HttpProvider):
+    """An `HttpProvider` that serves OpenAI's Responses API itself (at `responses_url`): a
+    caller's own Responses request is forwarded, and the responses it stores can be read
+    and deleted (`stored_response`)."""
+
+    supports_responses = True
+
+    async def stored_response(self, method: Literal["GET", "DELETE"], response_id: str) -> bytes:
+        """`GET` or `DELETE` a response this provider's Responses endpoint created
+        (`{responses_url}/{response_id}`): the upstream's body. An error status raises as a
+        call's does (mapped, scrubbed, naming this provider)."""
+        try:
+            base, _, query = self.responses_url("").partition("?")
+            url = f"{base}/{quote(response_id, safe='')}" + (f"?{query}" if query else "")
+            headers = self.sent_headers()
+            send = self._transport.request  # type: ignore[attr-defined]
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise local_error(exc, provider=self.name) from exc
+        reply = await send(method, url, b"", headers)
+        self._check_status(reply.status, reply.headers, reply.body)
+        body: bytes = reply.body
+        return body
 
 
 class EmbeddingsSupport(HttpProvider):

@@ -25,7 +25,7 @@ Rule 6: errors are read by `turnout.vendors.aws_errors` (type from `x-amzn-Error
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import quote
 
 import orjson
@@ -33,7 +33,9 @@ import orjson
 from turnout.errors import ConfigError, ProviderError, ProviderUnavailable
 from turnout.providers._aws_auth import AwsSigner
 from turnout.providers._prepare import UNENCODABLE, unencodable
+from turnout.providers._stream import check_finished
 from turnout.providers.base import HttpProvider, Wire
+from turnout.providers.settings import NamedFields
 from turnout.providers.transport import error_for_status, local_error, request_id_of
 from turnout.vendors.aws_errors import bedrock_error
 from turnout.wire import anthropic_messages, bedrock_anthropic, bedrock_converse
@@ -42,15 +44,23 @@ from turnout.wire.sse import SSEEvent
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
-    from typing import Unpack
+    from typing import Self, Unpack
 
     from turnout.providers._wire import StreamDecoder
     from turnout.providers.base import HttpProviderKeywords
+    from turnout.providers.settings import ProviderBuild
     from turnout.providers.transport import HttpOptions
     from turnout.wire.aws_eventstream import Frame
     from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, WireFormat
 
-__all__ = ["APIS", "BEDROCK_CONVERSE", "BEDROCK_INVOKE", "Bedrock", "default_base_url"]
+__all__ = [
+    "APIS",
+    "BEDROCK_CONVERSE",
+    "BEDROCK_INVOKE",
+    "Bedrock",
+    "BedrockFields",
+    "default_base_url",
+]
 
 BedrockApi = Literal["converse", "invoke"]
 APIS: tuple[BedrockApi, ...] = ("converse", "invoke")
@@ -81,6 +91,29 @@ BEDROCK_INVOKE = Wire(
 )
 
 
+class BedrockFields(NamedFields, Protocol):
+    """What a `bedrock` provider reads of its configuration: its region, API and AWS
+    credentials (it takes no `api_key`)."""
+
+    @property
+    def region(self) -> str | None: ...
+
+    @property
+    def api(self) -> BedrockApi | None: ...
+
+    @property
+    def access_key_id(self) -> str | None: ...
+
+    @property
+    def secret_access_key(self) -> str | None: ...
+
+    @property
+    def session_token(self) -> str | None: ...
+
+    @property
+    def profile(self) -> str | None: ...
+
+
 class Bedrock(HttpProvider):
     """AWS Bedrock Runtime (`kind: bedrock`).
 
@@ -94,6 +127,22 @@ class Bedrock(HttpProvider):
     kind = "bedrock"
     wire = BEDROCK_CONVERSE
     vendor = "bedrock"
+
+    @classmethod
+    def from_config(cls, config: BedrockFields, build: ProviderBuild) -> Self:
+        """The provider `config` describes (region default `us-east-1`)."""
+        return cls(
+            config.region or "us-east-1",
+            base_url=config.base_url,
+            name=config.name,
+            api=config.api,
+            access_key_id=config.access_key_id,
+            secret_access_key=config.secret_access_key,
+            session_token=config.session_token,
+            profile=config.profile,
+            options=build.options,
+            **build.keywords,
+        )
 
     def __init__(
         self,
@@ -244,13 +293,7 @@ class Bedrock(HttpProvider):
                 raise self._named(error, request_id) from None
             finally:
                 self.malformed_events += decoder.malformed
-            if decoder.finish_reason is None:
-                raise ProviderUnavailable(
-                    "the stream ended early: no finish reason",
-                    reason="stream ended early",
-                    provider=self.name,
-                    provider_request_id=request_id,
-                )
+            check_finished(decoder, self.name, request_id)
 
     def _frame(
         self, decoder: StreamDecoder, frame: Frame, invoke: bool, request_id: str | None

@@ -19,7 +19,7 @@ import orjson
 
 from turnout.errors import ProviderError
 from turnout.providers._prepare import UNENCODABLE, unencodable
-from turnout.providers.base import GEMINI_GENERATE, HttpProvider
+from turnout.providers.base import GEMINI_GENERATE, KeyedProvider
 from turnout.providers.transport import local_error, request_id_of
 from turnout.wire import gemini_embeddings
 
@@ -38,7 +38,7 @@ API_VERSION = "v1beta"
 """The API version in every path (the one that carries every Gemini feature turnout uses)."""
 
 
-class Gemini(HttpProvider):
+class Gemini(KeyedProvider):
     """Google Gemini (`kind: gemini`).
 
     `api_key` defaults to the `GEMINI_API_KEY` environment variable and is sent as
@@ -51,6 +51,7 @@ class Gemini(HttpProvider):
     kind = "gemini"
     api_key_env = "GEMINI_API_KEY"
     wire = GEMINI_GENERATE
+    default_base_url = DEFAULT_BASE_URL
     family = "gemini"
     vendor = "gemini"
     supports_embeddings = True

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 from urllib.parse import urlsplit
 
 from turnout.errors import ConfigError, ProviderError
@@ -26,19 +26,21 @@ from turnout.providers.base import (
     ProviderKeywords,
     refuse_unknown_keywords,
 )
+from turnout.providers.settings import NamedFields
 from turnout.providers.transport import HttpReply
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-    from typing import Unpack
+    from typing import Self, Unpack
 
     from turnout.mock_upstream.app import MockUpstreamApp
     from turnout.mock_upstream.exchange import Request
     from turnout.mock_upstream.log import LoggedRequest
+    from turnout.providers.settings import ProviderBuild
     from turnout.providers.transport import StreamReply
     from turnout.routing.clock import Clock
 
-__all__ = ["MemoryTransport", "MockProvider"]
+__all__ = ["MemoryTransport", "MockFields", "MockProvider"]
 
 _END = b""
 _HOLD = 86_400.0  # a hang holds a call for a day: in practice until the call is cancelled
@@ -244,6 +246,14 @@ async def _stop(task: asyncio.Task[None]) -> None:
             await task
 
 
+class MockFields(NamedFields, Protocol):
+    """What a `mock` provider reads of its configuration besides its name: the `wire` it
+    speaks (its `script` comes as `ProviderBuild.script`, in the mock upstream's grammar)."""
+
+    @property
+    def wire(self) -> Literal["openai-chat", "anthropic-messages"] | None: ...
+
+
 class MockProvider(EmbeddingsSupport):
     """An in-process provider answering like the mock upstream (`kind: mock`, family none).
 
@@ -258,6 +268,13 @@ class MockProvider(EmbeddingsSupport):
     kind = "mock"
     vendor = "mock"
     family = "none"
+
+    @classmethod
+    def from_config(cls, config: MockFields, build: ProviderBuild) -> Self:
+        """The provider `config` describes (wire default `openai-chat`), sleeping on
+        `build.clock`."""
+        wire = config.wire or "openai-chat"
+        return cls(config.name, script=build.script, wire=wire, clock=build.clock, **build.keywords)
 
     def __init__(
         self,

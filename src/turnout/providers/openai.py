@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from turnout.providers.base import OPENAI_CHAT, EmbeddingsSupport
+from turnout.providers.base import OPENAI_CHAT, EmbeddingsSupport, KeyedProvider, ResponsesSupport
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -23,7 +23,7 @@ __all__ = ["OpenAI"]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAI(EmbeddingsSupport):
+class OpenAI(EmbeddingsSupport, ResponsesSupport, KeyedProvider):
     """OpenAI (`kind: openai`).
 
     `api_key` defaults to the `OPENAI_API_KEY` environment variable (no key: no
@@ -36,9 +36,9 @@ class OpenAI(EmbeddingsSupport):
     kind = "openai"
     api_key_env = "OPENAI_API_KEY"
     wire = OPENAI_CHAT
+    default_base_url = DEFAULT_BASE_URL
     family = "openai"
     vendor = "openai"
-    supports_responses = True
 
     def __init__(
         self,

@@ -8,20 +8,30 @@ reset-time parser and embeddings support; `turnout.vendors.catalog`).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from turnout.errors import ConfigError
 from turnout.providers.base import OPENAI_CHAT_COMPATIBLE, EmbeddingsSupport
+from turnout.providers.settings import KeyedFields
 from turnout.vendors.catalog import vendor_entry
 from turnout.vendors.presets import KEYLESS_PRESETS, PRESETS, is_loopback
 
 if TYPE_CHECKING:
-    from typing import Unpack
+    from typing import Self, Unpack
 
     from turnout.providers.base import HttpProviderKeywords
+    from turnout.providers.settings import ProviderBuild
     from turnout.providers.transport import HttpOptions
 
-__all__ = ["KEYLESS_PRESETS", "PRESETS", "OpenAICompatible", "is_loopback"]
+__all__ = ["KEYLESS_PRESETS", "PRESETS", "CompatibleFields", "OpenAICompatible", "is_loopback"]
+
+
+class CompatibleFields(KeyedFields, Protocol):
+    """What an `openai-compatible` provider reads of its configuration besides its key and
+    URL: the `preset` of a known vendor."""
+
+    @property
+    def preset(self) -> str | None: ...
 
 
 class OpenAICompatible(EmbeddingsSupport):
@@ -42,6 +52,20 @@ class OpenAICompatible(EmbeddingsSupport):
     kind = "openai-compatible"
     wire = OPENAI_CHAT_COMPATIBLE
     family = "none"
+
+    @classmethod
+    def from_config(cls, config: CompatibleFields, build: ProviderBuild) -> Self:
+        """The provider `config` describes; a missing `api_key` is no key, never the
+        environment's."""
+        url, key = config.base_url, config.api_key or ""
+        return cls(
+            url,
+            key,
+            preset=config.preset,
+            name=config.name,
+            options=build.options,
+            **build.keywords,
+        )
 
     def __init__(
         self,

@@ -22,22 +22,24 @@ Rule 5: errors are read as Google's envelope, with Claude's own errors unwrapped
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 from urllib.parse import quote
 
 from turnout.errors import ConfigError, ProviderUnavailable
 from turnout.providers._cloud_token import CloudToken
 from turnout.providers._google_auth import google_credentials, refresh_error
 from turnout.providers.base import ANTHROPIC_MESSAGES, GEMINI_GENERATE, HttpProvider
+from turnout.providers.settings import NamedFields
 from turnout.routing.clock import LoopClock
 from turnout.vendors.vertex_errors import unwrap_vertex_error
 from turnout.wire import vertex as vertex_wire
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
-    from typing import Unpack
+    from typing import Self, Unpack
 
     from turnout.providers.base import HttpProviderKeywords, Wire
+    from turnout.providers.settings import ProviderBuild
     from turnout.providers.transport import HttpOptions
     from turnout.routing.clock import Clock
     from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse, WireFormat
@@ -47,6 +49,7 @@ __all__ = [
     "PUBLISHERS",
     "Publisher",
     "Vertex",
+    "VertexFields",
     "publisher_of",
     "vertex_base_url",
 ]
@@ -81,6 +84,26 @@ def publisher_of(model: str) -> Publisher | None:
     return None
 
 
+class VertexFields(NamedFields, Protocol):
+    """What a `vertex` provider reads of its configuration: its Google Cloud project,
+    location, credentials and publisher (it takes no `api_key`)."""
+
+    @property
+    def project(self) -> str | None: ...
+
+    @property
+    def location(self) -> str | None: ...
+
+    @property
+    def credentials_file(self) -> str | None: ...
+
+    @property
+    def credentials_json(self) -> str | None: ...
+
+    @property
+    def publisher(self) -> Publisher | None: ...
+
+
 class Vertex(HttpProvider):
     """Google Cloud Vertex AI (`kind: vertex`).
 
@@ -99,6 +122,25 @@ class Vertex(HttpProvider):
     kind = "vertex"
     vendor = "vertex"
     supports_embeddings = False
+
+    @classmethod
+    def from_config(cls, config: VertexFields, build: ProviderBuild) -> Self:
+        """The provider `config` describes; without a `publisher`, its models' publisher is
+        the one of the provider's family (`ProviderBuild.family`). Its token refresh runs on
+        the real clock whatever the gateway's: the expiry is Google's."""
+        default: Publisher = "anthropic" if build.family == "anthropic" else "google"
+        return cls(
+            config.project or "",
+            config.location or DEFAULT_LOCATION,
+            credentials_file=config.credentials_file,
+            credentials_json=config.credentials_json,
+            publisher=config.publisher,
+            default_publisher=default,
+            base_url=config.base_url,
+            name=config.name,
+            options=build.options,
+            **build.keywords,
+        )
 
     def __init__(
         self,

@@ -96,7 +96,7 @@ async def get_upstreams(call: AdminCall) -> Reply:
 
 
 def _uses(target: Any, provider: str) -> bool:
-    return bool(getattr(target.client, "provider", None) == provider)
+    return bool(target.client.provider == provider)
 
 
 def _upstream_route(

@@ -14,6 +14,7 @@ from turnout.gateway.handlers.chat import decode_body, session_of
 from turnout.gateway.resolution.consumers import CONSUMER_HEADER
 from turnout.gateway.responses.respond import header_value, json_reply
 from turnout.gateway.server.exchange import request_id_header
+from turnout.providers import facts_of
 from turnout.routing.plan import caller_client
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
     from turnout.routing.target import Target
 
 __all__ = ["counting_target", "handle_count_tokens"]
-
-_FORMAT = "anthropic-messages"
 
 
 def counting_target(route: Route, plan: RequestPlan | None = None) -> Target | None:
@@ -40,7 +39,7 @@ def counting_target(route: Route, plan: RequestPlan | None = None) -> Target | N
             continue
         if pinned is not None and (rule is None or rule.family != pinned):
             continue
-        if getattr(client, "wire_format", None) == _FORMAT and hasattr(client, "count_tokens"):
+        if facts_of(client).counts_tokens:
             return target
     return None
 

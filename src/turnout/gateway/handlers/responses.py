@@ -28,6 +28,7 @@ from turnout.errors import NotFound
 from turnout.gateway.handlers.chat import handle_chat
 from turnout.gateway.responses.respond import JSON, Reply, header_value
 from turnout.gateway.server.exchange import request_id_header
+from turnout.providers import facts_of
 from turnout.routing.plan import CallerCredential
 from turnout.routing.stream import RoutedStream
 from turnout.wire.openai_responses import namespaced_tools
@@ -159,13 +160,13 @@ async def handle_stored_response(exchange: Exchange) -> None:
         entry is None
         or entry.get("key") != exchange.key_name()
         or provider is None
-        or not getattr(provider, "supports_responses", False)
+        or not facts_of(provider).supports_responses
     ):
         raise NotFound(
             f"no response {response_id!r}: turnout keeps only the ids of responses a Responses "
             "server created for this key"
         )
-    if getattr(provider, "credential_mode", "org_key") == "passthrough":
+    if facts_of(provider).credential_mode == "passthrough":
         own = exchange.credentials().own_credential
         if own is not None:
             credential = CallerCredential(own.secret, bearer=own.header == "authorization")

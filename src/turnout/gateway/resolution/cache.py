@@ -30,6 +30,7 @@ import orjson
 from turnout.errors import InvalidRequest
 from turnout.gateway.responses.respond import JSON, Reply, routing_headers, routing_object
 from turnout.gateway.responses.streaming import SSE_HEADERS
+from turnout.providers import facts_of
 from turnout.record import RoutingRecord
 from turnout.routing.request_state import new_request_id
 from turnout.routing.stream import RoutedStream
@@ -139,7 +140,7 @@ class ChatCache:
 
 
 def _wire_model(client: object, model: str | None) -> str | None:
-    wire_model = getattr(client, "wire_model", None)
+    wire_model = facts_of(client).wire_model
     if wire_model is None:
         return model
     try:

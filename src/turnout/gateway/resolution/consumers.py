@@ -26,6 +26,7 @@ from turnout.access.served_routes import MESSAGES_WIRE
 from turnout.errors import ConsumerNotAllowed, EmbeddingsNotSupported, NoRoute, NotFound
 from turnout.gateway.resolution.route_entry import Resolution, RouteEntry
 from turnout.gateway.runtime.build import supports_embeddings
+from turnout.providers import facts_of
 from turnout.routing.options import RouteOptions
 from turnout.routing.route import Route
 from turnout.routing.target import Target
@@ -182,7 +183,7 @@ class ConsumerRoutes:
             route_id=self._ids.get(("provider", provider)),
             generated=True,
         )
-        speaks_messages = getattr(client, "wire_format", None) == MESSAGES_WIRE
+        speaks_messages = facts_of(client).wire_format == MESSAGES_WIRE
         reasons: dict[str, str] = {}
         if not speaks_messages:
             reasons["messages"] = f'provider "{provider}" does not speak Anthropic Messages'

@@ -41,6 +41,7 @@ from turnout.access.bindings import IMPLICIT_GRANT
 from turnout.access.keys import NO_REQUIREMENTS
 from turnout.access.policies import CLEAR, Policies, ProviderFacts, target_family
 from turnout.errors import NoRoute, PolicyDenied, RoutingError
+from turnout.providers import facts_of
 from turnout.routing.plan import CallerCredential, RequestPlan, TargetPlan, TargetRule
 
 if TYPE_CHECKING:
@@ -366,7 +367,7 @@ class RequestPlanner:
 def _origin(route: Route, index: int) -> str:
     """Where target `index` of `route` sends its calls: the scheme, host and port of its
     client's base URL (the provider's name when the client has none)."""
-    base_url = getattr(route.targets[index].client, "base_url", None)
+    base_url = facts_of(route.targets[index].client).base_url
     return _origin_of(base_url, route.providers[index])
 
 

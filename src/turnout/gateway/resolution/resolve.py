@@ -42,6 +42,7 @@ from turnout.access.keys import Caller, ceiling_check, empty_model_route
 from turnout.access.model_index import ambiguity_message, no_route_message
 from turnout.errors import EmbeddingsNotSupported, NoRoute, RoutingError, UpstreamAmbiguous
 from turnout.gateway.resolution.route_entry import Resolution
+from turnout.providers import facts_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -293,8 +294,7 @@ def _member_aliases(entry: RouteEntry) -> frozenset[str]:
     `model_aliases` (a client without aliases lists none)."""
     found: set[str] = set()
     for target in entry.route.targets:
-        aliases: Mapping[str, str] = getattr(target.client, "model_aliases", None) or {}
-        found.update(model.lower() for model in aliases)
+        found.update(model.lower() for model in facts_of(target.client).model_aliases)
     return frozenset(found)
 
 

@@ -19,9 +19,9 @@ import random
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from turnout.access.policies import vertex_family
+from turnout.access.policies import provider_family
 from turnout.access.served_routes import (
     MESSAGES_WIRE,
     alias_wire_model,
@@ -38,21 +38,9 @@ from turnout.gateway.runtime.engine_config import (
     build_target,
     catalog_window,
 )
-from turnout.providers import (
-    Anthropic,
-    AzureOpenAI,
-    Bedrock,
-    Gemini,
-    HttpOptions,
-    HttpTimeouts,
-    MockProvider,
-    OpenAI,
-    OpenAICompatible,
-)
-from turnout.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
-from turnout.providers.azure_openai import DEFAULT_API_VERSION as AZURE_API_VERSION
-from turnout.providers.gemini import DEFAULT_BASE_URL as GEMINI_URL
-from turnout.providers.openai import DEFAULT_BASE_URL as OPENAI_URL
+from turnout.providers import HttpOptions, HttpTimeouts, facts_of
+from turnout.providers.kinds import KINDS
+from turnout.providers.settings import ProviderBuild
 from turnout.routing.health import Breaker, Health
 from turnout.routing.options import FALLBACK_KINDS, MAX_STATIC_ATTEMPTS, RouteOptions
 from turnout.routing.route import Route
@@ -64,7 +52,7 @@ if TYPE_CHECKING:
 
     from turnout.access.served_routes import ServedRoute, ServedRoutes
     from turnout.config.catalog import ModelCatalog
-    from turnout.providers.base import ProviderKeywords
+    from turnout.providers.base import HttpProvider, ProviderKeywords
     from turnout.routing.clock import Clock
     from turnout.schema import (
         DefaultsConfig,
@@ -119,7 +107,7 @@ def configured_secrets(config: FileConfig) -> tuple[str, ...]:
 
 def build_providers(
     config: FileConfig, *, clock: Clock | None = None, ids: Mapping[tuple[str, str], str] = NO_IDS
-) -> dict[str, Any]:
+) -> dict[str, HttpProvider]:
     """The adapter of every configured provider by name (`build_provider`), each scrubbing
     every configured secret from its errors; `ids` maps `("provider", name)` to the stored id
     the adapter carries (`provider_id`)."""
@@ -154,13 +142,13 @@ def build_provider(
     secrets: Sequence[str] = (),
     provider_id: str | None = None,
     catalog: ModelCatalog | None = None,
-) -> Any:
-    """The adapter for one configured provider (`kind` -> class), with its options from
-    `build_http_options`. A missing `api_key` means no credential: the adapters' own
-    environment defaults are not read, only `${VAR}` is. The adapter gets the provider's
-    credential mode: a passthrough adapter has no key of its own and sends each call with the
-    caller's credential. With a `catalog` the adapter prices and limits the models its
-    `prices` and `catalog` do not (`turnout.config.catalog`)."""
+) -> HttpProvider:
+    """The adapter for one configured provider: its kind's class (`KINDS`) builds it from the
+    configuration, with its options from `build_http_options`. A missing `api_key` means no
+    credential: the adapters' own environment defaults are not read, only `${VAR}` is. The
+    adapter gets the provider's credential mode: a passthrough adapter has no key of its own
+    and sends each call with the caller's credential. With a `catalog` the adapter prices and
+    limits the models its `prices` and `catalog` do not (`turnout.config.catalog`)."""
     keywords: ProviderKeywords = {
         "prices": {model: p.model_dump() for model, p in config.prices.items()},
         "model_aliases": dict(config.model_aliases),
@@ -168,76 +156,19 @@ def build_provider(
         "provider_id": provider_id,
         "catalog": None if catalog is None else catalog.for_provider(config),
     }
-    name, url = config.name, config.base_url
-    if config.kind == "mock":
-        steps, wire = mock_script_steps(config), config.wire or "openai-chat"
-        return MockProvider(name, script=steps, wire=wire, clock=clock, **keywords)
-    options = build_http_options(config, secrets=secrets)
-    key = config.api_key or ""  # never None, which would read the adapter's environment default
-    if config.kind == "openai":
-        return OpenAI(key, base_url=url or OPENAI_URL, name=name, options=options, **keywords)
-    if config.kind == "anthropic":
-        return Anthropic(key, base_url=url or ANTHROPIC_URL, name=name, options=options, **keywords)
-    if config.kind == "azure-openai":
-        version = config.api_version or AZURE_API_VERSION
-        return AzureOpenAI(
-            url or "",
-            key or None,
-            version,
-            wire=config.wire or "",
-            name=name,
-            options=options,
-            **keywords,
-        )
-    if config.kind == "gemini":
-        return Gemini(key, base_url=url or GEMINI_URL, name=name, options=options, **keywords)
-    if config.kind == "vertex":
-        return _vertex(config, options=options, keywords=keywords)
-    if config.kind == "bedrock":
-        return Bedrock(
-            config.region or "us-east-1",
-            base_url=url,
-            name=name,
-            api=config.api,
-            access_key_id=config.access_key_id,
-            secret_access_key=config.secret_access_key,
-            session_token=config.session_token,
-            profile=config.profile,
-            options=options,
-            **keywords,
-        )
-    return OpenAICompatible(url, key, preset=config.preset, name=name, options=options, **keywords)
-
-
-def _vertex(
-    config: ProviderConfig,
-    *,
-    options: HttpOptions,
-    keywords: ProviderKeywords,
-) -> Any:
-    """A `vertex` adapter (imported here: it is the only kind that may need google-auth). Its
-    token refresh runs on the real clock whatever the gateway's: the expiry is Google's."""
-    from turnout.providers.vertex import Vertex  # noqa: PLC0415
-
-    anthropic = vertex_family(config) == "anthropic"
-    default: Literal["google", "anthropic"] = "anthropic" if anthropic else "google"
-    return Vertex(
-        config.project or "",
-        config.location or "us-central1",
-        credentials_file=config.credentials_file,
-        credentials_json=config.credentials_json,
-        publisher=config.publisher,
-        default_publisher=default,
-        base_url=config.base_url,
-        name=config.name,
-        options=options,
-        **keywords,
+    build = ProviderBuild(
+        keywords,
+        build_http_options(config, secrets=secrets),
+        family=provider_family(config),
+        clock=clock,
+        script=tuple(mock_script_steps(config)),
     )
+    return KINDS[config.kind].from_config(config, build)
 
 
-def supports_embeddings(provider: Any) -> bool:
+def supports_embeddings(provider: object) -> bool:
     """Whether an adapter serves embeddings (the vendor catalog's word, via the adapter)."""
-    return bool(getattr(provider, "supports_embeddings", False)) and hasattr(provider, "embed")
+    return facts_of(provider).supports_embeddings
 
 
 def build_health(defaults: DefaultsConfig, *, clock: Clock | None = None) -> Health:
@@ -426,7 +357,7 @@ class _Builder:
 
         subsets: dict[Endpoint, frozenset[int]] = {
             "messages": frozenset(
-                i for i, t in enumerate(targets) if _wire_format(t.client) == MESSAGES_WIRE
+                i for i, t in enumerate(targets) if facts_of(t.client).wire_format == MESSAGES_WIRE
             ),
             "embeddings": frozenset(
                 i for i, t in enumerate(targets) if supports_embeddings(t.client)
@@ -452,11 +383,6 @@ class _Parts(NamedTuple):
     targets: list[Target]
     options: RouteOptions
     subsets: dict[Endpoint, frozenset[int]]
-
-
-def _wire_format(client: Any) -> str | None:
-    wire = getattr(client, "wire_format", None)
-    return wire if isinstance(wire, str) else None
 
 
 def _offers_embeddings(target: Target, config: TargetConfig) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from turnout.providers import facts_of
 from turnout.routing.strategies import try_order
 
 if TYPE_CHECKING:
@@ -50,9 +51,8 @@ def target_row(route: Route, index: int, model: str | None = None) -> dict[str, 
     the requested model), `fallback_only` and `paused`."""
     target = route.targets[index]
     wire = target.model or model
-    wire_model = getattr(target.client, "wire_model", None)
-    if wire and callable(wire_model):
-        wire = wire_model(wire)
+    if wire:
+        wire = facts_of(target.client).wire_model_for(wire)
     return {
         "name": target.name,
         "provider": target.client.provider,
