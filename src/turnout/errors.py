@@ -237,7 +237,26 @@ class ProjectDefaultRouteInherited(StoreError, status=409, code="PROJECT_DEFAULT
     is allowed); `meta` is `{"consumers": {"count": n, "sample": [up to 5 ids]}}`."""
 
 
-class RoutingError(TurnoutError):
+class _Refusal(TurnoutError):
+    """An answer the gateway decided itself, with the `status` and `code` it answers with. Each
+    subclass sets them in its class line; the `status=` and `code=` keywords stay for code
+    outside the package that raises one of its own."""
+
+    status: int = 400
+    code: str = "invalid_request"
+    should_retry: bool | None = None
+    """Whether repeating the same request can help (None: no opinion; see the module)."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
+
+
+class RoutingError(_Refusal):
     """A request ended without an answer for a reason turnout decided, not a provider.
 
     `status` and `code` are what the gateway answers with; each subclass sets them (see the
@@ -249,8 +268,6 @@ class RoutingError(TurnoutError):
     status: int = 503
     code: str = "route_exhausted"
     transient: ClassVar[bool] = False
-    should_retry: bool | None = None
-    """Whether repeating the same request can help (None: no opinion; see the module)."""
 
     def __init__(
         self,
@@ -260,12 +277,7 @@ class RoutingError(TurnoutError):
         code: str | None = None,
         routing: RoutingRecord | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
-        if status is not None:
-            self.status = status
-        if code is not None:
-            self.code = code
+        super().__init__(message, status=status, code=code)
         self.routing = routing
 
     @property
@@ -356,23 +368,10 @@ class InvalidApiKey(RoutingError, status=401, code="invalid_api_key", should_ret
     """The turnout key is missing or unknown where keys are required (401 `invalid_api_key`)."""
 
 
-class HttpError(TurnoutError):
+class HttpError(_Refusal):
     """The gateway refused the HTTP exchange itself: its framing, size, method, path, pace or
     body, or a shutdown that cut it short. No routing had begun, so there is no record.
     `status` and `code` are what the gateway answers with; each subclass sets them."""
-
-    status: int = 400
-    code: str = "invalid_request"
-    should_retry: bool | None = None
-    """Whether repeating the same request can help (None: no opinion; see the module)."""
-
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if status is not None:
-            self.status = status
-        if code is not None:
-            self.code = code
 
 
 class MalformedBody(HttpError, status=400, code="invalid_request", should_retry=False):

@@ -43,6 +43,28 @@ def record(
     return routed.as_dict()
 
 
+def finished(
+    made: RoutingRecord | dict[str, Any],
+    *,
+    at: float = NOW,
+    project: str | None = "default",
+    key_name: str | None = "app",
+    endpoint: str = "/v1/chat/completions",
+    latency_ms: int = 5,
+) -> FinishedRequest:
+    """One answered request with status 200, as the observer hands it to the audit sink."""
+    return FinishedRequest(
+        made,
+        at=at,
+        project=project,
+        key_name=key_name,
+        endpoint=endpoint,
+        status=200,
+        outcome="answered",
+        latency_ms=latency_ms,
+    )
+
+
 def submit(
     writer: AuditWriter | AuditPipe,
     request_id: str,
@@ -53,18 +75,8 @@ def submit(
     **options: Any,
 ) -> None:
     """Submit one answered request to `writer`."""
-    writer.submit(
-        FinishedRequest(
-            record(request_id, **options),
-            at=at,
-            project=project,
-            key_name=key_name,
-            endpoint="/v1/chat/completions",
-            status=200,
-            outcome="answered",
-            latency_ms=55,
-        )
-    )
+    made = record(request_id, **options)
+    writer.submit(finished(made, at=at, project=project, key_name=key_name, latency_ms=55))
 
 
 def counts(store: Store) -> tuple[int, int, int]:

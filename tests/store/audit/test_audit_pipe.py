@@ -18,7 +18,7 @@ import orjson
 import pytest
 from sqlalchemy import delete, text
 
-from tests.store.audit._support import counts, record, submit
+from tests.store.audit._support import counts, finished, record, submit
 from tests.store.audit.test_audit_frames import _every_field_set, _odd_values
 from tests.store.conftest import SECRET_KEY
 from turnout.store import SecretBox, Store, migrate, open_store
@@ -26,7 +26,7 @@ from turnout.store.audit_child import read_frame
 from turnout.store.audit_frames import encode_batch, frame
 from turnout.store.audit_pipe import AuditPipe
 from turnout.store.audit_policy import AuditPolicy
-from turnout.store.audit_rows import FinishedRequest, IdMint
+from turnout.store.audit_rows import IdMint
 from turnout.store.ledger import AuditWriter
 from turnout.store.models import RequestAttempt, RequestAudit, UsageEntry
 
@@ -166,18 +166,7 @@ async def test_the_child_stores_the_record_text_the_thread_writer_stores(
     for sink in (AuditWriter(store, spill_dir=tmp_path / "spill"), _pipe(store, tmp_path)):
         await sink.start()
         for made in (_every_field_set(), _odd_values()):
-            sink.submit(
-                FinishedRequest(
-                    made,
-                    at=time.time(),
-                    project="default",
-                    key_name="app",
-                    endpoint="/v1/chat/completions",
-                    status=200,
-                    outcome="answered",
-                    latency_ms=5,
-                )
-            )
+            sink.submit(finished(made, at=time.time()))
         await sink.aclose()
         texts.append(_record_texts(store))
         _empty(store)
@@ -316,7 +305,7 @@ async def test_the_child_ends_when_its_input_ends(store: Store, tmp_path: Path) 
     pipe = _pipe(store, tmp_path)  # only for its settings
     process.stdin.write(frame(orjson.dumps(pipe.settings)))
     done = [
-        FinishedRequest(record, time.time(), "default", "app", "/v1/messages", 200, "answered", 9)
+        finished(record, at=time.time(), endpoint="/v1/messages", latency_ms=9)
         for record in [record(f"r{number}") for number in range(3)]
     ]
     process.stdin.write(encode_batch(1, False, done, IdMint()))

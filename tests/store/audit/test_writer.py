@@ -8,10 +8,9 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tests.store.audit._support import DAY, NOW, counts, record, submit
+from tests.store.audit._support import DAY, NOW, counts, finished, record, submit
 from turnout.store import migrate
 from turnout.store.audit_policy import AuditPolicy
-from turnout.store.audit_rows import FinishedRequest
 from turnout.store.audit_writes import delete_expired_audit
 from turnout.store.ledger import AuditWriter, audit_sink
 from turnout.store.spill import read_spill
@@ -153,8 +152,7 @@ async def test_requests_submitted_at_once_keep_the_queue_bound(
     writer = _writer(store, tmp_path, max_queue=3, batch_size=3)
     submit(writer, "r0")
     made = [
-        FinishedRequest(record(f"r{n}"), NOW, "default", "app", "/v1/chat/completions", 200,
-                        "answered", 5)
+        finished(record(f"r{n}"))
         for n in range(1, 7)
     ]  # fmt: skip
     writer.submit_all(made[:4])
@@ -189,18 +187,7 @@ async def test_a_reused_request_id_adds_no_attempt_row_of_its_own(
     await writer.flush()
     longer = record("same")
     longer["attempts"].append({**longer["attempts"][-1], "index": 3})
-    writer.submit(
-        FinishedRequest(
-            longer,
-            at=NOW,
-            project="default",
-            key_name="app",
-            endpoint="/v1/chat/completions",
-            status=200,
-            outcome="answered",
-            latency_ms=5,
-        )
-    )
+    writer.submit(finished(longer))
     submit(writer, "new")
     await writer.flush()
     assert counts(store) == (2, 4, 3)
@@ -260,18 +247,7 @@ async def test_rows_the_store_rejects_hold_up_nothing(store: Store, tmp_path: Pa
     submit(writer, "good")
     broken = record("broken")
     broken["attempts"][0]["target"] = None
-    writer.submit(
-        FinishedRequest(
-            broken,
-            at=NOW,
-            project="default",
-            key_name="app",
-            endpoint="/v1/messages",
-            status=200,
-            outcome="answered",
-            latency_ms=5,
-        )
-    )
+    writer.submit(finished(broken, endpoint="/v1/messages"))
     await writer.flush()
     assert counts(store) == (1, 2, 2)
     assert (writer.rejected, writer.dropped, writer.queued, writer.spilled) == (1, 0, 0, 0)
@@ -305,18 +281,7 @@ async def test_long_and_nul_texts_are_cut_to_fit(store: Store, tmp_path: Path) -
     writer = _writer(store, tmp_path)
     long = record("long")
     long["requested_model"] = "m\x00" + "x" * 400
-    writer.submit(
-        FinishedRequest(
-            long,
-            at=NOW,
-            project="default",
-            key_name="app",
-            endpoint="/v1/messages",
-            status=200,
-            outcome="answered",
-            latency_ms=5,
-        )
-    )
+    writer.submit(finished(long, endpoint="/v1/messages"))
     await writer.flush()
     found = get_request(store, "long")
     assert found is not None
@@ -331,18 +296,7 @@ async def test_times_and_flags_read_back_as_written(store: Store, tmp_path: Path
     at = NOW + 0.123456
     cached = record("cached")
     cached["cache"] = "hit"
-    writer.submit(
-        FinishedRequest(
-            cached,
-            at=at,
-            project="default",
-            key_name="app",
-            endpoint="/v1/messages",
-            status=200,
-            outcome="answered",
-            latency_ms=5,
-        )
-    )
+    writer.submit(finished(cached, at=at, endpoint="/v1/messages"))
     await writer.flush()
     moment = datetime.fromtimestamp(at, UTC)
     assert [g["requests"] for g in usage_report(store, group_by="day", since=moment)] == [1]
