@@ -178,6 +178,14 @@ def _answer_text(call: _Call) -> str:
     return answers.answer_text(call.base, call.fault.chunks)
 
 
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt tokens of an OpenAI or Anthropic body: a body with `input` and no `messages`
+    counts as a Responses one."""
+    if "input" in body and "messages" not in body:
+        return responses.prompt_tokens(body)
+    return answers.prompt_tokens(body)
+
+
 def _stamped(call: _Call) -> bool:
     """Whether the stream's text pieces carry their send time (`stamp`): text answers in the
     SSE formats, where an event may change length (a Bedrock frame has a checksum)."""
@@ -429,7 +437,7 @@ class MockUpstreamApp:
             if keep:
                 self.responses.keep(call.body, answer)
             return answer
-        prompt = answers.prompt_tokens(call.body)
+        prompt = _prompt_tokens(call.body)
         if call.endpoint == "count_tokens":
             return {"input_tokens": prompt}
         messages = call.endpoint in {"messages", "bedrock_invoke", "bedrock_invoke_stream"}
@@ -464,7 +472,7 @@ class MockUpstreamApp:
     def _plan(call: _Call) -> tuple[answers.StreamPlan, dict[str, Any] | None]:
         """The stream's events, and for a Responses stream the response it ends with."""
         fault, tool = call.fault, call.tool_call
-        prompt = answers.prompt_tokens(call.body)
+        prompt = _prompt_tokens(call.body)
         if tool is not None:
             pieces = tool.pieces(fault.chunks)
         elif _stamped(call):
