@@ -13,9 +13,7 @@ through `call`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import threading
 from typing import TYPE_CHECKING, Any
 
 from turnout.config.load import parse_config
@@ -24,10 +22,11 @@ from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
 from turnout.mock_upstream import MockUpstream
-from turnout.mock_upstream.server import new_event_loop
+from turnout.mock_upstream.server import LoopThread
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    import socket
+    from collections.abc import AsyncIterator, Callable, Sequence
     from types import TracebackType
 
 __all__ = ["DemoStage"]
@@ -56,9 +55,7 @@ class DemoStage:
         self._admin_hashes = admin_hashes
         self.upstream = MockUpstream(hold_limit=hold_limit)
         self.url = ""
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stopped: asyncio.Event | None = None
+        self._thread = LoopThread("turnout-demo", limit=_START_LIMIT)
 
     @property
     def openai_base_url(self) -> str:
@@ -67,28 +64,14 @@ class DemoStage:
 
     def start(self) -> DemoStage:
         """Start both servers; returns once the gateway accepts requests (Rule 1)."""
-        ready = threading.Event()
-        failure: list[BaseException] = []
-        loop = self._loop = new_event_loop()
-
-        def target() -> None:
-            asyncio.set_event_loop(loop)
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(self._serve(ready, failure))
-            loop.close()
-
-        self._thread = threading.Thread(target=target, name="turnout-demo", daemon=True)
-        self._thread.start()
-        if not ready.wait(_START_LIMIT):
-            raise RuntimeError(f"the demo gateway did not start within {_START_LIMIT:g} s")
-        if failure:
-            raise failure[0]
+        self._thread.start(self._serving, what="the demo gateway")
         return self
 
-    async def _serve(self, ready: threading.Event, failure: list[BaseException]) -> None:
-        self._stopped = asyncio.Event()
+    @contextlib.asynccontextmanager
+    async def _serving(self) -> AsyncIterator[None]:
+        await self.upstream.start()
+        sock: socket.socket | None = None
         try:
-            await self.upstream.start()
             config = parse_config(self._config(self.upstream.url), env={})
             hashes = self._admin_hashes
             app = GatewayApp(
@@ -96,35 +79,18 @@ class DemoStage:
                 admin_hashes=None if hashes is None else (lambda: hashes),
             )
             sock = bind_socket("127.0.0.1", 0)
-        except BaseException as exc:
-            failure.append(exc)
-            ready.set()
-            await self.upstream.stop()
-            raise
-        try:
             # Rule 2: leaving the block ends the gateway (its lifespan closes the pools).
             async with serving(app, sock, ServerLimits(shutdown_grace=0.0)):
                 self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-                ready.set()
-                await self._stopped.wait()
-        except BaseException as exc:
-            if not ready.is_set():
-                failure.append(exc)
-                ready.set()
-            raise
+                yield
         finally:
-            sock.close()
+            if sock is not None:
+                sock.close()
             await self.upstream.stop()
 
     def call(self, function: Callable[..., Any], *args: Any) -> Any:
         """Rule 3: run `function(*args)` on the stage's loop and return its result."""
-        loop = self._loop
-        assert loop is not None, "the stage is not started"
-
-        async def run() -> Any:
-            return function(*args)
-
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(_START_LIMIT)
+        return self._thread.call(function, *args)
 
     def script(self, model: str, faults: Sequence[str]) -> None:
         """Queue fault steps for the next requests the mock upstream gets for `model`."""
@@ -137,13 +103,7 @@ class DemoStage:
 
     def stop(self) -> None:
         """Rule 2: stop both servers and join the thread (bounded)."""
-        loop, stopped = self._loop, self._stopped
-        if loop is None or stopped is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(stopped.set)
-        if self._thread is not None:
-            self._thread.join(_START_LIMIT)
+        self._thread.stop()
 
     def __enter__(self) -> DemoStage:
         return self.start()

@@ -22,12 +22,20 @@ from turnout.mock_upstream.command import DEFAULT_PORT, add_arguments, parser_op
 from turnout.mock_upstream.http import start_http_server
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
     from turnout.mock_upstream.http import _Connection
 
-__all__ = ["DEFAULT_PORT", "MockUpstream", "ThreadedMockUpstream", "main", "new_event_loop"]
+__all__ = [
+    "DEFAULT_PORT",
+    "LoopThread",
+    "MockUpstream",
+    "ThreadedMockUpstream",
+    "main",
+    "new_event_loop",
+]
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -129,6 +137,78 @@ class MockUpstream:
         await self.stop()
 
 
+class LoopThread:
+    """An async context manager held open on its own event loop in a daemon thread, for sync
+    code and for test fixtures that outlive one test's event loop.
+
+    `start(opened)` enters `opened()` on the thread's loop and returns once it is entered (or
+    raises what entering raised, or `RuntimeError` after `limit` seconds); `stop()` leaves it
+    and joins the thread (at most `limit` seconds). `call` runs a function on that loop.
+    """
+
+    def __init__(self, name: str, *, limit: float = 10.0) -> None:
+        self._name = name
+        self._limit = limit
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped: asyncio.Event | None = None
+
+    def start(
+        self, opened: Callable[[], AbstractAsyncContextManager[object]], *, what: str
+    ) -> None:
+        """Enter `opened()` in the thread; `what` names it in the error of a start too slow."""
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        async def run() -> None:
+            self._stopped = asyncio.Event()
+            try:
+                async with opened():
+                    ready.set()
+                    await self._stopped.wait()
+            except BaseException as exc:
+                if not ready.is_set():
+                    failure.append(exc)
+                    ready.set()
+                raise
+
+        def target() -> None:
+            loop = self._loop
+            assert loop is not None
+            asyncio.set_event_loop(loop)
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(run())
+            loop.close()
+
+        self._loop = new_event_loop()
+        self._thread = threading.Thread(target=target, name=self._name, daemon=True)
+        self._thread.start()
+        if not ready.wait(self._limit):
+            raise RuntimeError(f"{what} did not start within {self._limit:g} s")
+        if failure:
+            raise failure[0]
+
+    def call(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run `function(*args)` on the thread's loop and return its result."""
+        loop = self._loop
+        assert loop is not None, "the thread is not started"
+
+        async def run() -> Any:
+            return function(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(self._limit)
+
+    def stop(self) -> None:
+        """Leave the context manager and join the thread (bounded)."""
+        loop, stopped = self._loop, self._stopped
+        if loop is None or stopped is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(stopped.set)
+        if self._thread is not None:
+            self._thread.join(self._limit)
+
+
 class ThreadedMockUpstream:
     """A mock upstream on its own event loop in a daemon thread (for sync code and for test
     fixtures that outlive one test's event loop).
@@ -139,9 +219,7 @@ class ThreadedMockUpstream:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
         self._upstream = MockUpstream(host, port, **options)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stopped: asyncio.Event | None = None
+        self._thread = LoopThread("mock-upstream")
 
     @property
     def url(self) -> str:
@@ -160,47 +238,12 @@ class ThreadedMockUpstream:
 
     def start(self) -> ThreadedMockUpstream:
         """Start the thread and wait until the server listens (at most 10 s)."""
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        async def run() -> None:
-            self._stopped = asyncio.Event()
-            try:
-                await self._upstream.start()
-            except BaseException as exc:
-                failure.append(exc)
-                raise
-            finally:
-                ready.set()
-            await self._stopped.wait()
-            await self._upstream.stop()
-
-        def target() -> None:
-            loop = self._loop
-            assert loop is not None
-            asyncio.set_event_loop(loop)
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(run())
-            loop.close()
-
-        self._loop = new_event_loop()
-        self._thread = threading.Thread(target=target, name="mock-upstream", daemon=True)
-        self._thread.start()
-        if not ready.wait(10.0):
-            raise RuntimeError("the mock upstream did not start within 10 s")
-        if failure:
-            raise failure[0]
+        self._thread.start(lambda: self._upstream, what="the mock upstream")
         return self
 
     def call(self, function: Any, *args: Any) -> Any:
         """Run `function(*args)` on the server's loop and return its result."""
-        loop = self._loop
-        assert loop is not None
-
-        async def run() -> Any:
-            return function(*args)
-
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(10.0)
+        return self._thread.call(function, *args)
 
     def requests(self) -> list[dict[str, Any]]:
         """The request log as JSON-ready dicts (oldest first)."""
@@ -217,12 +260,7 @@ class ThreadedMockUpstream:
 
     def stop(self) -> None:
         """Stop the server and join the thread (at most 10 s)."""
-        loop, stopped = self._loop, self._stopped
-        if loop is None or stopped is None or loop.is_closed():
-            return
-        loop.call_soon_threadsafe(stopped.set)
-        if self._thread is not None:
-            self._thread.join(10.0)
+        self._thread.stop()
 
     def __enter__(self) -> ThreadedMockUpstream:
         return self.start()
