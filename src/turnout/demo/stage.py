@@ -27,14 +27,13 @@ from turnout.mock_upstream.server import LoopThread
 if TYPE_CHECKING:
     import socket
     from collections.abc import AsyncIterator, Callable, Sequence
-    from types import TracebackType
 
 __all__ = ["DemoStage"]
 
 _START_LIMIT = 10.0  # seconds the stage may take to listen
 
 
-class DemoStage:
+class DemoStage(LoopThread):
     """A mock upstream and a gateway serving `config(upstream_url)`, in a daemon thread.
 
     `config` builds the gateway's configuration (a dict in config-file shape) from the mock
@@ -51,24 +50,20 @@ class DemoStage:
         hold_limit: float = 10.0,
         admin_hashes: frozenset[str] | None = None,
     ) -> None:
+        super().__init__("turnout-demo", what="the demo gateway", limit=_START_LIMIT)
         self._config = config
         self._admin_hashes = admin_hashes
         self.upstream = MockUpstream(hold_limit=hold_limit)
         self.url = ""
-        self._thread = LoopThread("turnout-demo", limit=_START_LIMIT)
 
     @property
     def openai_base_url(self) -> str:
         """The gateway's base URL for OpenAI clients (`…/v1`)."""
         return f"{self.url}/v1"
 
-    def start(self) -> DemoStage:
-        """Start both servers; returns once the gateway accepts requests (Rule 1)."""
-        self._thread.start(self._serving, what="the demo gateway")
-        return self
-
     @contextlib.asynccontextmanager
-    async def _serving(self) -> AsyncIterator[None]:
+    async def _opened(self) -> AsyncIterator[None]:
+        """Rule 1: both servers, entered once the gateway accepts requests."""
         await self.upstream.start()
         sock: socket.socket | None = None
         try:
@@ -88,10 +83,6 @@ class DemoStage:
                 sock.close()
             await self.upstream.stop()
 
-    def call(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Rule 3: run `function(*args)` on the stage's loop and return its result."""
-        return self._thread.call(function, *args)
-
     def script(self, model: str, faults: Sequence[str]) -> None:
         """Queue fault steps for the next requests the mock upstream gets for `model`."""
         self.call(self.upstream.app.faults.script, model, list(faults))
@@ -100,18 +91,3 @@ class DemoStage:
         """How many requests for `model` reached the mock upstream so far."""
         entries = self.call(self.upstream.app.log.entries)
         return sum(1 for entry in entries if entry.model == model)
-
-    def stop(self) -> None:
-        """Rule 2: stop both servers and join the thread (bounded)."""
-        self._thread.stop()
-
-    def __enter__(self) -> DemoStage:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
