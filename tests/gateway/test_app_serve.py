@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import io
 import logging
+import socket
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
@@ -12,7 +14,14 @@ from tests.gateway._app_support import mock_provider, runtime_of
 from turnout.errors import ConfigError
 from turnout.gateway.commands.serve import add_serve_parser, main_serve
 from turnout.gateway.server.app import GatewayApp
-from turnout.gateway.server.serving import banner, open_control, worker_app, worker_warning
+from turnout.gateway.server.serving import (
+    ServeOptions,
+    banner,
+    open_control,
+    preflight,
+    worker_app,
+    worker_warning,
+)
 
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
@@ -63,6 +72,35 @@ def test_several_workers_without_redis_warn() -> None:
     assert "per worker" in warning
     assert worker_warning(memory, 1) is None
     assert worker_warning(shared, 4) is None
+
+
+def test_preflight_binds_and_warns_without_serving() -> None:
+    """The preflight listens on the address and prints the load warnings, not the banner: the
+    plan it returns carries the socket, the worker count and where SIGHUP reloads from."""
+    out = io.StringIO()
+    plan = preflight(ServeOptions(host="127.0.0.1", port=0, workers=2), runtime_of(CONFIG), out=out)
+    assert plan is not None
+    with plan.sock:
+        assert plan.sock.getsockname()[0] == "127.0.0.1"
+        assert (plan.host, plan.workers, plan.path, plan.control) == ("127.0.0.1", 2, None, None)
+        assert plan.reload[0] == "the embedded defaults"
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("warning: 2 workers without Redis")
+
+
+def test_preflight_refuses_an_address_in_use(capsys: pytest.CaptureFixture[str]) -> None:
+    """An address that cannot be bound is refused before anything starts (None, the reason on
+    stderr, nothing on `out`)."""
+    out = io.StringIO()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        options = ServeOptions(host="127.0.0.1", port=port)
+        assert preflight(options, runtime_of(CONFIG), out=out) is None
+    assert capsys.readouterr().err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
+    assert out.getvalue() == ""
 
 
 def test_invalid_config_prints_every_error_and_exits_1(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import socket
 import subprocess
 import sys
 import time
@@ -510,6 +511,18 @@ def test_threaded_upstream_serves_sync_code() -> None:
         assert [e["status"] for e in upstream.requests()] == [503, 200]
         upstream.reset()
         assert upstream.requests() == []
+
+
+def test_threaded_upstream_start_raises_what_stopped_it() -> None:
+    """A threaded upstream that cannot listen raises the bind error from `start()`, and a stop
+    after that does nothing."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        upstream = ThreadedMockUpstream(port=taken.getsockname()[1])
+        with pytest.raises(OSError, match=r"(?i)address already in use"):
+            upstream.start()
+    upstream.stop()
 
 
 def test_command_line_serves_until_terminated() -> None:

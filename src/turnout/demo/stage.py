@@ -13,9 +13,7 @@ through `call`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import threading
 from typing import TYPE_CHECKING, Any
 
 from turnout.config.load import parse_config
@@ -24,18 +22,18 @@ from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
 from turnout.mock_upstream import MockUpstream
-from turnout.mock_upstream.server import new_event_loop
+from turnout.mock_upstream.server import LoopThread
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from types import TracebackType
+    import socket
+    from collections.abc import AsyncIterator, Callable, Sequence
 
 __all__ = ["DemoStage"]
 
 _START_LIMIT = 10.0  # seconds the stage may take to listen
 
 
-class DemoStage:
+class DemoStage(LoopThread):
     """A mock upstream and a gateway serving `config(upstream_url)`, in a daemon thread.
 
     `config` builds the gateway's configuration (a dict in config-file shape) from the mock
@@ -52,43 +50,23 @@ class DemoStage:
         hold_limit: float = 10.0,
         admin_hashes: frozenset[str] | None = None,
     ) -> None:
+        super().__init__("turnout-demo", what="the demo gateway", limit=_START_LIMIT)
         self._config = config
         self._admin_hashes = admin_hashes
         self.upstream = MockUpstream(hold_limit=hold_limit)
         self.url = ""
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stopped: asyncio.Event | None = None
 
     @property
     def openai_base_url(self) -> str:
         """The gateway's base URL for OpenAI clients (`…/v1`)."""
         return f"{self.url}/v1"
 
-    def start(self) -> DemoStage:
-        """Start both servers; returns once the gateway accepts requests (Rule 1)."""
-        ready = threading.Event()
-        failure: list[BaseException] = []
-        loop = self._loop = new_event_loop()
-
-        def target() -> None:
-            asyncio.set_event_loop(loop)
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(self._serve(ready, failure))
-            loop.close()
-
-        self._thread = threading.Thread(target=target, name="turnout-demo", daemon=True)
-        self._thread.start()
-        if not ready.wait(_START_LIMIT):
-            raise RuntimeError(f"the demo gateway did not start within {_START_LIMIT:g} s")
-        if failure:
-            raise failure[0]
-        return self
-
-    async def _serve(self, ready: threading.Event, failure: list[BaseException]) -> None:
-        self._stopped = asyncio.Event()
+    @contextlib.asynccontextmanager
+    async def _opened(self) -> AsyncIterator[None]:
+        """Rule 1: both servers, entered once the gateway accepts requests."""
+        await self.upstream.start()
+        sock: socket.socket | None = None
         try:
-            await self.upstream.start()
             config = parse_config(self._config(self.upstream.url), env={})
             hashes = self._admin_hashes
             app = GatewayApp(
@@ -96,35 +74,14 @@ class DemoStage:
                 admin_hashes=None if hashes is None else (lambda: hashes),
             )
             sock = bind_socket("127.0.0.1", 0)
-        except BaseException as exc:
-            failure.append(exc)
-            ready.set()
-            await self.upstream.stop()
-            raise
-        try:
             # Rule 2: leaving the block ends the gateway (its lifespan closes the pools).
             async with serving(app, sock, ServerLimits(shutdown_grace=0.0)):
                 self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-                ready.set()
-                await self._stopped.wait()
-        except BaseException as exc:
-            if not ready.is_set():
-                failure.append(exc)
-                ready.set()
-            raise
+                yield
         finally:
-            sock.close()
+            if sock is not None:
+                sock.close()
             await self.upstream.stop()
-
-    def call(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Rule 3: run `function(*args)` on the stage's loop and return its result."""
-        loop = self._loop
-        assert loop is not None, "the stage is not started"
-
-        async def run() -> Any:
-            return function(*args)
-
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(_START_LIMIT)
 
     def script(self, model: str, faults: Sequence[str]) -> None:
         """Queue fault steps for the next requests the mock upstream gets for `model`."""
@@ -134,24 +91,3 @@ class DemoStage:
         """How many requests for `model` reached the mock upstream so far."""
         entries = self.call(self.upstream.app.log.entries)
         return sum(1 for entry in entries if entry.model == model)
-
-    def stop(self) -> None:
-        """Rule 2: stop both servers and join the thread (bounded)."""
-        loop, stopped = self._loop, self._stopped
-        if loop is None or stopped is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(stopped.set)
-        if self._thread is not None:
-            self._thread.join(_START_LIMIT)
-
-    def __enter__(self) -> DemoStage:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

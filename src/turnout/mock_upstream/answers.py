@@ -79,12 +79,8 @@ def _text_chars(content: Any) -> int:
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:
-    """About a quarter of the prompt's characters, at least 1 (Responses bodies:
-    `turnout.mock_upstream.responses.prompt_tokens`)."""
-    if "input" in body and "messages" not in body:
-        from turnout.mock_upstream.responses import prompt_tokens as input_tokens  # noqa: PLC0415
-
-        return input_tokens(body)
+    """About a quarter of the characters of `system` and `messages`, at least 1 (Responses
+    bodies count in `turnout.mock_upstream.responses.prompt_tokens`)."""
     chars = _text_chars(body.get("system"))
     messages = body.get("messages")
     if isinstance(messages, list):

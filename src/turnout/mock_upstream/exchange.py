@@ -6,6 +6,7 @@ The socket server (`http.HttpExchange`) and the in-process mock provider
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -14,27 +15,17 @@ if TYPE_CHECKING:
 __all__ = ["Exchange", "Request"]
 
 
+@dataclass(slots=True)
 class Request:
     """A parsed request: `headers` has lower-case names (repeats joined with `, `)."""
 
-    __slots__ = ("body", "headers", "keep_alive", "method", "path", "query")
-
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: str,
-        headers: dict[str, str],
-        body: bytes,
-        keep_alive: bool = True,
-    ) -> None:
-        self.method = method
-        self.path = path
-        self.query = query
-        self.headers = headers
-        self.body = body
-        self.keep_alive = keep_alive
+    method: str
+    path: str
+    _: KW_ONLY
+    query: str
+    headers: dict[str, str]
+    body: bytes
+    keep_alive: bool = True
 
 
 class Exchange(Protocol):

@@ -22,12 +22,21 @@ from turnout.mock_upstream.command import DEFAULT_PORT, add_arguments, parser_op
 from turnout.mock_upstream.http import start_http_server
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractAsyncContextManager
     from types import TracebackType
+    from typing import Self
 
     from turnout.mock_upstream.http import _Connection
 
-__all__ = ["DEFAULT_PORT", "MockUpstream", "ThreadedMockUpstream", "main", "new_event_loop"]
+__all__ = [
+    "DEFAULT_PORT",
+    "LoopThread",
+    "MockUpstream",
+    "ThreadedMockUpstream",
+    "main",
+    "new_event_loop",
+]
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -129,19 +138,105 @@ class MockUpstream:
         await self.stop()
 
 
-class ThreadedMockUpstream:
-    """A mock upstream on its own event loop in a daemon thread (for sync code and for test
-    fixtures that outlive one test's event loop).
+class LoopThread:
+    """A server held open on its own event loop in a daemon thread, for sync code and for test
+    fixtures that outlive one test's event loop; a subclass says what it serves (`_opened`, an
+    async context manager: entered means serving, left means stopped).
 
-    ``start()`` returns once it listens; ``stop()`` ends it. Reads of the log go through the
-    server's loop, so they are safe from any thread.
+    `start()` returns once it is entered (or raises what entering raised, or `RuntimeError`
+    after `limit` seconds: `what` names the server in it); `stop()` leaves it and joins the
+    thread (at most `limit` seconds); `with` does both. `call` runs a function on that loop.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-        self._upstream = MockUpstream(host, port, **options)
+    def __init__(self, name: str, *, what: str, limit: float = 10.0) -> None:
+        self._name = name
+        self._what = what
+        self._limit = limit
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped: asyncio.Event | None = None
+
+    def _opened(self) -> AbstractAsyncContextManager[object]:
+        """What the thread holds open while it serves."""
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        """Start the thread and wait until the server is entered (bounded)."""
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        async def run() -> None:
+            self._stopped = asyncio.Event()
+            try:
+                async with self._opened():
+                    ready.set()
+                    await self._stopped.wait()
+            except BaseException as exc:
+                if not ready.is_set():
+                    failure.append(exc)
+                    ready.set()
+                raise
+
+        def target() -> None:
+            loop = self._loop
+            assert loop is not None
+            asyncio.set_event_loop(loop)
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(run())
+            loop.close()
+
+        self._loop = new_event_loop()
+        self._thread = threading.Thread(target=target, name=self._name, daemon=True)
+        self._thread.start()
+        if not ready.wait(self._limit):
+            raise RuntimeError(f"{self._what} did not start within {self._limit:g} s")
+        if failure:
+            raise failure[0]
+        return self
+
+    def call(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run `function(*args)` on the thread's loop and return its result."""
+        loop = self._loop
+        assert loop is not None, f"{self._what} is not started"
+
+        async def run() -> Any:
+            return function(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(self._limit)
+
+    def stop(self) -> None:
+        """Leave what `_opened` gave and join the thread (bounded)."""
+        loop, stopped = self._loop, self._stopped
+        if loop is None or stopped is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(stopped.set)
+        if self._thread is not None:
+            self._thread.join(self._limit)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class ThreadedMockUpstream(LoopThread):
+    """A mock upstream on its own event loop in a daemon thread (for sync code and for test
+    fixtures that outlive one test's event loop).
+
+    ``start()`` returns once it listens (at most 10 s); ``stop()`` ends it. Reads of the log go
+    through the server's loop, so they are safe from any thread.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
+        super().__init__("mock-upstream", what="the mock upstream")
+        self._upstream = MockUpstream(host, port, **options)
 
     @property
     def url(self) -> str:
@@ -158,49 +253,8 @@ class ThreadedMockUpstream:
         """The handler (touch it only through `call`)."""
         return self._upstream.app
 
-    def start(self) -> ThreadedMockUpstream:
-        """Start the thread and wait until the server listens (at most 10 s)."""
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        async def run() -> None:
-            self._stopped = asyncio.Event()
-            try:
-                await self._upstream.start()
-            except BaseException as exc:
-                failure.append(exc)
-                raise
-            finally:
-                ready.set()
-            await self._stopped.wait()
-            await self._upstream.stop()
-
-        def target() -> None:
-            loop = self._loop
-            assert loop is not None
-            asyncio.set_event_loop(loop)
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(run())
-            loop.close()
-
-        self._loop = new_event_loop()
-        self._thread = threading.Thread(target=target, name="mock-upstream", daemon=True)
-        self._thread.start()
-        if not ready.wait(10.0):
-            raise RuntimeError("the mock upstream did not start within 10 s")
-        if failure:
-            raise failure[0]
-        return self
-
-    def call(self, function: Any, *args: Any) -> Any:
-        """Run `function(*args)` on the server's loop and return its result."""
-        loop = self._loop
-        assert loop is not None
-
-        async def run() -> Any:
-            return function(*args)
-
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(10.0)
+    def _opened(self) -> MockUpstream:
+        return self._upstream
 
     def requests(self) -> list[dict[str, Any]]:
         """The request log as JSON-ready dicts (oldest first)."""
@@ -214,26 +268,6 @@ class ThreadedMockUpstream:
     def script(self, model: str, faults: Sequence[str]) -> int:
         """Queue fault steps for `model` (see `FaultBook.script`)."""
         return int(self.call(self.app.faults.script, model, list(faults)))
-
-    def stop(self) -> None:
-        """Stop the server and join the thread (at most 10 s)."""
-        loop, stopped = self._loop, self._stopped
-        if loop is None or stopped is None or loop.is_closed():
-            return
-        loop.call_soon_threadsafe(stopped.set)
-        if self._thread is not None:
-            self._thread.join(10.0)
-
-    def __enter__(self) -> ThreadedMockUpstream:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _aws_credentials(args: argparse.Namespace) -> tuple[str, str] | None:

@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from turnout.vendors.presets import Preset
+
 __all__ = ["ErrorClassName", "Model", "Preset", "ProviderKind", "Seconds"]
 
 ErrorClassName = Literal["provider_error", "timeout", "rate_limited", "quota_exhausted", "auth"]
@@ -20,23 +22,6 @@ ProviderKind = Literal[
     "vertex",
     "bedrock",
     "mock",
-]
-Preset = Literal[
-    "deepseek",
-    "groq",
-    "kimi",
-    "zai",
-    "xai",
-    "ollama",
-    "vllm",
-    "mistral",
-    "together",
-    "fireworks",
-    "openrouter",
-    "gemini-openai",
-    "cerebras",
-    "perplexity",
-    "lmstudio",
 ]
 Seconds = Annotated[float, Field(gt=0)]
 

@@ -7,11 +7,12 @@ conventionally kept in, quota signals and embeddings support).
 from __future__ import annotations
 
 import ipaddress
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
-__all__ = ["KEYLESS_PRESETS", "PRESETS", "is_loopback"]
+__all__ = ["KEYLESS_PRESETS", "PRESETS", "Preset", "is_loopback"]
 
-PRESETS = (
+Preset = Literal[
     "deepseek",
     "groq",
     "kimi",
@@ -27,7 +28,10 @@ PRESETS = (
     "cerebras",
     "perplexity",
     "lmstudio",
-)
+]
+"""A preset's name: the type of an `openai-compatible` provider's `preset` setting."""
+
+PRESETS: tuple[Preset, ...] = get_args(Preset)
 """The presets of `OpenAICompatible` (each names a vendor catalog entry)."""
 
 KEYLESS_PRESETS = frozenset({"ollama", "vllm", "lmstudio"})

@@ -16,6 +16,8 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from turnout.gateway.commands.control import ADMIN_KEY_VARIABLE
+
 if TYPE_CHECKING:
     import argparse
 
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_health_parser", "format_health", "main_health"]
 
-ADMIN_KEY_VARIABLE: Final = "TURNOUT_ADMIN_KEY"
 _DEFAULT_URL: Final = "http://127.0.0.1:4000"
 _WORDS: Final = {
     "available": "healthy",

@@ -51,9 +51,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ServeOptions",
+    "ServePlan",
     "banner",
     "load_runtime",
     "open_control",
+    "preflight",
+    "run",
     "serve",
     "worker_app",
     "worker_warning",
@@ -163,15 +166,34 @@ def worker_warning(runtime: Runtime, workers: int) -> str | None:
     return None
 
 
-def serve(
+@dataclass(frozen=True, slots=True)
+class ServePlan:
+    """What the preflight settled before anything serves: the projects served (and the control
+    plane they come from, if any), the host asked for and the socket listening on it, the worker
+    count, the server's limits, how SIGHUP reloads (`reload`, from `path`: None is the embedded
+    defaults) and the tracing settings (None: off). `run` owns the socket and closes it."""
+
+    served: ServedProjects
+    control: ControlPlane | None
+    host: str
+    sock: socket.socket
+    workers: int
+    limits: ServerLimits
+    path: str | None
+    reload: Reload
+    tracing: TracingSettings | None
+
+
+def preflight(
     options: ServeOptions,
     runtime: Runtime | ControlPlane,
     *,
     out: TextIO | None = None,
-) -> int:
-    """Bind, print the load warnings and the banner to `out` (stdout), and serve until
-    SIGTERM or SIGINT, from `runtime` alone or from a loaded control plane's runtimes. Returns
-    the exit status (0 after a clean stop, 1 when the address cannot be bound)."""
+) -> ServePlan | None:
+    """Everything that can refuse to serve, before anything starts: check the tracing settings,
+    bind the address, and print the load warnings to `out` (stdout). Returns the plan `run`
+    serves, or None after printing why to stderr (a bad tracing setting, an address that cannot
+    be bound)."""
     out = out if out is not None else sys.stdout
     control = runtime if isinstance(runtime, ControlPlane) else None
     served = control.served if control is not None else ServedProjects.of(runtime)  # type: ignore[arg-type]
@@ -179,7 +201,6 @@ def serve(
     server_config = runtime.config.server
     host = options.host if options.host is not None else server_config.host
     port = options.port if options.port is not None else server_config.port
-    several = options.workers > 1
     try:
         tracing = TracingSettings.of(server_config.tracing, os.environ)
         if tracing is not None:
@@ -188,14 +209,14 @@ def serve(
         print(f"error: {exc}", file=sys.stderr)
         for key, message in exc.errors:
             print(f"  {key}: {message}", file=sys.stderr)
-        return 1
+        return None
     try:
         # Listening before the banner makes it true when printed: a caller that connects at
         # once waits in the backlog instead of being refused.
         sock = bind_socket(host, port)
     except OSError as exc:
         print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return None
     for warning in (*runtime.warnings, *served.warnings):
         print(f"warning: {warning}", file=out)
     extra = worker_warning(runtime, options.workers)
@@ -213,13 +234,23 @@ def serve(
         reload = (source, control.reload_file)
     if tracing is not None:
         print(f"tracing: {tracing.exporter}, service {tracing.service_name}", file=out)
+    return ServePlan(served, control, host, sock, options.workers, limits, path, reload, tracing)
+
+
+def run(plan: ServePlan, *, out: TextIO | None = None) -> int:
+    """Serve `plan` until SIGTERM or SIGINT: print the banner to `out` (stdout) once the
+    process is ready, then serve in this process or in `plan.workers` forked ones. Returns the
+    exit status (0 after a clean stop)."""
+    out = out if out is not None else sys.stdout
+    served, control, sock, limits = plan.served, plan.control, plan.sock, plan.limits
+    path, reload, tracing = plan.path, plan.reload, plan.tracing
     _log_to_stderr()
     # Before the banner: callers may connect as soon as they read it.
     _settle_heap()
-    print(banner(runtime, host, sock.getsockname()[1]), file=out, flush=True)
+    print(banner(served.primary, plan.host, sock.getsockname()[1]), file=out, flush=True)
     # A Ctrl-C that lands after the shutdown, while the process ends, is not an error.
     with sock, contextlib.suppress(KeyboardInterrupt):
-        if not several:
+        if plan.workers <= 1:
 
             def run_one() -> int:
                 # Made once tracing is installed: the app's observer decides then on spans.
@@ -232,7 +263,7 @@ def serve(
         with contextlib.suppress(Exception):
             asyncio.run(_close_before_fork(served, control))
         supervisor = Supervisor(
-            options.workers,
+            plan.workers,
             lambda parent: _traced(
                 tracing,
                 lambda: _run_one_worker(
@@ -243,6 +274,20 @@ def serve(
         )
         return supervisor.run()
     return 0
+
+
+def serve(
+    options: ServeOptions,
+    runtime: Runtime | ControlPlane,
+    *,
+    out: TextIO | None = None,
+) -> int:
+    """Bind, print the load warnings and the banner to `out` (stdout), and serve until
+    SIGTERM or SIGINT, from `runtime` alone or from a loaded control plane's runtimes. Returns
+    the exit status (0 after a clean stop, 1 when the address cannot be bound or the tracing
+    settings are wrong): `preflight`, then `run`."""
+    plan = preflight(options, runtime, out=out)
+    return 1 if plan is None else run(plan, out=out)
 
 
 async def _close_before_fork(served: ServedProjects, control: ControlPlane | None) -> None:
