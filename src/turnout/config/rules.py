@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from turnout.access.served_routes import ServedRoutes
-    from turnout.schema import ConsumerConfig, FileConfig, ProviderConfig
+    from turnout.schema import FileConfig, ProviderConfig
 
 __all__ = ["check_config", "check_config_warnings", "mock_script_steps"]
 
@@ -387,23 +387,13 @@ def _check_consumers(config: FileConfig, default_route: str | None) -> Problems:
             rule = f"no consumer named '{consumer.agent}' in the project"
             errors.append((f"{base}.agent", rule + _did_you_mean(consumer.agent, by_name)))
         problems = check_assignment(
-            _assignment(consumer),
-            agent=None if agent is None else _assignment(agent),
+            Assignment.from_config(consumer),
+            agent=None if agent is None else Assignment.from_config(agent),
             default_route=default_route,
             fields=FILE_FIELDS,
         )
         errors.extend((f"{base}.{field}", message) for field, message in problems)
     return errors
-
-
-def _assignment(consumer: ConsumerConfig) -> Assignment:
-    return Assignment(
-        kind=consumer.kind,
-        route=consumer.model_route,
-        provider=consumer.provider,
-        model=consumer.model,
-        agent=consumer.agent,
-    )
 
 
 # ---- warnings ---------------------------------------------------------------------------------
