@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from turnout.routing.clock import Clock, FakeClock, LoopClock
+from turnout.routing.clock import Clock, FakeClock, LoopClock, wait_or_sleep
 
 
 def test_fake_clock_starts_where_told_and_wall_moves_with_now() -> None:
@@ -96,3 +96,22 @@ async def test_loop_clock_is_monotonic() -> None:
     first = clock.now()
     await clock.sleep(0)
     assert clock.now() >= first
+
+
+async def test_wait_or_sleep_returns_on_the_event_or_the_time_whichever_comes_first() -> None:
+    """The event ends the wait before the time; without it the time does; a set event at once."""
+    clock = FakeClock()
+    event = asyncio.Event()
+    waiting = asyncio.create_task(wait_or_sleep(clock, event, 10))
+    await clock.settle()
+    clock.advance(4)
+    event.set()
+    await waiting
+    assert clock.now() == 4
+    assert clock.next_deadline is None
+    await wait_or_sleep(clock, event, 10)
+    assert clock.now() == 4
+    event.clear()
+    await clock.run(wait_or_sleep(clock, event, 10))
+    assert clock.now() == 14
+    assert not event.is_set()

@@ -17,7 +17,10 @@ Rule 5: a consumer that resolves to nothing is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:
+    from turnout.schema import ConsumerConfig
 
 __all__ = [
     "API_FIELDS",
@@ -66,6 +69,17 @@ class Assignment:
     provider: str | None = None
     model: str | None = None
     agent: str | None = None
+
+    @classmethod
+    def from_config(cls, consumer: ConsumerConfig) -> Assignment:
+        """The assignment a config file's consumer gives (references by name)."""
+        return cls(
+            kind=consumer.kind,
+            route=consumer.model_route,
+            provider=consumer.provider,
+            model=consumer.model,
+            agent=consumer.agent,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,9 +33,9 @@ from turnout.errors import ConfigError
 from turnout.vendors.presets import KEYLESS_PRESETS, is_loopback
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
-    from turnout.schema import FileConfig, ProviderConfig, RouteConfig
+    from turnout.schema import FileConfig, ProviderConfig, RouteConfig, TargetConfig
 
 __all__ = [
     "MESSAGES_WIRE",
@@ -226,18 +226,11 @@ def messages_split(
     a target of another wire format also needs its own credential (`org_key`) and a model
     mapping: a target `model`, an alias entry or provider `model_aliases`.
     """
-    kept: list[int] = []
-    excluded: list[tuple[int, str]] = []
-    for index, target in enumerate(route.targets):
-        provider = providers.get(target.provider)
-        if provider is None:
-            continue
-        reason = _messages_gap(route, target.display_name, target.model, provider)
-        if reason is None:
-            kept.append(index)
-        else:
-            excluded.append((index, reason))
-    return tuple(kept), tuple(excluded)
+    return _split(
+        route,
+        providers,
+        lambda target, provider: _messages_gap(route, target.display_name, target.model, provider),
+    )
 
 
 def chat_split(
@@ -253,15 +246,29 @@ def chat_split(
     if not route.allow_cross_provider or first is None:
         return tuple(range(len(route.targets))), ()
     home = target_family(first, route.targets[0].model)
+
+    def gap(target: TargetConfig, provider: ProviderConfig) -> str | None:
+        if target_family(provider, target.model) == home:
+            return None
+        return _cross_family_gap(route, target.display_name, target.model, provider)
+
+    return _split(route, providers, gap)
+
+
+def _split(
+    route: RouteConfig,
+    providers: Mapping[str, ProviderConfig],
+    gap: Callable[[TargetConfig, ProviderConfig], str | None],
+) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...]]:
+    """The indices of `route`'s targets that `gap` finds no reason against, and each other
+    target's index with its reason; a target of an unknown provider is in neither."""
     kept: list[int] = []
     excluded: list[tuple[int, str]] = []
     for index, target in enumerate(route.targets):
         provider = providers.get(target.provider)
         if provider is None:
             continue
-        reason = None
-        if target_family(provider, target.model) != home:
-            reason = _cross_family_gap(route, target.display_name, target.model, provider)
+        reason = gap(target, provider)
         if reason is None:
             kept.append(index)
         else:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from turnout.access.served_routes import ServedRoutes
-    from turnout.schema import ConsumerConfig, FileConfig, ProviderConfig
+    from turnout.schema import FileConfig, ProviderConfig
 
 __all__ = ["check_config", "check_config_warnings", "mock_script_steps"]
 
@@ -178,23 +178,20 @@ def _did_you_mean(name: str, names: Iterable[str]) -> str:
 
 # ---- providers ----------------------------------------------------------------------------
 
-_KIND_OPTIONS: Mapping[str, frozenset[str]] = {
-    "preset": frozenset({"openai-compatible"}),
-    "wire": frozenset({"azure-openai", "mock"}),
-    "api_version": frozenset({"azure-openai"}),
-    "script": frozenset({"mock"}),
-    "project": frozenset({"vertex"}),
-    "location": frozenset({"vertex"}),
-    "credentials_file": frozenset({"vertex"}),
-    "credentials_json": frozenset({"vertex"}),
-    "publisher": frozenset({"vertex"}),
-    "region": frozenset({"bedrock"}),
-    "access_key_id": frozenset({"bedrock"}),
-    "secret_access_key": frozenset({"bedrock"}),
-    "session_token": frozenset({"bedrock"}),
-    "profile": frozenset({"bedrock"}),
-    "api": frozenset({"bedrock"}),
+_OWN_OPTIONS: Mapping[str, tuple[str, ...]] = {
+    "openai-compatible": ("preset",),
+    "azure-openai": ("wire", "api_version"),
+    "mock": ("wire", "script"),
+    "vertex": ("project", "location", "credentials_file", "credentials_json", "publisher"),
+    "bedrock": ("region", "access_key_id", "secret_access_key", "session_token", "profile", "api"),
 }
+"""The options only some kinds take, by kind."""
+_KIND_OPTIONS: Mapping[str, frozenset[str]] = {
+    option: frozenset(kind for kind, options in _OWN_OPTIONS.items() if option in options)
+    for options in _OWN_OPTIONS.values()
+    for option in options
+}
+"""Each such option and the kinds that take it."""
 
 
 def _check_providers(config: FileConfig) -> Problems:
@@ -387,23 +384,13 @@ def _check_consumers(config: FileConfig, default_route: str | None) -> Problems:
             rule = f"no consumer named '{consumer.agent}' in the project"
             errors.append((f"{base}.agent", rule + _did_you_mean(consumer.agent, by_name)))
         problems = check_assignment(
-            _assignment(consumer),
-            agent=None if agent is None else _assignment(agent),
+            Assignment.from_config(consumer),
+            agent=None if agent is None else Assignment.from_config(agent),
             default_route=default_route,
             fields=FILE_FIELDS,
         )
         errors.extend((f"{base}.{field}", message) for field, message in problems)
     return errors
-
-
-def _assignment(consumer: ConsumerConfig) -> Assignment:
-    return Assignment(
-        kind=consumer.kind,
-        route=consumer.model_route,
-        provider=consumer.provider,
-        model=consumer.model,
-        agent=consumer.agent,
-    )
 
 
 # ---- warnings ---------------------------------------------------------------------------------

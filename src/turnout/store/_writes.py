@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
@@ -35,7 +36,7 @@ from turnout.store.snapshot import project_snapshot
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
 
-    from pydantic import ValidationError
+    from pydantic import BaseModel
     from sqlalchemy.orm import Session
 
     from turnout.store.engine import Store
@@ -59,6 +60,7 @@ __all__ = [
     "require_project",
     "stamps",
     "to_config_error",
+    "validated_fields",
     "write",
 ]
 
@@ -294,6 +296,15 @@ def _utc(moment: datetime) -> str:
     # SQLite hands back naive datetimes; every stored time is UTC.
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
     return aware.astimezone(UTC).isoformat()
+
+
+def validated_fields(kind: str, schema: type[BaseModel], body: Mapping[str, Any]) -> dict[str, Any]:
+    """`body` validated by the config file's `schema`, as JSON values of the fields it sets; a
+    body that fails is a 400 `VALIDATION_FAILED` naming each field and rule."""
+    try:
+        return schema.model_validate(body).model_dump(mode="json", exclude_unset=True)
+    except ValidationError as exc:
+        raise to_config_error(kind, exc) from None
 
 
 def to_config_error(kind: str, exc: ValidationError) -> ConfigError:

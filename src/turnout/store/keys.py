@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
 from sqlalchemy import select
 
 from turnout.access.keys import generate_key, hash_key
@@ -19,7 +18,7 @@ from turnout.store._writes import (
     refuse_unknown,
     require_project,
     stamps,
-    to_config_error,
+    validated_fields,
 )
 from turnout.store.ids import new_id
 from turnout.store.models import Key, utcnow
@@ -150,12 +149,7 @@ def delete_key(
 
 def _validate(body: dict[str, Any], key_hash: str) -> tuple[str, dict[str, Any]]:
     body.pop("key", None)
-    try:
-        fields = KeyConfig.model_validate(body | {"hash": key_hash}).model_dump(
-            mode="json", exclude_unset=True
-        )
-    except ValidationError as exc:
-        raise to_config_error("key", exc) from None
+    fields = validated_fields("key", KeyConfig, body | {"hash": key_hash})
     fields.pop("hash")
     name = fields.pop("name")
     return name, fields

@@ -32,7 +32,7 @@ from sqlalchemy import (
     MetaData,
     String,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 
 __all__ = [
     "Base",
@@ -84,8 +84,21 @@ class _Stamped:
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
-def _project_fk() -> Mapped[str]:
-    return mapped_column(_ID, ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+class _Owned(_Stamped):
+    """An object of one project (deleted with it), named uniquely within it. Its id, project and
+    name come first in the table, its time stamps last."""
+
+    __tablename__: str
+    id: Mapped[str] = mapped_column(_ID, primary_key=True, sort_order=-1)
+    project_id: Mapped[str] = mapped_column(
+        _ID, ForeignKey("projects.id", ondelete="CASCADE"), index=True, sort_order=-1
+    )
+    name: Mapped[str] = mapped_column(_NAME, sort_order=-1)
+
+    @declared_attr.directive
+    @classmethod
+    def __table_args__(cls) -> tuple[Index, ...]:
+        return (Index(f"uq_{cls.__tablename__}_project_name", "project_id", "name", unique=True),)
 
 
 class Meta(Base):
@@ -106,40 +119,28 @@ class Project(_Stamped, Base):
     default_model_route_id: Mapped[str | None] = mapped_column(_ID)
 
 
-class Provider(_Stamped, Base):
+class Provider(_Owned, Base):
     """A provider; `settings` holds its config fields but `name`, `kind` and `api_key`."""
 
     __tablename__ = "providers"
-    __table_args__ = (Index("uq_providers_project_name", "project_id", "name", unique=True),)
-    id: Mapped[str] = mapped_column(_ID, primary_key=True)
-    project_id: Mapped[str] = _project_fk()
-    name: Mapped[str] = mapped_column(_NAME)
     kind: Mapped[str] = mapped_column(String(32))
     settings: Mapped[dict[str, Any]]
     secret: Mapped[bytes | None] = mapped_column(LargeBinary)
     source: Mapped[str] = mapped_column(String(8), default="api")
 
 
-class Route(_Stamped, Base):
+class Route(_Owned, Base):
     """A route; `settings` holds its config fields but `name` (targets included)."""
 
     __tablename__ = "routes"
-    __table_args__ = (Index("uq_routes_project_name", "project_id", "name", unique=True),)
-    id: Mapped[str] = mapped_column(_ID, primary_key=True)
-    project_id: Mapped[str] = _project_fk()
-    name: Mapped[str] = mapped_column(_NAME)
     settings: Mapped[dict[str, Any]]
     source: Mapped[str] = mapped_column(String(8), default="api")
 
 
-class Consumer(_Stamped, Base):
+class Consumer(_Owned, Base):
     """A consumer (agent, chat, discussion, memory) and its assignment."""
 
     __tablename__ = "consumers"
-    __table_args__ = (Index("uq_consumers_project_name", "project_id", "name", unique=True),)
-    id: Mapped[str] = mapped_column(_ID, primary_key=True)
-    project_id: Mapped[str] = _project_fk()
-    name: Mapped[str] = mapped_column(_NAME)
     kind: Mapped[str] = mapped_column(String(16))
     model_route_id: Mapped[str | None] = mapped_column(_ID, ForeignKey("routes.id"))
     ai_provider_id: Mapped[str | None] = mapped_column(_ID, ForeignKey("providers.id"))
@@ -149,39 +150,27 @@ class Consumer(_Stamped, Base):
     )
 
 
-class Key(_Stamped, Base):
+class Key(_Owned, Base):
     """A caller key: its hash (never the key), a prefix to recognise it by, its identity."""
 
     __tablename__ = "keys"
-    __table_args__ = (Index("uq_keys_project_name", "project_id", "name", unique=True),)
-    id: Mapped[str] = mapped_column(_ID, primary_key=True)
-    project_id: Mapped[str] = _project_fk()
-    name: Mapped[str] = mapped_column(_NAME)
     key_hash: Mapped[str] = mapped_column(String(80), unique=True)
     prefix: Mapped[str] = mapped_column(String(16))
     identity: Mapped[dict[str, Any]]
     revoked_at: Mapped[datetime | None]
 
 
-class Binding(_Stamped, Base):
+class Binding(_Owned, Base):
     """An access binding; `settings` holds its config fields but `name`."""
 
     __tablename__ = "bindings"
-    __table_args__ = (Index("uq_bindings_project_name", "project_id", "name", unique=True),)
-    id: Mapped[str] = mapped_column(_ID, primary_key=True)
-    project_id: Mapped[str] = _project_fk()
-    name: Mapped[str] = mapped_column(_NAME)
     settings: Mapped[dict[str, Any]]
 
 
-class Policy(_Stamped, Base):
+class Policy(_Owned, Base):
     """A routing policy; `settings` holds its config fields but `name`."""
 
     __tablename__ = "policies"
-    __table_args__ = (Index("uq_policies_project_name", "project_id", "name", unique=True),)
-    id: Mapped[str] = mapped_column(_ID, primary_key=True)
-    project_id: Mapped[str] = _project_fk()
-    name: Mapped[str] = mapped_column(_NAME)
     settings: Mapped[dict[str, Any]]
 
 

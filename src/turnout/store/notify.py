@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import func, select, text
 
-from turnout.routing.clock import LoopClock
+from turnout.routing.clock import LoopClock, wait_or_sleep
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -84,15 +84,7 @@ class PostgresFeed:
     async def wait(self) -> None:
         """Rule 2: return on a notification of another's change, or after `interval` seconds."""
         await self.start()
-        if not self._news.is_set():
-            news = asyncio.ensure_future(self._news.wait())
-            sleep = asyncio.ensure_future(self._clock.sleep(self.interval))
-            try:
-                await asyncio.wait({news, sleep}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (news, sleep):
-                    task.cancel()
-                await asyncio.gather(news, sleep, return_exceptions=True)
+        await wait_or_sleep(self._clock, self._news, self.interval)
         if self._news.is_set():
             self.received += 1
         self._news.clear()

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, ValidationError
 from sqlalchemy import func, select
 
 from turnout.errors import ConfigError, NameTaken, SecretKeyMissing
@@ -33,7 +32,7 @@ from turnout.store._writes import (
     refuse_unknown,
     require_project,
     stamps,
-    to_config_error,
+    validated_fields,
 )
 from turnout.store.dependents import refuse_provider_with_dependents, refuse_route_with_dependents
 from turnout.store.ids import new_id
@@ -44,6 +43,7 @@ from turnout.store.secret_box import SECRET_KEY_VARIABLE
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from pydantic import BaseModel
     from sqlalchemy.orm import Session
 
     from turnout.store._writes import Read, Validate
@@ -230,13 +230,7 @@ def _validate(
                     raise ConfigError(f"invalid {kind}: {name}: nothing is stored to keep: give it")
             secrets[name] = value
             body[name] = MASK  # validated as present; never echoed in an error
-    try:
-        fields = (
-            _KINDS[kind].schema.model_validate(body).model_dump(mode="json", exclude_unset=True)
-        )
-    except ValidationError as exc:
-        raise to_config_error(kind, exc) from None
-    return fields, secrets
+    return validated_fields(kind, _KINDS[kind].schema, body), secrets
 
 
 def _is_legacy(row: Provider) -> bool:

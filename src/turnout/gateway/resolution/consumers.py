@@ -48,16 +48,6 @@ CONSUMER_HEADER: Final = "x-turnout-consumer"
 _MAX_PINS: Final = 1024
 
 
-def _assignment(consumer: ConsumerConfig) -> Assignment:
-    return Assignment(
-        kind=consumer.kind,
-        route=consumer.model_route,
-        provider=consumer.provider,
-        model=consumer.model,
-        agent=consumer.agent,
-    )
-
-
 class ConsumerRoutes:
     """Resolves requests that name a consumer, for one runtime (see the module rules).
 
@@ -129,8 +119,8 @@ class ConsumerRoutes:
         consumer = self.find(reference)
         agent = self._by_name.get(consumer.agent) if consumer.agent is not None else None
         assignment = effective_assignment(
-            _assignment(consumer),
-            agent=None if agent is None else _assignment(agent),
+            Assignment.from_config(consumer),
+            agent=None if agent is None else Assignment.from_config(agent),
             default_route=self._default_route,
         )
         if assignment.is_empty:

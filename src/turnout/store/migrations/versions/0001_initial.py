@@ -7,6 +7,8 @@ Revises: (none)
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -49,109 +51,35 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_projects")),
         sa.UniqueConstraint("name", name=op.f("uq_projects_name")),
     )
-    op.create_table(
-        "bindings",
-        sa.Column("id", sa.String(length=40), nullable=False),
-        sa.Column("project_id", sa.String(length=40), nullable=False),
-        sa.Column("name", sa.String(length=128), nullable=False),
-        sa.Column("settings", sa.JSON(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["project_id"], ["projects.id"], name=op.f("fk_bindings_project_id"), ondelete="CASCADE"
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_bindings")),
-    )
-    op.create_index(op.f("ix_bindings_project_id"), "bindings", ["project_id"], unique=False)
-    op.create_index("uq_bindings_project_name", "bindings", ["project_id", "name"], unique=True)
-
-    op.create_table(
+    _create_owned("bindings", sa.Column("settings", sa.JSON(), nullable=False))
+    _create_owned(
         "keys",
-        sa.Column("id", sa.String(length=40), nullable=False),
-        sa.Column("project_id", sa.String(length=40), nullable=False),
-        sa.Column("name", sa.String(length=128), nullable=False),
         sa.Column("key_hash", sa.String(length=80), nullable=False),
         sa.Column("prefix", sa.String(length=16), nullable=False),
         sa.Column("identity", sa.JSON(), nullable=False),
         sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["project_id"], ["projects.id"], name=op.f("fk_keys_project_id"), ondelete="CASCADE"
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_keys")),
-        sa.UniqueConstraint("key_hash", name=op.f("uq_keys_key_hash")),
+        unique="key_hash",
     )
-    op.create_index(op.f("ix_keys_project_id"), "keys", ["project_id"], unique=False)
-    op.create_index("uq_keys_project_name", "keys", ["project_id", "name"], unique=True)
-
-    op.create_table(
-        "policies",
-        sa.Column("id", sa.String(length=40), nullable=False),
-        sa.Column("project_id", sa.String(length=40), nullable=False),
-        sa.Column("name", sa.String(length=128), nullable=False),
-        sa.Column("settings", sa.JSON(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["project_id"], ["projects.id"], name=op.f("fk_policies_project_id"), ondelete="CASCADE"
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_policies")),
-    )
-    op.create_index(op.f("ix_policies_project_id"), "policies", ["project_id"], unique=False)
-    op.create_index("uq_policies_project_name", "policies", ["project_id", "name"], unique=True)
-
-    op.create_table(
+    _create_owned("policies", sa.Column("settings", sa.JSON(), nullable=False))
+    _create_owned(
         "providers",
-        sa.Column("id", sa.String(length=40), nullable=False),
-        sa.Column("project_id", sa.String(length=40), nullable=False),
-        sa.Column("name", sa.String(length=128), nullable=False),
         sa.Column("kind", sa.String(length=32), nullable=False),
         sa.Column("settings", sa.JSON(), nullable=False),
         sa.Column("secret", sa.LargeBinary(), nullable=True),
         sa.Column("source", sa.String(length=8), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["project_id"],
-            ["projects.id"],
-            name=op.f("fk_providers_project_id"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_providers")),
     )
-    op.create_index(op.f("ix_providers_project_id"), "providers", ["project_id"], unique=False)
-    op.create_index("uq_providers_project_name", "providers", ["project_id", "name"], unique=True)
-
-    op.create_table(
+    _create_owned(
         "routes",
-        sa.Column("id", sa.String(length=40), nullable=False),
-        sa.Column("project_id", sa.String(length=40), nullable=False),
-        sa.Column("name", sa.String(length=128), nullable=False),
         sa.Column("settings", sa.JSON(), nullable=False),
         sa.Column("source", sa.String(length=8), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["project_id"], ["projects.id"], name=op.f("fk_routes_project_id"), ondelete="CASCADE"
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_routes")),
     )
-    op.create_index(op.f("ix_routes_project_id"), "routes", ["project_id"], unique=False)
-    op.create_index("uq_routes_project_name", "routes", ["project_id", "name"], unique=True)
-
-    op.create_table(
+    _create_owned(
         "consumers",
-        sa.Column("id", sa.String(length=40), nullable=False),
-        sa.Column("project_id", sa.String(length=40), nullable=False),
-        sa.Column("name", sa.String(length=128), nullable=False),
         sa.Column("kind", sa.String(length=16), nullable=False),
         sa.Column("model_route_id", sa.String(length=40), nullable=True),
         sa.Column("ai_provider_id", sa.String(length=40), nullable=True),
         sa.Column("model", sa.String(length=256), nullable=True),
         sa.Column("agent_id", sa.String(length=40), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["agent_id"], ["consumers.id"], name=op.f("fk_consumers_agent_id"), ondelete="CASCADE"
         ),
@@ -161,18 +89,40 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(
             ["model_route_id"], ["routes.id"], name=op.f("fk_consumers_model_route_id")
         ),
+    )
+    meta = sa.table("meta", sa.column("id", sa.Integer()), sa.column("version", sa.Integer()))
+    op.bulk_insert(meta, [{"id": 1, "version": 0}])
+
+
+def _create_owned(
+    table: str, *own: sa.Column[Any] | sa.Constraint, unique: str | None = None
+) -> None:
+    """Create `table`, a table of objects one project owns: its id, project and name, then its
+    own columns (and constraints), then the time stamps; deleted with its project, and named
+    uniquely within it. `unique` names a column that is unique across every project."""
+    constraints: list[sa.Constraint] = [
         sa.ForeignKeyConstraint(
             ["project_id"],
             ["projects.id"],
-            name=op.f("fk_consumers_project_id"),
+            name=op.f(f"fk_{table}_project_id"),
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_consumers")),
+        sa.PrimaryKeyConstraint("id", name=op.f(f"pk_{table}")),
+    ]
+    if unique is not None:
+        constraints.append(sa.UniqueConstraint(unique, name=op.f(f"uq_{table}_{unique}")))
+    op.create_table(
+        table,
+        sa.Column("id", sa.String(length=40), nullable=False),
+        sa.Column("project_id", sa.String(length=40), nullable=False),
+        sa.Column("name", sa.String(length=128), nullable=False),
+        *own,
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        *constraints,
     )
-    op.create_index(op.f("ix_consumers_project_id"), "consumers", ["project_id"], unique=False)
-    op.create_index("uq_consumers_project_name", "consumers", ["project_id", "name"], unique=True)
-    meta = sa.table("meta", sa.column("id", sa.Integer()), sa.column("version", sa.Integer()))
-    op.bulk_insert(meta, [{"id": 1, "version": 0}])
+    op.create_index(op.f(f"ix_{table}_project_id"), table, ["project_id"], unique=False)
+    op.create_index(f"uq_{table}_project_name", table, ["project_id", "name"], unique=True)
 
 
 def downgrade() -> None:
