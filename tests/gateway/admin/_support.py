@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from turnout.config.load import parse_config
 from turnout.config.stored import project_config
 from turnout.errors import ConfigError
-from turnout.gateway.admin.auth import admin_key_hashes
+from turnout.gateway.runtime.admin_keys import admin_key_hashes
 from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits

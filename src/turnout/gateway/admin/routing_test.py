@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from turnout.access.bindings import Decision
     from turnout.gateway.admin.dispatch import AdminCall
     from turnout.gateway.admin.served import ServedProject
-    from turnout.gateway.resolution.route_entry import Endpoint
     from turnout.gateway.responses.respond import Reply
+    from turnout.gateway.runtime.route_entry import Endpoint
     from turnout.schema import SubjectConfig
 
 __all__ = ["routing_operations"]

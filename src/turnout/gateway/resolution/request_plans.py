@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from turnout.access.bindings import AccessPolicy, Decision
     from turnout.access.keys import Caller, Credentials
-    from turnout.gateway.resolution.route_entry import Endpoint, Resolution, RouteEntry
+    from turnout.gateway.runtime.route_entry import Endpoint, Resolution, RouteEntry
     from turnout.routing.route import Route
     from turnout.schema import FileConfig, RouteConfig
 

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Protocol
 from turnout.access.keys import Caller, KeyRing
 from turnout.config.stored import project_config, project_problems
 from turnout.errors import ConfigError, NameTaken, StoreUnavailable
-from turnout.gateway.admin.auth import admin_key_hashes
+from turnout.gateway.runtime.admin_keys import admin_key_hashes
 from turnout.gateway.runtime.live import Runtime, StoredFacts, open_state_store
 from turnout.gateway.runtime.served import ServedProjects
 from turnout.gateway.runtime.status import ControlStatus

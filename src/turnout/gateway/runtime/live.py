@@ -30,15 +30,15 @@ from turnout.gateway.resolution.consumers import ConsumerRoutes
 from turnout.gateway.resolution.pins import PinStep
 from turnout.gateway.resolution.request_plans import RequestPlanner
 from turnout.gateway.resolution.resolve import Resolver
-from turnout.gateway.resolution.route_entry import (
+from turnout.gateway.runtime.build import NO_IDS, build_entries, build_health, build_providers
+from turnout.gateway.runtime.embedded import MOCK_PROVIDER, embedded_config
+from turnout.gateway.runtime.route_entry import (
     AliasRoutes,
     Endpoint,
     MatchedBy,
     Resolution,
     RouteEntry,
 )
-from turnout.gateway.runtime.build import NO_IDS, build_entries, build_health, build_providers
-from turnout.gateway.runtime.embedded import MOCK_PROVIDER, embedded_config
 from turnout.state.cache import ResponseCache
 from turnout.state.memory import MemoryState
 from turnout.state.sessions import SessionPins
