@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.gateway._store_support import control_of, file_config
 from turnout.config.stored import project_config
-from turnout.gateway.runtime.control import build_served
+from turnout.gateway.runtime.projects import build_served
 from turnout.store import migrate, open_store
 from turnout.store import service as svc
 from turnout.store.snapshot import load_snapshot
