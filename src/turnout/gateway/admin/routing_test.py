@@ -151,7 +151,7 @@ def _decision(project: ServedProject, caller: Caller, model: str) -> Decision | 
 
 def _without_grant(project: ServedProject, model: str, endpoint: Endpoint) -> dict[str, Any]:
     try:
-        found = project.runtime.resolve_ungranted(model, endpoint=endpoint)
+        found = project.runtime.lookups.resolve_ungranted(model, endpoint=endpoint)
     except RoutingError as exc:
         return _refusal(exc)
     return _resolved(resolution_row(found, endpoint))

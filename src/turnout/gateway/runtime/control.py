@@ -35,8 +35,8 @@ from turnout.config.stored import project_problems
 from turnout.errors import ConfigError
 from turnout.gateway.runtime.admin_keys import admin_key_hashes
 from turnout.gateway.runtime.feeds import PollFeed, change_feed
-from turnout.gateway.runtime.live import open_state_store
 from turnout.gateway.runtime.projects import build_served
+from turnout.gateway.runtime.state_store import open_state_store
 from turnout.gateway.runtime.status import ControlStatus
 from turnout.gateway.runtime.store_link import StoreLink, file_alone
 from turnout.store.service import current_version
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from turnout.gateway.runtime.feeds import ChangeFeed
     from turnout.gateway.runtime.live import Runtime
+    from turnout.gateway.runtime.lookups import LookupsFactory
     from turnout.gateway.runtime.served import ServedProjects
     from turnout.routing.clock import Clock
     from turnout.schema import FileConfig
@@ -63,7 +64,8 @@ class ControlPlane:
     reaches serving through it.
 
     `store` is open and migrated; `file` the configuration file's contents (the embedded
-    defaults when `embedded`); `reload_file` (optional) reads the file again for SIGHUP; `clock`
+    defaults when `embedded`); `lookups` builds each runtime's per-request lookups;
+    `reload_file` (optional) reads the file again for SIGHUP; `clock`
     times runtimes and the poll; `feed` (default: `change_feed`'s choice) wakes refreshes;
     `prepared` False when the store could not be migrated and synced at start (Rule 3).
     """
@@ -73,6 +75,7 @@ class ControlPlane:
         store: Store,
         file: FileConfig,
         *,
+        lookups: LookupsFactory,
         embedded: bool = False,
         reload_file: Callable[[], FileConfig] | None = None,
         clock: Clock | None = None,
@@ -83,6 +86,7 @@ class ControlPlane:
         self.status = ControlStatus(store.calls, store.backend)
         self.file = file
         self.embedded = embedded
+        self._lookups = lookups
         self._reload_file = reload_file
         self._clock = clock
         self.state: StateStore = open_state_store(file.state, clock)
@@ -232,6 +236,7 @@ class ControlPlane:
         return build_served(
             file,
             snapshot,
+            lookups=self._lookups,
             embedded=self.embedded,
             clock=self._clock,
             previous=self._served,

@@ -28,6 +28,7 @@ from turnout.gateway.runtime.live import Runtime, StoredFacts
 from turnout.gateway.runtime.served import ServedProjects
 
 if TYPE_CHECKING:
+    from turnout.gateway.runtime.lookups import LookupsFactory
     from turnout.routing.clock import Clock
     from turnout.schema import ConsumerConfig, FileConfig
     from turnout.state.base import StateStore
@@ -42,13 +43,15 @@ def build_served(
     file: FileConfig,
     snapshot: StoreSnapshot,
     *,
+    lookups: LookupsFactory,
     embedded: bool = False,
     clock: Clock | None = None,
     previous: ServedProjects | None = None,
     state: StateStore | None = None,
 ) -> ServedProjects:
     """The runtimes of every project of `snapshot` served with `file` (the embedded defaults
-    when `embedded`), over `previous` (Rule 2). Raises `ConfigError` as Rule 4 says."""
+    when `embedded`), each with the lookups `lookups` builds, over `previous` (Rule 2). Raises
+    `ConfigError` as Rule 4 says."""
     consumer_projects = MappingProxyType(
         {
             object_id: name
@@ -72,6 +75,7 @@ def build_served(
         try:
             runtime = Runtime.from_config(
                 config,
+                lookups=lookups,
                 clock=clock,
                 stored=stored,
                 health=before.health if before is not None else None,
