@@ -11,6 +11,7 @@ Rule 2: a passthrough target no caller's own credential reaches is a load-time w
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from turnout.access.keys import Caller
@@ -19,19 +20,12 @@ from turnout.gateway.resolution.cache import ChatCache
 from turnout.gateway.resolution.consumers import ConsumerRoutes
 from turnout.gateway.resolution.request_plans import RequestPlanner
 from turnout.gateway.resolution.resolve import Resolver
-from turnout.gateway.runtime.live import NO_STORE, Runtime
+from turnout.gateway.runtime.live import Runtime
 from turnout.state.cache import ResponseCache
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from turnout.access.keys import Credentials
-    from turnout.gateway.runtime.live import StoredFacts
     from turnout.gateway.runtime.route_entry import Endpoint, Resolution
-    from turnout.routing.clock import Clock
-    from turnout.routing.health import Health
-    from turnout.schema import FileConfig
-    from turnout.state.base import StateStore
 
 __all__ = ["ProjectLookups", "build_runtime", "chat_cache", "embedded_runtime"]
 
@@ -128,22 +122,8 @@ def _new_chat_cache(runtime: Runtime) -> ChatCache:
     return ChatCache(ResponseCache(runtime.state, clock=runtime.clock))
 
 
-def build_runtime(
-    config: FileConfig,
-    *,
-    clock: Clock | None = None,
-    stored: StoredFacts = NO_STORE,
-    health: Health | None = None,
-    state: StateStore | None = None,
-) -> Runtime:
-    """`Runtime.from_config` with these lookups."""
-    return Runtime.from_config(
-        config, lookups=ProjectLookups, clock=clock, stored=stored, health=health, state=state
-    )
+build_runtime = partial(Runtime.from_config, lookups=ProjectLookups)
+"""`Runtime.from_config` with these lookups."""
 
-
-def embedded_runtime(
-    env: Mapping[str, str] | None = None, *, clock: Clock | None = None
-) -> Runtime:
-    """`Runtime.embedded` with these lookups."""
-    return Runtime.embedded(env, lookups=ProjectLookups, clock=clock)
+embedded_runtime = partial(Runtime.embedded, lookups=ProjectLookups)
+"""`Runtime.embedded` with these lookups."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -86,12 +87,14 @@ class ControlPlane:
         self.status = ControlStatus(store.calls, store.backend)
         self.file = file
         self.embedded = embedded
-        self._lookups = lookups
         self._reload_file = reload_file
         self._clock = clock
         self.state: StateStore = open_state_store(file.state, clock)
         self.feed: ChangeFeed = (
             feed if feed is not None else change_feed(store, self.state, file.state, clock)
+        )
+        self._build_served = partial(
+            build_served, lookups=lookups, embedded=embedded, clock=clock, state=self.state
         )
         self._served: ServedProjects | None = None
         self._swap: Callable[[ServedProjects], object] | None = None
@@ -233,15 +236,7 @@ class ControlPlane:
 
     def _build(self, file: FileConfig, snapshot: StoreSnapshot) -> ServedProjects:
         """The runtimes of `snapshot` served with `file`, over those served now."""
-        return build_served(
-            file,
-            snapshot,
-            lookups=self._lookups,
-            embedded=self.embedded,
-            clock=self._clock,
-            previous=self._served,
-            state=self.state,
-        )
+        return self._build_served(file, snapshot, previous=self._served)
 
     def _serving_version(self) -> int | None:
         return None if self._served is None else self._served.version

@@ -272,7 +272,7 @@ class Runtime:
     @property
     def is_shared(self) -> bool:
         """True when `config.state` is a Redis URL (state shared between replicas)."""
-        return self._state.is_shared
+        return is_shared_url(self.config.state)
 
     @property
     def shared_health(self) -> SharedHealth | None:
