@@ -46,8 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from turnout.gateway.runtime.feeds import ChangeFeed
-    from turnout.gateway.runtime.live import Runtime
-    from turnout.gateway.runtime.lookups import LookupsFactory
+    from turnout.gateway.runtime.live import LookupsFactory, Runtime
     from turnout.gateway.runtime.served import ServedProjects
     from turnout.routing.clock import Clock
     from turnout.schema import FileConfig

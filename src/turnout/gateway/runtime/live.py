@@ -15,6 +15,7 @@ store.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
@@ -33,9 +34,9 @@ from turnout.gateway.runtime.state_store import RuntimeState, is_shared_url
 from turnout.state.sessions import SessionPins
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
-    from turnout.gateway.runtime.lookups import Lookups, LookupsFactory
+    from turnout.gateway.runtime.lookups import Lookups
     from turnout.gateway.runtime.route_entry import RouteEntry
     from turnout.routing.clock import Clock
     from turnout.routing.health import Health
@@ -43,9 +44,13 @@ if TYPE_CHECKING:
     from turnout.state.base import StateStore
     from turnout.state.shared_health import SharedHealth
 
-__all__ = ["Runtime", "StoredFacts"]
+__all__ = ["LookupsFactory", "Runtime", "StoredFacts"]
 
 _T = TypeVar("_T")
+
+
+LookupsFactory = Callable[["Runtime"], "Lookups"]
+"""Builds the per-request lookups of a runtime that holds its live objects."""
 
 
 @dataclass(frozen=True, slots=True)

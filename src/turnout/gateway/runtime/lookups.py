@@ -1,24 +1,24 @@
 """What a runtime is handed by the rooms above it: the per-request lookups of its project.
 
-Rule 1: the lookups are built over the runtime once it holds its live objects (a
-`LookupsFactory` is called with it), and live as long as it does: a new configuration builds a
-new runtime and new lookups, with empty caches.
+Rule 1: the lookups are built over the runtime once it holds its live objects (the
+runtime's `LookupsFactory` is called with it), and live as long as it does: a new
+configuration builds a new runtime and new lookups, with empty caches.
 Rule 2: they answer where a request goes, its plan and which models a caller may use;
 load-time remarks they find (`warnings`, each `path: message`) join the runtime's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from turnout.access.keys import Caller, Credentials
-    from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.runtime.route_entry import Endpoint, Resolution
     from turnout.routing.plan import RequestPlan
 
-__all__ = ["Lookups", "LookupsFactory"]
+__all__ = ["Lookups"]
 
 
 class Lookups(Protocol):
@@ -83,7 +83,3 @@ class Lookups(Protocol):
         it resolves for the caller (grants and the key's ceilings included) and, with
         `credentials`, its route keeps a target for the caller's credential mode."""
         ...
-
-
-LookupsFactory = Callable[["Runtime"], Lookups]
-"""Builds the lookups of a runtime that holds its live objects (Rule 1)."""

@@ -28,7 +28,7 @@ from turnout.gateway.runtime.live import Runtime, StoredFacts
 from turnout.gateway.runtime.served import ServedProjects
 
 if TYPE_CHECKING:
-    from turnout.gateway.runtime.lookups import LookupsFactory
+    from turnout.gateway.runtime.live import LookupsFactory
     from turnout.routing.clock import Clock
     from turnout.schema import ConsumerConfig, FileConfig
     from turnout.state.base import StateStore
