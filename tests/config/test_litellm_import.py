@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from turnout.config.litellm import ImportResult, convert_litellm, main_import_litellm
 from turnout.config.load import parse_config
 from turnout.errors import ConfigError
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.routing.options import MAX_FALLBACKS, MAX_STATIC_ATTEMPTS
 from turnout.routing.strategy_settings import strategy_from_config, validate_weights
 
@@ -692,7 +692,7 @@ def test_any_litellm_config_converts_to_a_loadable_configuration(
     text = yaml.dump(document, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
     result, config = convert_text(text)
     assert "sk-lit" not in result.yaml
-    Runtime.from_config(config)
+    build_runtime(config)
 
 
 def test_gemini_and_new_preset_prefixes_are_imported() -> None:

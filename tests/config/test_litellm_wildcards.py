@@ -4,13 +4,18 @@ through implicit family routes."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 import yaml
 
 from turnout.config.litellm import convert_litellm
 from turnout.config.load import parse_config
 from turnout.errors import NoRoute
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
+
+if TYPE_CHECKING:
+    from turnout.gateway.runtime.live import Runtime
 
 LITELLM = """
 model_list:
@@ -26,7 +31,7 @@ def runtime_of(text: str) -> Runtime:
     """The gateway runtime of the configuration imported from LiteLLM `text`."""
     result = convert_litellm(text)
     env = dict.fromkeys(result.variables, "set")
-    return Runtime.from_config(parse_config(yaml.safe_load(result.yaml), env=env))
+    return build_runtime(parse_config(yaml.safe_load(result.yaml), env=env))
 
 
 def served(runtime: Runtime, model: str) -> tuple[str, str, str | None]:

@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel
 from turnout.config.load import format_path, load_config, parse_config
 from turnout.config.reference import object_sections
 from turnout.errors import ConfigError
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.routing.strategies import LeastBusy
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def test_strategy_options_load_in_camel_case() -> None:
         },
         env={},
     )
-    strategy = Runtime.from_config(config).routes["a"].route.strategy
+    strategy = build_runtime(config).routes["a"].route.strategy
     assert isinstance(strategy, LeastBusy)
     assert (strategy.window_minutes, strategy.min_requests, strategy.exploration_share) == (
         5,

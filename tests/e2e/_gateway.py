@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from turnout.config.load import parse_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import Listener, bind_socket, serving
@@ -17,6 +17,8 @@ from turnout.gateway.server.listener import Listener, bind_socket, serving
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
     from contextlib import AbstractAsyncContextManager
+
+    from turnout.gateway.runtime.live import Runtime
 
 
 class RunningGateway:
@@ -70,7 +72,7 @@ def running_gateway(
     config: dict[str, Any], limits: ServerLimits | None = None
 ) -> AbstractAsyncContextManager[RunningGateway]:
     """Serve the runtime of `config` until the block ends (the lifespan closes its pools)."""
-    return running_runtime(Runtime.from_config(parse_config(config, env={})), limits)
+    return running_runtime(build_runtime(parse_config(config, env={})), limits)
 
 
 @asynccontextmanager

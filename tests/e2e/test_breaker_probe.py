@@ -14,7 +14,7 @@ import pytest
 from tests.e2e._gateway import running_runtime
 from tests.state._redis_server import running_redis
 from turnout.config.load import parse_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.mock_upstream import MockUpstream
 from turnout.routing.clock import FakeClock
 
@@ -68,7 +68,7 @@ async def _gateway(
 ) -> AsyncIterator[RunningGateway]:
     async with _state_url(kind) as state:
         config = parse_config(_config(upstream, state), env={})
-        async with running_runtime(Runtime.from_config(config, clock=clock)) as gateway:
+        async with running_runtime(build_runtime(config, clock=clock)) as gateway:
             yield gateway
 
 

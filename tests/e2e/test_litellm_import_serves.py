@@ -11,7 +11,7 @@ import pytest_asyncio
 from tests.e2e._gateway import RunningGateway, running_runtime
 from turnout.config.litellm import convert_litellm
 from turnout.config.load import load_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.mock_upstream import MockUpstream
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
         path.write_text(result.yaml, encoding="utf-8")
         env = {"OPENAI_API_KEY": "sk-openai-org", "TURNOUT_IMPORTED_KEY_1": "sk-1234"}
         assert sorted(result.variables) == sorted(env)
-        runtime = Runtime.from_config(load_config(path, env=env))
+        runtime = build_runtime(load_config(path, env=env))
         async with running_runtime(runtime) as running:
             yield running
 

@@ -10,11 +10,13 @@ import httpx
 import orjson
 
 from turnout.config.load import parse_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from turnout.gateway.runtime.live import Runtime
 
 USER = [{"role": "user", "content": "Why is checkout failing?"}]
 
@@ -27,7 +29,7 @@ def mock_provider(name: str, *, wire: str = "openai-chat", **extra: Any) -> dict
 def runtime_of(config: dict[str, Any]) -> Runtime:
     """The runtime of a config dict (auth open unless the dict says otherwise)."""
     data = {"server": {"auth": "open"}, **config}
-    return Runtime.from_config(parse_config(data, env={}))
+    return build_runtime(parse_config(data, env={}))
 
 
 def app_of(config: dict[str, Any], **options: Any) -> GatewayApp:

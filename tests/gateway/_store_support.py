@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from turnout.config.load import parse_config
+from turnout.gateway.resolution.lookups import ProjectLookups
 from turnout.gateway.runtime.control import ControlPlane
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.lifespan import Lifespan
@@ -56,7 +57,7 @@ def control_of(store: Store, config: dict[str, Any]) -> ControlPlane:
     """A control plane over `store` serving `config` (synced first), on a held feed."""
     file = parse_config(config, env={})
     sync_file(store, file)
-    return ControlPlane(store, file, feed=HeldFeed())
+    return ControlPlane(store, file, lookups=ProjectLookups, feed=HeldFeed())
 
 
 @asynccontextmanager

@@ -24,7 +24,7 @@ from turnout.access.keys import Caller
 from turnout.config.load import parse_config
 from turnout.errors import StreamBroken
 from turnout.gateway.resolution.cache import ChatCache, hit_record
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime, chat_cache
 from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
 from turnout.routing.stream import RoutedStream
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import httpx
 
     from turnout.gateway.resolution.cache import CacheVisit
+    from turnout.gateway.runtime.live import Runtime
     from turnout.providers.mock import MockProvider
 
 FULL_KEY = "tk_full_key_0001"
@@ -127,7 +128,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def runtime(clock: FakeClock) -> Runtime:
-    return Runtime.from_config(parse_config(CONFIG, env={}), clock=clock)
+    return build_runtime(parse_config(CONFIG, env={}), clock=clock)
 
 
 class _Gateway:
@@ -511,7 +512,7 @@ async def test_raising_store_never_fails_a_request(
 ) -> None:
     """With a store that raises, requests are served by the route (whole and streamed), the
     cache is a miss every time, and one warning is logged for all of them."""
-    gw.runtime.cache.responses.state = _BrokenState()
+    chat_cache(gw.runtime).responses.state = _BrokenState()
     with caplog.at_level(logging.WARNING, logger="turnout.gateway.resolution.cache"):
         replies = [
             await gw.chat(chat("cached")),
@@ -529,7 +530,7 @@ async def test_unreachable_shared_state_never_fails_a_call() -> None:
     """`state: redis://…` that does not answer: requests are served (the store degrades to
     local state), and the cache still works on it."""
     config = {**CONFIG, "state": "redis://127.0.0.1:1/0"}
-    runtime = Runtime.from_config(parse_config(config, env={}))
+    runtime = build_runtime(parse_config(config, env={}))
     app = GatewayApp(runtime)
     try:
         async with client_of(app) as client:
@@ -563,10 +564,10 @@ def test_wire_models_follow_target_models_and_provider_aliases() -> None:
             }
         ],
     }
-    runtime = Runtime.from_config(parse_config(config, env={}))
+    runtime = build_runtime(parse_config(config, env={}))
     route = runtime.routes["r"].route
-    assert runtime.cache.wire_models(route, "fast") == ("pinned", "gpt-4o-mini-2024")
-    assert runtime.cache.wire_models(route, "other") == ("pinned", "other")
+    assert chat_cache(runtime).wire_models(route, "fast") == ("pinned", "gpt-4o-mini-2024")
+    assert chat_cache(runtime).wire_models(route, "other") == ("pinned", "other")
 
 
 # -- the stream tap
@@ -586,7 +587,7 @@ async def _visit(runtime: Runtime) -> CacheVisit:
     caller = Caller.from_config(runtime.config.keys[0], runtime.project)
     resolution = runtime.resolve("cached", endpoint="chat", caller=caller)
     request = ChatRequest(messages=[Message("user", [TextPart("Hi")])], model="cached")
-    return await runtime.cache.look_up(resolution, request, caller)
+    return await chat_cache(runtime).look_up(resolution, request, caller)
 
 
 async def test_tap_stores_a_stream_the_route_ended(runtime: Runtime) -> None:
@@ -595,7 +596,7 @@ async def test_tap_stores_a_stream_the_route_ended(runtime: Runtime) -> None:
     record = hit_record(visit.resolution, CachedAnswer())
     tapped = visit.tap(RoutedStream(record, _chunks()))
     assert [chunk.delta async for chunk in tapped] == ["Hello", " there"]
-    stored = await runtime.cache.get(visit.key)
+    stored = await chat_cache(runtime).get(visit.key)
     assert stored is not None
     assert (stored.text, stored.finish_reason, stored.usage, stored.model) == (
         "Hello there",
@@ -617,7 +618,7 @@ async def test_tap_stores_nothing_when_the_stream_fails_after_its_finish(
     with pytest.raises(StreamBroken):
         async for _ in tapped:
             pass
-    assert await runtime.cache.get(visit.key) is None
+    assert await chat_cache(runtime).get(visit.key) is None
 
 
 async def test_tap_stores_nothing_for_an_abandoned_stream(runtime: Runtime) -> None:
@@ -630,6 +631,6 @@ async def test_tap_stores_nothing_for_an_abandoned_stream(runtime: Runtime) -> N
     await anext(tapped)
     await anext(tapped)
     await tapped.aclose()
-    assert await runtime.cache.get(visit.key) is None
+    assert await chat_cache(runtime).get(visit.key) is None
     with pytest.raises(StopAsyncIteration):
         await anext(inner)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.gateway._app_support import app_of, chat, client_of, messages, mock_provider
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import embedded_runtime
 from turnout.gateway.server.app import ENDPOINTS, GatewayApp
 from turnout.mock_upstream.answers import MODELS
 
@@ -146,7 +146,7 @@ async def test_model_paths_without_an_id_or_with_another_method(app: GatewayApp)
 async def test_the_built_in_mock_lists_and_serves_its_models() -> None:
     """Without a configuration or vendor keys, `GET /v1/models` lists the mock upstream's
     models, each retrievable and answered by the mock."""
-    app = GatewayApp(Runtime.embedded({}))
+    app = GatewayApp(embedded_runtime({}))
     async with client_of(app) as client:
         listed = await client.get("/v1/models")
         one = await client.get("/v1/models/claude-sonnet-4-5")

@@ -9,6 +9,7 @@ import pytest
 
 from tests.gateway._app_support import app_of, chat, client_of, messages, mock_provider
 from turnout.config.load import parse_config
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
@@ -93,7 +94,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def app(clock: FakeClock) -> GatewayApp:
-    return GatewayApp(Runtime.from_config(parse_config(CONFIG, env={}), clock=clock))
+    return GatewayApp(build_runtime(parse_config(CONFIG, env={}), clock=clock))
 
 
 async def _post(

@@ -12,6 +12,7 @@ from tests.gateway._app_support import app_of, chat, client_of, messages, mock_p
 from turnout.access.bindings import AccessPolicy
 from turnout.config.load import parse_config
 from turnout.errors import NoRoute
+from turnout.gateway.resolution.lookups import ProjectLookups, build_runtime
 from turnout.gateway.runtime.live import Runtime
 from turnout.schema import BindingConfig
 
@@ -189,7 +190,7 @@ async def test_no_bindings_is_the_implicit_everyone_grant() -> None:
 
 def test_grant_whose_route_vanished_fails_closed() -> None:
     """A grant naming a route the runtime does not serve is 503 NO_ROUTE, never `claude`."""
-    built = Runtime.from_config(parse_config(_config(bindings=[]), env={}))
+    built = build_runtime(parse_config(_config(bindings=[]), env={}))
     vanished = BindingConfig.model_validate(
         {
             "name": "gone",
@@ -200,6 +201,7 @@ def test_grant_whose_route_vanished_fails_closed() -> None:
     access = AccessPolicy.from_config([vanished], {}, check_routes=False)
     runtime = Runtime(
         config=built.config,
+        lookups=ProjectLookups,
         health=built.health,
         providers=built.providers,
         routes=built.routes,

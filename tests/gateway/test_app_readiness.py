@@ -14,7 +14,7 @@ import redis.asyncio as aredis
 from tests.gateway._app_support import app_of, client_of, mock_provider
 from tests.state._redis_server import running_redis
 from turnout.config.load import parse_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
 
@@ -35,7 +35,7 @@ def _config(state: str) -> dict[str, Any]:
 
 
 def _app_on(state: str, clock: FakeClock) -> GatewayApp:
-    return GatewayApp(Runtime.from_config(parse_config(_config(state), env={}), clock=clock))
+    return GatewayApp(build_runtime(parse_config(_config(state), env={}), clock=clock))
 
 
 async def _pings(url: str) -> int:

@@ -17,12 +17,14 @@ from tests.gateway._app_support import (
     sse_events,
 )
 from turnout.config.load import parse_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.routing.clock import FakeClock
 
 if TYPE_CHECKING:
     import httpx
+
+    from turnout.gateway.runtime.live import Runtime
 
 
 def _route(name: str, *models: str, **options: Any) -> dict[str, Any]:
@@ -64,7 +66,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def runtime(clock: FakeClock) -> Runtime:
-    return Runtime.from_config(parse_config(CONFIG, env={}), clock=clock)
+    return build_runtime(parse_config(CONFIG, env={}), clock=clock)
 
 
 async def _stream(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from turnout.gateway.runtime.control import PollFeed, change_feed
+from turnout.gateway.runtime.feeds import PollFeed, change_feed
 from turnout.state.config_feed import StateFeed
 from turnout.state.memory import MemoryState
 from turnout.state.redis import RedisState

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from tests.gateway._app_support import client_of
 from tests.gateway._store_support import HeldFeed, chat, file_config, started
 from turnout.config.load import parse_config
+from turnout.gateway.resolution.lookups import ProjectLookups
 from turnout.gateway.runtime.control import ControlPlane
 from turnout.routing.clock import FakeClock
 from turnout.store import service as svc
@@ -35,7 +36,7 @@ async def test_a_commit_is_announced_with_the_new_version(store: Store) -> None:
     feed = HeldFeed()
     file = parse_config(file_config(), env={})
     sync_file(store, file)
-    control = ControlPlane(store, file, feed=feed)
+    control = ControlPlane(store, file, lookups=ProjectLookups, feed=feed)
     async with started(control):
         project = load_snapshot(store).projects["default"].id
         svc.create_key(store, project, {"name": "announced"})
@@ -49,7 +50,7 @@ async def test_a_failing_feed_falls_back_to_the_poll(store: Store) -> None:
     clock = FakeClock()
     file = parse_config(file_config(), env={})
     sync_file(store, file)
-    control = ControlPlane(store, file, feed=BrokenFeed(), clock=clock)
+    control = ControlPlane(store, file, lookups=ProjectLookups, feed=BrokenFeed(), clock=clock)
     async with started(control) as app, client_of(app) as client:
         project = load_snapshot(store).projects["default"].id
         _, plaintext = svc.create_key(store, project, {"name": "later"})

@@ -12,8 +12,8 @@ from turnout.access.keys import Caller, Credentials, OwnCredential
 from turnout.errors import NoRoute, PolicyDenied
 
 if TYPE_CHECKING:
-    from turnout.gateway.resolution.route_entry import Endpoint
     from turnout.gateway.runtime.live import Runtime
+    from turnout.gateway.runtime.route_entry import Endpoint
     from turnout.routing.plan import RequestPlan, TargetRule
 
 OWN = Credentials(None, OwnCredential("authorization", "sk-own"))

@@ -3,7 +3,7 @@ UPSTREAM_AMBIGUOUS, endpoints, the empty model and the key's ceilings."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -11,7 +11,10 @@ from turnout.access.keys import Caller
 from turnout.access.patterns import ModelPattern
 from turnout.config.load import parse_config
 from turnout.errors import ConfigError, NoRoute, RoutingError
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime, embedded_runtime
+
+if TYPE_CHECKING:
+    from turnout.gateway.runtime.live import Runtime
 
 OPENAI = {"name": "openai", "kind": "openai", "api_key": "sk-test"}
 ANTHROPIC = {"name": "anthropic", "kind": "anthropic", "api_key": "sk-ant-test"}
@@ -19,7 +22,7 @@ ANTHROPIC = {"name": "anthropic", "kind": "anthropic", "api_key": "sk-ant-test"}
 
 def runtime_of(data: dict[str, Any]) -> Runtime:
     """A runtime from a configuration document (no environment)."""
-    return Runtime.from_config(parse_config(data, env={}))
+    return build_runtime(parse_config(data, env={}))
 
 
 def on(provider: str, model: str, name: str, **options: Any) -> dict[str, Any]:
@@ -147,7 +150,7 @@ def test_claude_dash_star_and_claude_star_coexist() -> None:
 
 def test_implicit_routes_with_no_route_configured() -> None:
     """Vendor keys alone: gpt-4o goes to the openai route, claude-x to anthropic's."""
-    runtime = Runtime.embedded({"OPENAI_API_KEY": "sk-a", "ANTHROPIC_API_KEY": "sk-b"})
+    runtime = embedded_runtime({"OPENAI_API_KEY": "sk-a", "ANTHROPIC_API_KEY": "sk-b"})
     found = runtime.resolve("gpt-4o", endpoint="chat")
     assert (found.entry.name, found.matched_by, found.pattern) == ("openai", "implicit", "gpt-*")
     assert where(runtime, "claude-x") == ("anthropic", "implicit")
@@ -419,5 +422,5 @@ def test_models_lists_what_the_caller_can_use() -> None:
     """Route names, aliases and exact patterns that resolve; the key's ceilings apply."""
     extra = on("openai", "x", "exact", models=["gpt-x", "gpt-y*"])
     runtime = runtime_of({**ALIASED, "routes": [*ALIASED_ROUTES, extra]})
-    assert runtime.models() == ["cheap", "exact", "fast", "gpt-x", "main", "openai-only"]
-    assert runtime.models(caller("main")) == ["fast", "main"]
+    assert runtime.lookups.models() == ["cheap", "exact", "fast", "gpt-x", "main", "openai-only"]
+    assert runtime.lookups.models(caller("main")) == ["fast", "main"]

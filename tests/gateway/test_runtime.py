@@ -9,6 +9,7 @@ import pytest
 from turnout.access.keys import KeyRing
 from turnout.config.load import parse_config
 from turnout.errors import AuthenticationFailed, ConfigError
+from turnout.gateway.resolution.lookups import build_runtime, embedded_runtime
 from turnout.gateway.runtime.live import Runtime, StoredFacts
 from turnout.mock_upstream.answers import MODELS
 from turnout.providers import Anthropic, AzureOpenAI, MockProvider, OpenAI, OpenAICompatible
@@ -26,7 +27,7 @@ ANTHROPIC = {"name": "anthropic", "kind": "anthropic", "api_key": "sk-ant-test"}
 
 def runtime_of(data: dict[str, Any], **options: Any) -> Runtime:
     """A runtime from a configuration document (no environment)."""
-    return Runtime.from_config(parse_config(data, env={}), **options)
+    return build_runtime(parse_config(data, env={}), **options)
 
 
 def target_names(route: Route | None) -> list[str]:
@@ -541,7 +542,7 @@ def test_from_config_runs_the_one_validator() -> None:
         {"routes": [{"name": "a", "targets": [{"provider": "ghost"}]}]}
     )
     with pytest.raises(ConfigError) as info:
-        Runtime.from_config(config)
+        build_runtime(config)
     assert info.value.errors == (
         ("routes[0].targets[0].provider", "no provider named 'ghost' in the project"),
     )
@@ -564,20 +565,20 @@ def test_a_loaded_configuration_is_validated_once(monkeypatch: pytest.MonkeyPatc
     route = {"name": "chat", "models": ["chat"], "targets": [{"provider": "openai"}]}
     config = parse_config({"providers": [OPENAI], "routes": [route]}, env={})
     assert runs == [1]
-    Runtime.from_config(config)
+    build_runtime(config)
     assert runs == [1]
-    Runtime.from_config(config, stored=StoredFacts(default_route="chat"))
+    build_runtime(config, stored=StoredFacts(default_route="chat"))
     assert runs == [1, 1]
     broken = config.model_copy(update={"routes": (*config.routes, config.routes[0])})
     with pytest.raises(ConfigError) as info:
-        Runtime.from_config(broken)
+        build_runtime(broken)
     assert runs == [1, 1, 2]
     assert info.value.errors == (("routes[1].name", "name 'chat' is already taken by routes[0]"),)
 
 
 def test_embedded_without_keys_serves_the_mock_on_every_endpoint() -> None:
     """No vendor key: one mock provider answers any model, chat and messages, offline."""
-    runtime = Runtime.embedded({})
+    runtime = embedded_runtime({})
     assert runtime.config.server.auth == "open"
     assert runtime.config.server.host == "127.0.0.1"
     assert runtime.keys is None
@@ -598,14 +599,14 @@ def test_embedded_without_keys_serves_the_mock_on_every_endpoint() -> None:
 def test_embedded_mock_lists_the_mock_upstreams_models() -> None:
     """Without vendor keys, `GET /v1/models` offers the mock upstream's own model list (a
     `*` pattern alone names no model to list), each served by the mock."""
-    runtime = Runtime.embedded({})
-    assert runtime.models() == sorted(MODELS, key=str.lower)
+    runtime = embedded_runtime({})
+    assert runtime.lookups.models() == sorted(MODELS, key=str.lower)
     assert {runtime.resolve(name, endpoint="chat").entry.name for name in MODELS} == {"mock"}
 
 
 def test_embedded_with_vendor_keys_builds_their_providers() -> None:
     """OPENAI_API_KEY / ANTHROPIC_API_KEY give openai and anthropic providers, no mock."""
-    runtime = Runtime.embedded(
+    runtime = embedded_runtime(
         {
             "OPENAI_API_KEY": "sk-a",
             "ANTHROPIC_API_KEY": "sk-b",
@@ -646,7 +647,7 @@ async def test_a_configured_mock_route_fails_over_by_its_script() -> None:
 
 async def test_aclose_closes_every_provider() -> None:
     """`aclose` closes each provider's pool (a mock's running handlers are cancelled)."""
-    runtime = Runtime.embedded({})
+    runtime = embedded_runtime({})
     response = await runtime.resolve("any", endpoint="chat").route.complete(question("any"))
     assert "any" in response.text
     await runtime.aclose()

@@ -10,10 +10,12 @@ import pytest
 
 from turnout.config.load import parse_config
 from turnout.errors import ConfigError
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from turnout.gateway.runtime.live import Runtime
 
 
 def _runtime(*, catalog_file: str | None = None, **provider: Any) -> Runtime:
@@ -32,7 +34,7 @@ def _runtime(*, catalog_file: str | None = None, **provider: Any) -> Runtime:
             }
         ],
     }
-    return Runtime.from_config(parse_config(config, env={}))
+    return build_runtime(parse_config(config, env={}))
 
 
 def _windows(runtime: Runtime) -> dict[str, int | None]:
@@ -91,7 +93,7 @@ def test_an_alias_target_takes_the_window_of_its_own_wire_model() -> None:
             }
         ],
     }
-    runtime = Runtime.from_config(parse_config(config, env={}))
+    runtime = build_runtime(parse_config(config, env={}))
     assert runtime.routes["r"].route.targets[0].context_window == 128000
     alias = runtime.routes["r"].aliases["long"].routes["chat"]
     assert alias.targets[0].context_window == 1047576

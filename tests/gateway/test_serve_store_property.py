@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tests.gateway._store_support import control_of, file_config
 from turnout.config.stored import project_config
-from turnout.gateway.runtime.control import build_served
+from turnout.gateway.resolution.lookups import ProjectLookups
+from turnout.gateway.runtime.projects import build_served
 from turnout.store import migrate, open_store
 from turnout.store import service as svc
 from turnout.store.snapshot import load_snapshot
@@ -78,7 +79,7 @@ async def _run(folder: Path, ops: list[Op]) -> None:
             fresh = load_snapshot(store)
             served = control.served
             assert served.version == fresh.version
-            rebuilt = build_served(control.file, fresh)
+            rebuilt = build_served(control.file, fresh, lookups=ProjectLookups)
             for name, project in fresh.projects.items():
                 runtime = served.runtimes[name]
                 assert runtime.config == project_config(control.file, project)

@@ -17,7 +17,7 @@ import pytest_asyncio
 from tests.gateway._app_support import chat, client_of, runtime_of
 from turnout.access.keys import Caller, Credentials
 from turnout.config.load import parse_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.mock_upstream import MockUpstream
 from turnout.routing.clock import FakeClock
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     import httpx
+
+    from turnout.gateway.runtime.live import Runtime
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -96,7 +98,7 @@ def _clean(upstream: MockUpstream) -> None:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def runtime(upstream: MockUpstream) -> AsyncIterator[Runtime]:
-    made = Runtime.from_config(parse_config(_config(upstream), env={}), clock=FakeClock())
+    made = build_runtime(parse_config(_config(upstream), env={}), clock=FakeClock())
     try:
         yield made
     finally:
@@ -204,7 +206,7 @@ async def test_pins_survive_a_state_store_that_is_down(upstream: MockUpstream) -
     """With `state:` a Redis nobody listens on, sessions are still served and pinned (on the
     replica's local state)."""
     config = _config(upstream, state="redis://127.0.0.1:9/0")
-    runtime = Runtime.from_config(parse_config(config, env={}), clock=FakeClock())
+    runtime = build_runtime(parse_config(config, env={}), clock=FakeClock())
     try:
         app = GatewayApp(runtime)
         upstream.app.faults.script("claude-in", ["quota"])

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tests.gateway._app_support import chat, client_of, mock_provider
 from tests.state._redis_server import running_redis
 from turnout.config.load import parse_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.lifespan import Lifespan
 from turnout.routing.clock import FakeClock
@@ -65,7 +65,7 @@ async def test_redis_outage_serves_reports_and_resyncs() -> None:
     the gateway hears that replica's trips again."""
     clock = FakeClock()
     async with running_redis() as server:
-        runtime = Runtime.from_config(parse_config(_config(server.url), env={}), clock=clock)
+        runtime = build_runtime(parse_config(_config(server.url), env={}), clock=clock)
         app = GatewayApp(runtime)
         lifespan = Lifespan(app)
         await lifespan.startup()  # starts the health sharing

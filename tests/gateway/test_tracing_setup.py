@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from turnout.config.load import parse_config
 from turnout.errors import ConfigError
 from turnout.gateway.observe.tracing import TracingSettings
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.serving import ServeOptions, serve
 from turnout.schema import TracingConfig
 
@@ -92,7 +92,7 @@ def test_serve_without_the_extra_stops_with_an_error_naming_it(
     `turnout[otel]` extra and the key that asked for tracing, and returns 1 before binding."""
     monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)
     config = {"server": {"auth": "open", "tracing": {"endpoint": "http://127.0.0.1:4318"}}}
-    runtime = Runtime.from_config(parse_config(config, env={}))
+    runtime = build_runtime(parse_config(config, env={}))
     out = io.StringIO()
     assert serve(ServeOptions(port=0), runtime, out=out) == 1
     error = capsys.readouterr().err

@@ -6,7 +6,7 @@ against the configuration file's folder (`store_url`), so the store sits beside 
 the working directory; without a file, against the folder the caller names (the working
 directory for `turnout serve`).
 Rule 2: an admin key is its plaintext (usually `${VAR}`) or its `sha256:` hash; either way only
-the hash is kept (`turnout.gateway.admin.auth.admin_key_hashes`). Messages name the entry,
+the hash is kept (`turnout.gateway.runtime.admin_keys.admin_key_hashes`). Messages name the entry,
 never its value.
 """
 

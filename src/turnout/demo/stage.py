@@ -17,7 +17,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from turnout.config.load import parse_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
@@ -70,7 +70,7 @@ class DemoStage(LoopThread):
             config = parse_config(self._config(self.upstream.url), env={})
             hashes = self._admin_hashes
             app = GatewayApp(
-                Runtime.from_config(config),
+                build_runtime(config),
                 admin_hashes=None if hashes is None else (lambda: hashes),
             )
             sock = bind_socket("127.0.0.1", 0)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from turnout.config.load import parse_config
 from turnout.config.stored import project_config
 from turnout.errors import ConfigError
-from turnout.gateway.admin.auth import admin_key_hashes
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
+from turnout.gateway.runtime.admin_keys import admin_key_hashes
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import httpx
 
     from turnout.access.sign_ins import SignInThrottle
+    from turnout.gateway.runtime.live import Runtime
     from turnout.schema import FileConfig
     from turnout.store import Store
 
@@ -97,7 +98,7 @@ class StoreContext:
         if project is None and name != self.project:
             return None
         try:
-            return Runtime.from_config(
+            return build_runtime(
                 project_config(self._file, project or ProjectSnapshot(id="", name=name))
             )
         except ConfigError:

@@ -13,6 +13,7 @@ import httpx
 
 from tests.gateway._store_support import HeldFeed, file_config
 from turnout.config.load import parse_config
+from turnout.gateway.resolution.lookups import ProjectLookups
 from turnout.gateway.runtime.control import ControlPlane
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
@@ -37,7 +38,7 @@ async def _gateway(store: Store) -> AsyncIterator[tuple[httpx.AsyncClient, Contr
     """A gateway over `store` serving the file's project `default`, and its control plane."""
     file = parse_config(file_config(admin_keys=[ADMIN_KEY]), env={})
     sync_file(store, file)
-    control = ControlPlane(store, file, feed=HeldFeed())
+    control = ControlPlane(store, file, lookups=ProjectLookups, feed=HeldFeed())
     app = GatewayApp(
         control=control, admin_hashes=control.admin_key_hashes, admin=control, status=control.status
     )

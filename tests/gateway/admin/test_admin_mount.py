@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 from tests.gateway.admin._support import ADMIN_KEY
-from turnout.gateway.admin.auth import admin_key_hashes, admin_key_id
+from turnout.gateway.admin.auth import admin_key_id
+from turnout.gateway.runtime.admin_keys import admin_key_hashes
 
 
 def test_the_admin_key_id_is_its_hash_prefix_never_the_key() -> None:

@@ -21,6 +21,7 @@ from tests.gateway._store_support import HeldFeed, file_config
 from tests.store.conftest import SECRET_KEY, store_on
 from turnout.config.load import parse_config
 from turnout.gateway.commands.health import main_health
+from turnout.gateway.resolution.lookups import ProjectLookups
 from turnout.gateway.runtime.control import ControlPlane
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
@@ -58,7 +59,7 @@ async def test_a_write_without_the_store_is_503_and_chat_is_served(
             secrets=SecretBox(SECRET_KEY),
             connect_args={"options": f"-csearch_path={name}", "connect_timeout": 2},
         )
-        control = ControlPlane(relayed, file)
+        control = ControlPlane(relayed, file, lookups=ProjectLookups)
         app = GatewayApp(control=control, admin_hashes=control.admin_key_hashes, admin=control)
         with bind_socket("127.0.0.1", 0) as sock:
             async with (
@@ -107,7 +108,7 @@ async def _stalled_gateway(
             timeouts=StoreTimeouts(call=call),
             connect_args={"options": f"-csearch_path={name}", "connect_timeout": 2},
         )
-        control = ControlPlane(relayed, file, feed=HeldFeed())
+        control = ControlPlane(relayed, file, lookups=ProjectLookups, feed=HeldFeed())
         app = GatewayApp(
             control=control,
             admin_hashes=control.admin_key_hashes,

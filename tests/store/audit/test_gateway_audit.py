@@ -12,7 +12,7 @@ from tests.gateway._app_support import USER, client_of, mock_provider
 from tests.store.audit._support import counts
 from turnout.config.load import parse_config
 from turnout.gateway.observe.observer import Observer
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
@@ -58,7 +58,7 @@ async def test_a_routed_request_leaves_its_audit_and_a_priced_ledger_entry(
 ) -> None:
     """A request that fails over leaves one audit row (caller's key name, never the key) with
     both attempt rows, and one usage entry priced on the provider and model that served."""
-    runtime = Runtime.from_config(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
+    runtime = build_runtime(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
     writer = audit_sink(store, spill_dir=tmp_path / "spill")
     await writer.start()
     app = GatewayApp(runtime, observer=Observer(sink=writer))
@@ -108,7 +108,7 @@ async def test_a_full_audit_queue_is_counted_in_metrics_and_usage_is_kept(
 ) -> None:
     """With no room in the audit queue, a request's audit row is dropped and counted in
     `turnout_audit_dropped_total`; its usage entry is still written."""
-    runtime = Runtime.from_config(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
+    runtime = build_runtime(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
     writer = AuditWriter(store, spill_dir=tmp_path, policy=AuditPolicy(max_queue=0))
     observer = Observer(sink=writer)
     app = GatewayApp(runtime, observer=observer)
@@ -129,7 +129,7 @@ async def test_a_streamed_answer_is_audited_and_billed_when_it_ends(
 ) -> None:
     """A streamed answer leaves its audit row and a usage entry on the served model once the
     stream has ended."""
-    runtime = Runtime.from_config(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
+    runtime = build_runtime(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
     writer = AuditWriter(store, spill_dir=tmp_path)
     app = GatewayApp(runtime, observer=Observer(sink=writer))
     async with client_of(app) as client:
@@ -153,7 +153,7 @@ async def test_a_failed_request_is_audited_with_its_error_and_not_billed(
 ) -> None:
     """A request no target answers leaves an audit row (outcome `failed`, the status and error
     code sent) and no usage entry."""
-    runtime = Runtime.from_config(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
+    runtime = build_runtime(parse_config(CONFIG, env={"APP_KEY": APP_KEY}))
     writer = AuditWriter(store, spill_dir=tmp_path)
     app = GatewayApp(runtime, observer=Observer(sink=writer))
     async with client_of(app) as client:
@@ -196,7 +196,7 @@ async def test_a_stream_broken_after_content_is_audited_and_billed_once(
             },
         ],
     }
-    runtime = Runtime.from_config(parse_config(config, env={"APP_KEY": APP_KEY}))
+    runtime = build_runtime(parse_config(config, env={"APP_KEY": APP_KEY}))
     writer = AuditWriter(store, spill_dir=tmp_path)
     app = GatewayApp(runtime, observer=Observer(sink=writer))
     received: list[str] = []

@@ -5,15 +5,14 @@ hashed once (`hash_key`) and compared with every admin key's hash in constant ti
 them, so the time taken says nothing about which hash came close.
 Rule 2: the audit names an admin key by `adm_` and the first 12 hex digits of its hash, never
 by the key.
-Rule 3: in the config file, an admin key is written as the key itself (usually `${VAR}`) or as
-its hash (`sha256:` and 64 hex digits); either way only the hash is kept.
+Rule 3: only an admin key's hash is kept, whether the config file writes the key or its hash
+(`turnout.gateway.runtime.admin_keys`).
 Rule 4: a presented admin key that is none of them is a failed sign-in (`turnout.access.sign_ins`).
 """
 
 from __future__ import annotations
 
 import hmac
-import re
 from typing import TYPE_CHECKING, Final
 
 from turnout.access.keys import HASH_SCHEME, hash_key
@@ -21,19 +20,10 @@ from turnout.access.keys import HASH_SCHEME, hash_key
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["ADMIN_ID_PREFIX", "admin_key_hashes", "admin_key_id", "presented_key", "verify"]
+__all__ = ["ADMIN_ID_PREFIX", "admin_key_id", "presented_key", "verify"]
 
 ADMIN_ID_PREFIX: Final = "adm_"
 _ID_DIGITS: Final = 12
-_HASH_FORM: Final = re.compile(r"sha256:[0-9a-f]{64}")
-
-
-def admin_key_hashes(keys: Iterable[str]) -> frozenset[str]:
-    """Rule 3: the hash of each admin key of the file (a `sha256:` entry is taken as is,
-    lower-cased)."""
-    return frozenset(
-        key.lower() if _HASH_FORM.fullmatch(key.lower()) else hash_key(key) for key in keys if key
-    )
 
 
 def admin_key_id(key_hash: str) -> str:

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from turnout.gateway.admin.dispatch import AdminCall
     from turnout.gateway.admin.served import ServedProject
     from turnout.gateway.observe.activity import Activity
-    from turnout.gateway.resolution.route_entry import RouteEntry
     from turnout.gateway.responses.respond import Reply
+    from turnout.gateway.runtime.route_entry import RouteEntry
     from turnout.routing.health import HealthSnapshot, KeyHealth
 
 __all__ = ["health_operations"]

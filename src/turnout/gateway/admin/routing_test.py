@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from turnout.access.bindings import Decision
     from turnout.gateway.admin.dispatch import AdminCall
     from turnout.gateway.admin.served import ServedProject
-    from turnout.gateway.resolution.route_entry import Endpoint
     from turnout.gateway.responses.respond import Reply
+    from turnout.gateway.runtime.route_entry import Endpoint
     from turnout.schema import SubjectConfig
 
 __all__ = ["routing_operations"]
@@ -151,7 +151,7 @@ def _decision(project: ServedProject, caller: Caller, model: str) -> Decision | 
 
 def _without_grant(project: ServedProject, model: str, endpoint: Endpoint) -> dict[str, Any]:
     try:
-        found = project.runtime.resolve_ungranted(model, endpoint=endpoint)
+        found = project.runtime.lookups.resolve_ungranted(model, endpoint=endpoint)
     except RoutingError as exc:
         return _refusal(exc)
     return _resolved(resolution_row(found, endpoint))

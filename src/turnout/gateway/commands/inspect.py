@@ -85,7 +85,7 @@ def main_check(args: argparse.Namespace) -> int:
     # parser, and `turnout serve` loads these itself (see `main_serve`).
     from turnout.config.load import load_config  # noqa: PLC0415
     from turnout.config.rules import check_config_warnings  # noqa: PLC0415
-    from turnout.gateway.runtime.live import Runtime  # noqa: PLC0415
+    from turnout.gateway.resolution.lookups import build_runtime  # noqa: PLC0415
 
     out = sys.stdout
     read_env = not args.no_env
@@ -96,7 +96,7 @@ def main_check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _print_errors(out, args.file, exc)
     try:
-        warnings = Runtime.from_config(config).warnings
+        warnings = build_runtime(config).warnings
     except ConfigError as exc:
         if read_env:
             return _print_errors(out, args.file, exc)
@@ -138,14 +138,14 @@ def main_routes(args: argparse.Namespace) -> int:
     """Run `turnout routes`; returns the exit status (1 when the model has no route or the
     configuration is invalid)."""
     from turnout.config.load import load_config  # noqa: PLC0415 - see main_check
-    from turnout.gateway.runtime.live import Runtime  # noqa: PLC0415
+    from turnout.gateway.resolution.lookups import build_runtime, embedded_runtime  # noqa: PLC0415
 
     out = sys.stdout
     try:
         if args.config:
-            runtime = Runtime.from_config(load_config(args.config))
+            runtime = build_runtime(load_config(args.config))
         else:
-            runtime = Runtime.embedded(os.environ)
+            runtime = embedded_runtime(os.environ)
     except ConfigError as exc:
         for path, message in exc.errors or (("(file)", str(exc)),):
             out.write(f"{path}: {message}\n")

@@ -8,7 +8,7 @@ comes back as the upstream's own bytes with the `routing` object spliced in, or 
 re-encoded when the serving target spoke another format. A route with `cache.enabled` answers
 from the response cache when it can (`turnout.gateway.resolution.cache`); a session on a
 cross-provider route reads its family pin before the call and is pinned after a success
-(`turnout.gateway.resolution.pins`).
+(`turnout.gateway.runtime.pins`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import orjson
 
 from turnout.errors import InvalidRequest, MalformedBody
 from turnout.gateway.resolution.consumers import CONSUMER_HEADER
+from turnout.gateway.resolution.lookups import chat_cache
 from turnout.gateway.responses.respond import (
     JSON,
     Reply,
@@ -131,7 +132,9 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
     config = resolution.entry.config
     cacheable = config is not None and config.cache.enabled and not request.server_features
     if cacheable:  # after the key, ceiling and grant checks
-        visit = await runtime.cache.look_up(resolution, request, caller, session_id=session_id)
+        visit = await chat_cache(runtime).look_up(
+            resolution, request, caller, session_id=session_id
+        )
         if visit.answer is not None:
             await visit.serve(exchange, include_usage=_include_usage(obj))
             return

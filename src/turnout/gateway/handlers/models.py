@@ -26,7 +26,7 @@ def model_object(model: str) -> dict[str, Any]:
 async def handle_models(exchange: Exchange) -> None:
     """`{"object": "list", "data": [model objects]}`, sorted by name."""
     caller = exchange.caller()
-    models = exchange.runtime.models(caller, exchange.credentials())
+    models = exchange.runtime.lookups.models(caller, exchange.credentials())
     data = [model_object(model) for model in models]
     headers = [request_id_header(exchange.reply_id())]
     await exchange.reply(json_reply(200, {"object": "list", "data": data}, headers))
@@ -39,7 +39,7 @@ async def handle_model(exchange: Exchange) -> None:
     also one that only a pattern matches (the list names exact names only)."""
     caller = exchange.caller()
     model = exchange.scope["path"].split("/models/", 1)[1]
-    if not exchange.runtime.can_use(model, caller, exchange.credentials()):
+    if not exchange.runtime.lookups.can_use(model, caller, exchange.credentials()):
         raise NotFound(
             f'model "{model}" does not exist or this caller cannot use it; GET /v1/models'
             " lists the models it can"

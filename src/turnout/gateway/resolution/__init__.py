@@ -1,2 +1,2 @@
-"""How a request finds its route and its per-request plan: resolution, the route each
-served route entry holds, request plans (credentials and policies), session pins and the cache."""
+"""How a request finds its route and its per-request plan: resolution, request plans
+(credentials and policies), session pins and the cache."""

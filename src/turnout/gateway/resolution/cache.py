@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
     from turnout.access.keys import Caller
-    from turnout.gateway.resolution.route_entry import Resolution
     from turnout.gateway.responses.client_formats import ClientFormat
+    from turnout.gateway.runtime.route_entry import Resolution
     from turnout.gateway.server.exchange import Exchange
     from turnout.routing.route import Route
     from turnout.state.cache import ResponseCache

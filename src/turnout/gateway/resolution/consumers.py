@@ -24,8 +24,8 @@ from turnout.access.consumers import Assignment, effective_assignment
 from turnout.access.keys import ceiling_check
 from turnout.access.served_routes import MESSAGES_WIRE
 from turnout.errors import ConsumerNotAllowed, EmbeddingsNotSupported, NoRoute, NotFound
-from turnout.gateway.resolution.route_entry import Resolution, RouteEntry
 from turnout.gateway.runtime.build import supports_embeddings
+from turnout.gateway.runtime.route_entry import Resolution, RouteEntry
 from turnout.providers import facts_of
 from turnout.routing.options import RouteOptions
 from turnout.routing.route import Route
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from turnout.access.bindings import AccessPolicy
     from turnout.access.keys import Caller
-    from turnout.gateway.resolution.route_entry import Endpoint
+    from turnout.gateway.runtime.route_entry import Endpoint
     from turnout.routing.health import Health
     from turnout.schema import ConsumerConfig
 

@@ -28,7 +28,7 @@ on a route with `allow_cross_provider` or a fallback route that has it).
 Rule 7: on a route with `allow_cross_provider` whose remaining targets span two or more
 provider families, each target's rule names its family and the plan switches family on quota
 as the route's `switch_family_on_quota` says (the engine's plan Rules 7 and 8); the session's
-pin is added per request (`turnout.gateway.resolution.pins`).
+pin is added per request (`turnout.gateway.runtime.pins`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from turnout.access.bindings import AccessPolicy, Decision
     from turnout.access.keys import Caller, Credentials
-    from turnout.gateway.resolution.route_entry import Endpoint, Resolution, RouteEntry
+    from turnout.gateway.runtime.route_entry import Endpoint, Resolution, RouteEntry
     from turnout.routing.route import Route
     from turnout.schema import FileConfig, RouteConfig
 

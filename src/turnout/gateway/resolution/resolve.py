@@ -41,7 +41,7 @@ from turnout.access.bindings import (
 from turnout.access.keys import Caller, ceiling_check, empty_model_route
 from turnout.access.model_index import ambiguity_message, no_route_message
 from turnout.errors import EmbeddingsNotSupported, NoRoute, RoutingError, UpstreamAmbiguous
-from turnout.gateway.resolution.route_entry import Resolution
+from turnout.gateway.runtime.route_entry import Resolution
 from turnout.providers import facts_of
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from turnout.access.bindings import Decision
     from turnout.access.model_index import PatternIndex
     from turnout.access.patterns import ModelPattern
-    from turnout.gateway.resolution.route_entry import AliasRoutes, Endpoint, MatchedBy, RouteEntry
+    from turnout.gateway.runtime.route_entry import AliasRoutes, Endpoint, MatchedBy, RouteEntry
     from turnout.routing.route import Route
 
 __all__ = ["Resolver", "cache_size_for"]

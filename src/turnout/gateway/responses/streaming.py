@@ -15,7 +15,7 @@ Rule 4: after commit, a broken stream ends with the format's error event (`strea
 refused or rejected one with `stream_refused` / `stream_rejected`, instead of the terminator; in
 a format whose events are numbered (Responses), numbered after the last event sent.
 Rule 5: a stream that ended cleanly pins its session to the family that served it, as a whole
-answer does (`turnout.gateway.resolution.pins`).
+answer does (`turnout.gateway.runtime.pins`).
 """
 
 from __future__ import annotations

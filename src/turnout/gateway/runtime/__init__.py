@@ -1,1 +1,2 @@
-"""A configuration turned into live objects: providers, routes, resolution."""
+"""A configuration turned into live objects: providers, routes, health, state; the lookups
+the rooms above hand it."""

@@ -32,12 +32,12 @@ from turnout.access.served_routes import (
 from turnout.config.catalog import load_catalog
 from turnout.config.rules import mock_script_steps
 from turnout.errors import ConfigError
-from turnout.gateway.resolution.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, RouteEntry
 from turnout.gateway.runtime.engine_config import (
     build_route_options,
     build_target,
     catalog_window,
 )
+from turnout.gateway.runtime.route_entry import ENDPOINT_PATHS, AliasRoutes, Endpoint, RouteEntry
 from turnout.providers import HttpOptions, HttpTimeouts, facts_of
 from turnout.providers.kinds import KINDS
 from turnout.providers.settings import ProviderBuild

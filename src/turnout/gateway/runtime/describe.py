@@ -15,8 +15,8 @@ from turnout.routing.strategies import try_order
 
 if TYPE_CHECKING:
     from turnout.access.keys import Caller
-    from turnout.gateway.resolution.route_entry import Resolution, RouteEntry
     from turnout.gateway.runtime.live import Runtime
+    from turnout.gateway.runtime.route_entry import Resolution, RouteEntry
     from turnout.routing.route import Route
 
 __all__ = [

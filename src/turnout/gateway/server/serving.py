@@ -32,9 +32,9 @@ from turnout.config.load import load_config
 from turnout.errors import ConfigError
 from turnout.gateway.observe.logs import configure_logging_from_env
 from turnout.gateway.observe.tracing import TracingSettings, install_tracing
+from turnout.gateway.resolution.lookups import ProjectLookups, build_runtime, embedded_runtime
 from turnout.gateway.runtime.control import ControlPlane
 from turnout.gateway.runtime.embedded import embedded_config
-from turnout.gateway.runtime.live import Runtime
 from turnout.gateway.runtime.served import ServedProjects
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.audit import store_app
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable, Mapping
 
+    from turnout.gateway.runtime.live import Runtime
     from turnout.schema import FileConfig
 
 __all__ = [
@@ -83,8 +84,8 @@ def load_runtime(config_path: str | None, env: Mapping[str, str]) -> Runtime:
     """The runtime of a configuration file (`${VAR}` read from `env`), or of the embedded
     defaults when `config_path` is None or empty. Raises `ConfigError` listing every problem."""
     if config_path:
-        return Runtime.from_config(load_config(config_path, env=env))
-    return Runtime.embedded(env)
+        return build_runtime(load_config(config_path, env=env))
+    return embedded_runtime(env)
 
 
 async def reload_runtime_file(config_path: str | None, env: Mapping[str, str]) -> Runtime:
@@ -124,7 +125,12 @@ def open_control(
         rule = f"cannot open the store at {shown}: {type(exc).__name__}"
         raise ConfigError(f"store: {rule}", [("store", rule)]) from None
     control = ControlPlane(
-        store, file, embedded=not config_path, reload_file=reload_file, prepared=not prepare
+        store,
+        file,
+        lookups=ProjectLookups,
+        embedded=not config_path,
+        reload_file=reload_file,
+        prepared=not prepare,
     )
     if prepare:
         try:
