@@ -53,7 +53,7 @@ class _Runtime:
 
 
 class _Exchange:
-    """What the observer reads of a finished request's exchange."""
+    """What the observer is handed of a finished request."""
 
     def __init__(self, number: int, record: RoutingRecord) -> None:
         self.began = time.perf_counter() - 0.0123
@@ -145,7 +145,14 @@ def _observer_row(directory: Path, count: int, level: str, fmt: str, *, parts: b
 
     def run(exchanges: list[Any]) -> None:
         for exchange in exchanges:
-            observer.request_done(exchange)
+            observer.request_done(
+                "POST",
+                "/v1/chat/completions",
+                exchange.status,
+                began=exchange.began,
+                record=exchange.record,
+                key=exchange.key_name(),
+            )
         done()
 
     result = _cpu_per_request(count, run)

@@ -20,6 +20,7 @@ import orjson
 
 from turnout.errors import InvalidRequest, MalformedBody
 from turnout.gateway.resolution.consumers import CONSUMER_HEADER
+from turnout.gateway.responses.cached import serve_hit
 from turnout.gateway.responses.respond import (
     JSON,
     Reply,
@@ -34,9 +35,9 @@ from turnout.wire.model import RawBody
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from turnout.gateway.client_formats import ClientFormat
+    from turnout.gateway.handlers.settings import ServedExchange
     from turnout.gateway.resolution.cache import CacheVisit
-    from turnout.gateway.responses.client_formats import ClientFormat
-    from turnout.gateway.server.exchange import Exchange
     from turnout.routing.stream import RoutedStream
     from turnout.wire.model import ChatRequest, ChatResponse
 
@@ -55,9 +56,9 @@ class AnswerWatch(Protocol):
     remembers who created a response): `answered` sees a whole answer before it is sent,
     `watch` wraps a stream before it is relayed."""
 
-    async def answered(self, exchange: Exchange, response: ChatResponse) -> None: ...
+    async def answered(self, exchange: ServedExchange, response: ChatResponse) -> None: ...
 
-    def watch(self, exchange: Exchange, stream: RoutedStream) -> RoutedStream: ...
+    def watch(self, exchange: ServedExchange, stream: RoutedStream) -> RoutedStream: ...
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def parse_json(body: bytes) -> dict[str, Any]:
     return value
 
 
-def decode_body(exchange: Exchange) -> tuple[ChatRequest, dict[str, Any]]:
+def decode_body(exchange: ServedExchange) -> tuple[ChatRequest, dict[str, Any]]:
     """The caller's body as a neutral request whose `source` is the caller's own bytes (with
     the headers a same-format target must receive, the parsed body, and for a stream the wish
     to `relay` its plain content events undecoded), and the parsed body."""
@@ -112,7 +113,7 @@ def _include_usage(obj: Mapping[str, Any]) -> bool:
     return isinstance(options, dict) and options.get("include_usage") is True
 
 
-async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -> None:
+async def handle_chat(exchange: ServedExchange, *, watch: AnswerWatch | None = None) -> None:
     """Authenticate, decode, resolve, route, and answer (whole or streamed). A request that
     needs what only its own format's server keeps (`server_features`) skips the cache: its
     answer depends on state the cache key cannot see."""
@@ -133,7 +134,7 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
     if cacheable:  # after the key, ceiling and grant checks
         visit = await runtime.cache.look_up(resolution, request, caller, session_id=session_id)
         if visit.answer is not None:
-            await visit.serve(exchange, include_usage=_include_usage(obj))
+            await serve_hit(exchange, visit, include_usage=_include_usage(obj))
             return
     plan = runtime.plan_for(
         resolution, caller, exchange.credentials, endpoint=exchange.fmt.endpoint
@@ -150,6 +151,8 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
             plan=plan,
             include_usage=_include_usage(obj),
             commit_on_headers=resolution.entry.commit_on_headers,
+            pins=runtime.pins,
+            keepalive_seconds=exchange.settings.keepalive_seconds,
             tap=_taps(exchange, visit, watch),
         )
         return
@@ -177,7 +180,7 @@ def _decoded(request: ChatRequest) -> None:
 
 
 def _taps(
-    exchange: Exchange, visit: CacheVisit | None, watch: AnswerWatch | None
+    exchange: ServedExchange, visit: CacheVisit | None, watch: AnswerWatch | None
 ) -> Callable[[RoutedStream], RoutedStream] | None:
     """The endpoint's watch, then the cache's tap, as one (the cache keeps what the watch
     made of the stream)."""

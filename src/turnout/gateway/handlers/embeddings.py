@@ -21,13 +21,13 @@ from turnout.wire import openai_embeddings
 from turnout.wire.model import RawBody
 
 if TYPE_CHECKING:
-    from turnout.gateway.server.exchange import Exchange
+    from turnout.gateway.handlers.settings import ServedExchange
     from turnout.wire.model import EmbeddingResponse
 
 __all__ = ["embeddings_reply", "handle_embeddings"]
 
 
-async def handle_embeddings(exchange: Exchange) -> None:
+async def handle_embeddings(exchange: ServedExchange) -> None:
     """Authenticate, decode, resolve (`embeddings`), route, and answer with `routing`."""
     caller = exchange.caller()
     obj = parse_json(exchange.body)

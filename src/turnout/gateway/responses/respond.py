@@ -22,7 +22,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import orjson
@@ -37,11 +37,12 @@ from turnout.errors import (
     StreamBroken,
     StreamRejected,
 )
+from turnout.gateway.exchange import Header, Reply, request_id_header
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from turnout.gateway.responses.client_formats import ClientFormat
+    from turnout.gateway.client_formats import ClientFormat
     from turnout.record import AttemptEntry, RoutingRecord
 
 __all__ = [
@@ -67,7 +68,6 @@ __all__ = [
 
 logger = logging.getLogger("turnout.gateway")
 
-Header = tuple[bytes, bytes]
 JSON: Header = (b"content-type", b"application/json")
 CACHE_MISS: Header = (b"x-turnout-cache", b"miss")
 CACHE_HIT: Header = (b"x-turnout-cache", b"hit")
@@ -85,14 +85,6 @@ _SEPARATORS = re.compile("[;,= ]")
 _CACHE_SIZE = 4096
 _VALUES: dict[str, bytes] = {}
 _TOKENS: dict[str, str] = {}
-
-
-class Reply(NamedTuple):
-    """A whole HTTP response: status, headers (byte pairs) and body."""
-
-    status: int
-    headers: list[Header]
-    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,13 +115,6 @@ def header_value(text: str) -> bytes:
     if len(_VALUES) < _CACHE_SIZE:
         _VALUES[text] = value
     return value
-
-
-def request_id_header(request_id: str) -> Header:
-    """`x-request-id` as a header pair. A request id is turnout's hex or a caller's id of
-    visible ASCII (checked on the way in): it goes out as it is, and is not cached as names
-    are, since it never repeats."""
-    return (b"x-request-id", request_id.encode())
 
 
 def _item_token(text: str) -> str:
