@@ -8,8 +8,7 @@ Rule 1: a response is started once (`start`) and ended once (`end`); `reply` doe
 `end`, nothing more is sent.
 Rule 2: `gone` is set when the caller disconnected before the response ended.
 Rule 3: `request_id` is the caller's `x-request-id` when it is a valid one (None otherwise);
-`adopt` gives it to the routing record, and every response echoes the record's id, or, without
-a record, `reply_id`.
+`adopt` gives it to the routing record, and every response echoes the record's id.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from turnout.access.keys import Caller, Credentials
     from turnout.gateway.client_formats import ClientFormat
     from turnout.record import RoutingRecord
 
@@ -44,9 +42,9 @@ def request_id_header(request_id: str) -> Header:
 
 
 class Exchange(Protocol):
-    """One request as a handler sees it: the `method`, the `path`, lower-case `headers`,
-    the `body` once read and the caller's wire format `fmt`; the response side (`start`,
-    `write`, `end`, `reply`) and what it has sent so far (`started`, `ended`, `status`).
+    """One request as the code that answers it sees it: lower-case `headers`, the `body` once
+    read and the caller's wire format `fmt`; the response side (`start`, `write`, `end`,
+    `reply`) and what it has sent so far (`started`, `ended`, `status`).
 
     `record` is the routing record adopted (Rule 3) and `failure` what the request was
     answered with an error for; both are set while it is answered."""
@@ -92,32 +90,6 @@ class Exchange(Protocol):
     @property
     def status(self) -> int:
         """The status sent (0 before `start`)."""
-        ...
-
-    @property
-    def method(self) -> str:
-        """The request's method (`GET`, `POST` ...)."""
-        ...
-
-    @property
-    def path(self) -> str:
-        """The request's path, without its query."""
-        ...
-
-    def caller(self) -> Caller:
-        """Who is calling (a missing or unknown key raises `InvalidApiKey`)."""
-        ...
-
-    def credentials(self) -> Credentials:
-        """What the request's headers say about its caller."""
-        ...
-
-    def key_name(self) -> str | None:
-        """The name of the key the request is logged and audited under (never the key)."""
-        ...
-
-    def reply_id(self) -> str:
-        """Rule 3: the id a response without a routing record carries."""
         ...
 
     def adopt(self, record: RoutingRecord | None) -> None:

@@ -15,6 +15,7 @@ from turnout.gateway.observe.observer import Observer
 from turnout.gateway.runtime.served import ServedProjects
 
 if TYPE_CHECKING:
+    from turnout.access.keys import Credentials
     from turnout.gateway.runtime.live import Runtime
 
 __all__ = ["GatewaySettings", "ServedExchange"]
@@ -66,9 +67,35 @@ class GatewaySettings:
 
 
 class ServedExchange(Exchange, Protocol):
-    """An exchange of this gateway: the request (`Exchange`), the gateway's `settings` and
-    the `runtime` of the caller's project (with several projects, the caller is
-    authenticated first)."""
+    """An exchange of this gateway as a handler sees it: the request (`Exchange`) with its
+    `method` and `path`, the caller, the gateway's `settings` and the `runtime` of the
+    caller's project (with several projects, the caller is authenticated first)."""
+
+    @property
+    def method(self) -> str:
+        """The request's method (`GET`, `POST` ...)."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """The request's path, without its query."""
+        ...
+
+    def caller(self) -> Caller:
+        """Who is calling (a missing or unknown key raises `InvalidApiKey`)."""
+        ...
+
+    def credentials(self) -> Credentials:
+        """What the request's headers say about its caller."""
+        ...
+
+    def key_name(self) -> str | None:
+        """The name of the key the request is logged and audited under (never the key)."""
+        ...
+
+    def reply_id(self) -> str:
+        """The id a response without a routing record carries."""
+        ...
 
     @property
     def settings(self) -> GatewaySettings:
