@@ -149,9 +149,15 @@ def _observer_row(directory: Path, count: int, level: str, fmt: str, *, parts: b
                 "POST",
                 "/v1/chat/completions",
                 exchange.status,
-                began=exchange.began,
-                record=exchange.record,
+                exchange.began,
+                exchange.record,
+                gone=False,
+                failure=None,
+                caller_id=None,
+                sent_id=None,
                 key=exchange.key_name(),
+                project="default",
+                opened=None,
             )
         done()
 
