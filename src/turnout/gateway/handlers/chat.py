@@ -21,13 +21,7 @@ import orjson
 from turnout.errors import InvalidRequest, MalformedBody
 from turnout.gateway.resolution.consumers import CONSUMER_HEADER
 from turnout.gateway.responses.cached import serve_hit
-from turnout.gateway.responses.respond import (
-    JSON,
-    Reply,
-    routing_headers,
-    routing_object,
-    splice_routing,
-)
+from turnout.gateway.responses.respond import routed_reply
 from turnout.gateway.responses.streaming import stream_answer
 from turnout.state.sessions import SESSION_HEADERS, session_id_from
 from turnout.wire.model import RawBody
@@ -36,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from turnout.gateway.client_formats import ClientFormat
+    from turnout.gateway.exchange import Reply
     from turnout.gateway.handlers.settings import ServedExchange
     from turnout.gateway.resolution.cache import CacheVisit
     from turnout.routing.stream import RoutedStream
@@ -201,13 +196,5 @@ def answer_reply(fmt: ClientFormat, response: ChatResponse) -> Reply:
     record = response.routing
     assert record is not None, "a routed answer carries its routing record"
     model = record.served_model or response.model or ""
-    routing = routing_object(record)
-    raw = response.raw
-    if raw is not None and response.raw_format == fmt.name:
-        body = splice_routing(raw, routing, model)
-    else:
-        encoded = fmt.encode(response, model)
-        encoded["routing"] = routing
-        body = orjson.dumps(encoded)
-    headers = routing_headers(record, target=record.answered, model=model, with_cost=True)
-    return Reply(200, [JSON, *headers], body)
+    raw = response.raw if response.raw_format == fmt.name else None
+    return routed_reply(record, model, raw, lambda: fmt.encode(response, model))

@@ -61,6 +61,7 @@ __all__ = [
     "json_reply",
     "problem_for",
     "request_id_header",
+    "routed_reply",
     "routing_headers",
     "routing_object",
     "splice_routing",
@@ -240,6 +241,23 @@ def splice_routing(raw: bytes, routing: dict[str, Any], model: str | None) -> by
         body["model"] = model
     body["routing"] = routing
     return orjson.dumps(body)
+
+
+def routed_reply(
+    record: RoutingRecord, model: str, raw: bytes | None, encode: Callable[[], dict[str, Any]]
+) -> Reply:
+    """A whole routed answer: `raw` (the upstream's own body, when the caller takes it as it
+    is) with `routing` spliced in, else the body `encode` makes with `routing` added; and the
+    routing headers, `model` being the model that served."""
+    routing = routing_object(record)
+    if raw is not None:
+        body = splice_routing(raw, routing, model)
+    else:
+        encoded = encode()
+        encoded["routing"] = routing
+        body = orjson.dumps(encoded)
+    headers = routing_headers(record, target=record.answered, model=model, with_cost=True)
+    return Reply(200, [JSON, *headers], body)
 
 
 def json_reply(status: int, body: Any, headers: Sequence[Header] = ()) -> Reply:
