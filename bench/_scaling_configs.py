@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 from turnout.access.keys import split_credentials
 from turnout.config.load import load_config
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.resolution.resolve import Resolver
-from turnout.gateway.runtime.live import Runtime
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
+
+    from turnout.gateway.runtime.live import Runtime
 
 MODEL = "gpt-4o-mini"
 T = TypeVar("T")
@@ -123,7 +125,7 @@ def load_steps(path: Path) -> tuple[LoadSteps, Runtime]:
     started = time.process_time()
     config = load_config(path)
     loaded = time.process_time()
-    runtime = Runtime.from_config(config)
+    runtime = build_runtime(config)
     built = time.process_time()
     return LoadSteps(loaded - started, built - loaded), runtime
 

@@ -45,7 +45,7 @@ from sqlalchemy import text
 from turnout.access.keys import hash_key
 from turnout.config.load import parse_config
 from turnout.config.stored import project_config
-from turnout.gateway.runtime.live import Runtime
+from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
@@ -53,6 +53,7 @@ from turnout.store import SecretBox, migrate, open_store, service
 from turnout.store.snapshot import load_snapshot
 
 if TYPE_CHECKING:
+    from turnout.gateway.runtime.live import Runtime
     from turnout.schema import FileConfig
     from turnout.store import Store
 
@@ -86,7 +87,7 @@ class BenchContext:
 
     def _build(self) -> Runtime:
         snapshot = load_snapshot(self.store)
-        return Runtime.from_config(project_config(self.file, snapshot.projects[PROJECT]))
+        return build_runtime(project_config(self.file, snapshot.projects[PROJECT]))
 
     async def committed(self) -> None:
         started = time.perf_counter()

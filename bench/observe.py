@@ -48,29 +48,13 @@ if TYPE_CHECKING:
     from turnout.record import RoutingRecord
 
 
-class _Runtime:
-    project = "default"
-
-
 class _Exchange:
-    """What the observer reads of a finished request's exchange."""
+    """What the observer is handed of a finished request."""
 
-    def __init__(self, number: int, record: RoutingRecord) -> None:
+    def __init__(self, record: RoutingRecord) -> None:
         self.began = time.perf_counter() - 0.0123
         self.record = record
-        self.gone = False
-        self.scope = {"method": "POST", "path": "/v1/chat/completions"}
         self.status = 200
-        self.failure = None
-        self.runtime = _Runtime()
-        self.request_id: str | None = None
-        self._number = number
-
-    def key_name(self) -> str | None:
-        return "ops-team"
-
-    def reply_id(self) -> str:
-        return f"req-{self._number}"
 
 
 def _record(number: int) -> RoutingRecord:
@@ -88,7 +72,7 @@ def _record(number: int) -> RoutingRecord:
 
 
 def _exchanges(count: int) -> list[Any]:
-    return [_Exchange(n, _record(n)) for n in range(count)]
+    return [_Exchange(_record(n)) for n in range(count)]
 
 
 def _cpu_per_request(count: int, run: Callable[[list[Any]], None]) -> float:
@@ -145,7 +129,20 @@ def _observer_row(directory: Path, count: int, level: str, fmt: str, *, parts: b
 
     def run(exchanges: list[Any]) -> None:
         for exchange in exchanges:
-            observer.request_done(exchange)
+            observer.request_done(
+                "POST",
+                "/v1/chat/completions",
+                exchange.status,
+                exchange.began,
+                exchange.record,
+                gone=False,
+                failure=None,
+                caller_id=None,
+                sent_id=None,
+                key="ops-team",
+                project="default",
+                opened=None,
+            )
         done()
 
     result = _cpu_per_request(count, run)

@@ -10,11 +10,11 @@ import orjson
 import pytest
 
 from turnout import errors
-from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI
+from turnout.gateway.client_formats import ANTHROPIC, OPENAI
 from turnout.gateway.responses.respond import error_event, error_reply
 
 if TYPE_CHECKING:
-    from turnout.gateway.responses.client_formats import ClientFormat
+    from turnout.gateway.client_formats import ClientFormat
 
 TABLE: list[tuple[type[errors.TurnoutError], int, str]] = [
     (errors.RouteExhausted, 503, "UPSTREAM_POOL_EXHAUSTED"),

@@ -1,5 +1,5 @@
 """The gateway's endpoint handlers (`docs/gateway-api.md`, Endpoints): each takes one
-`Exchange` and answers it."""
+`ServedExchange` and answers it."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from turnout.gateway.handlers.responses import (
     handle_responses,
     handle_stored_response,
 )
-from turnout.gateway.server.exchange import Exchange, GatewaySettings
+from turnout.gateway.handlers.settings import GatewaySettings, ServedExchange
 
 __all__ = [
     "MODEL_PATHS",
     "RESPONSE_PATHS",
-    "Exchange",
     "GatewaySettings",
+    "ServedExchange",
     "handle_chat",
     "handle_count_tokens",
     "handle_embeddings",

@@ -21,13 +21,8 @@ import orjson
 from turnout.errors import InvalidRequest, MalformedBody
 from turnout.gateway.resolution.consumers import CONSUMER_HEADER
 from turnout.gateway.resolution.lookups import chat_cache
-from turnout.gateway.responses.respond import (
-    JSON,
-    Reply,
-    routing_headers,
-    routing_object,
-    splice_routing,
-)
+from turnout.gateway.responses.cached import serve_hit
+from turnout.gateway.responses.respond import routed_reply
 from turnout.gateway.responses.streaming import stream_answer
 from turnout.state.sessions import SESSION_HEADERS, session_id_from
 from turnout.wire.model import RawBody
@@ -35,9 +30,10 @@ from turnout.wire.model import RawBody
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from turnout.gateway.client_formats import ClientFormat
+    from turnout.gateway.exchange import Reply
+    from turnout.gateway.handlers.settings import ServedExchange
     from turnout.gateway.resolution.cache import CacheVisit
-    from turnout.gateway.responses.client_formats import ClientFormat
-    from turnout.gateway.server.exchange import Exchange
     from turnout.routing.stream import RoutedStream
     from turnout.wire.model import ChatRequest, ChatResponse
 
@@ -56,9 +52,9 @@ class AnswerWatch(Protocol):
     remembers who created a response): `answered` sees a whole answer before it is sent,
     `watch` wraps a stream before it is relayed."""
 
-    async def answered(self, exchange: Exchange, response: ChatResponse) -> None: ...
+    async def answered(self, exchange: ServedExchange, response: ChatResponse) -> None: ...
 
-    def watch(self, exchange: Exchange, stream: RoutedStream) -> RoutedStream: ...
+    def watch(self, exchange: ServedExchange, stream: RoutedStream) -> RoutedStream: ...
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -72,7 +68,7 @@ def parse_json(body: bytes) -> dict[str, Any]:
     return value
 
 
-def decode_body(exchange: Exchange) -> tuple[ChatRequest, dict[str, Any]]:
+def decode_body(exchange: ServedExchange) -> tuple[ChatRequest, dict[str, Any]]:
     """The caller's body as a neutral request whose `source` is the caller's own bytes (with
     the headers a same-format target must receive, the parsed body, and for a stream the wish
     to `relay` its plain content events undecoded), and the parsed body."""
@@ -113,7 +109,7 @@ def _include_usage(obj: Mapping[str, Any]) -> bool:
     return isinstance(options, dict) and options.get("include_usage") is True
 
 
-async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -> None:
+async def handle_chat(exchange: ServedExchange, *, watch: AnswerWatch | None = None) -> None:
     """Authenticate, decode, resolve, route, and answer (whole or streamed). A request that
     needs what only its own format's server keeps (`server_features`) skips the cache: its
     answer depends on state the cache key cannot see."""
@@ -136,7 +132,7 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
             resolution, request, caller, session_id=session_id
         )
         if visit.answer is not None:
-            await visit.serve(exchange, include_usage=_include_usage(obj))
+            await serve_hit(exchange, visit, include_usage=_include_usage(obj))
             return
     plan = runtime.plan_for(
         resolution, caller, exchange.credentials, endpoint=exchange.fmt.endpoint
@@ -153,6 +149,8 @@ async def handle_chat(exchange: Exchange, *, watch: AnswerWatch | None = None) -
             plan=plan,
             include_usage=_include_usage(obj),
             commit_on_headers=resolution.entry.commit_on_headers,
+            pins=runtime.pins,
+            keepalive_seconds=exchange.settings.keepalive_seconds,
             tap=_taps(exchange, visit, watch),
         )
         return
@@ -180,7 +178,7 @@ def _decoded(request: ChatRequest) -> None:
 
 
 def _taps(
-    exchange: Exchange, visit: CacheVisit | None, watch: AnswerWatch | None
+    exchange: ServedExchange, visit: CacheVisit | None, watch: AnswerWatch | None
 ) -> Callable[[RoutedStream], RoutedStream] | None:
     """The endpoint's watch, then the cache's tap, as one (the cache keeps what the watch
     made of the stream)."""
@@ -201,13 +199,5 @@ def answer_reply(fmt: ClientFormat, response: ChatResponse) -> Reply:
     record = response.routing
     assert record is not None, "a routed answer carries its routing record"
     model = record.served_model or response.model or ""
-    routing = routing_object(record)
-    raw = response.raw
-    if raw is not None and response.raw_format == fmt.name:
-        body = splice_routing(raw, routing, model)
-    else:
-        encoded = fmt.encode(response, model)
-        encoded["routing"] = routing
-        body = orjson.dumps(encoded)
-    headers = routing_headers(record, target=record.answered, model=model, with_cost=True)
-    return Reply(200, [JSON, *headers], body)
+    raw = response.raw if response.raw_format == fmt.name else None
+    return routed_reply(record, model, raw, lambda: fmt.encode(response, model))

@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from turnout.errors import NotFound
+from turnout.gateway.exchange import request_id_header
 from turnout.gateway.handlers.chat import decode_body, session_of
 from turnout.gateway.resolution.consumers import CONSUMER_HEADER
 from turnout.gateway.responses.respond import header_value, json_reply
-from turnout.gateway.server.exchange import request_id_header
 from turnout.providers import facts_of
 from turnout.routing.plan import caller_client
 
 if TYPE_CHECKING:
-    from turnout.gateway.server.exchange import Exchange
+    from turnout.gateway.handlers.settings import ServedExchange
     from turnout.routing.plan import RequestPlan
     from turnout.routing.route import Route
     from turnout.routing.target import Target
@@ -44,7 +44,7 @@ def counting_target(route: Route, plan: RequestPlan | None = None) -> Target | N
     return None
 
 
-async def handle_count_tokens(exchange: Exchange) -> None:
+async def handle_count_tokens(exchange: ServedExchange) -> None:
     """Count the prompt's input tokens upstream; `{"input_tokens": n}`."""
     caller = exchange.caller()
     request, _ = decode_body(exchange)

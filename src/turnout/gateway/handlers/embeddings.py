@@ -5,29 +5,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import orjson
-
 from turnout.errors import InvalidRequest, MalformedBody
 from turnout.gateway.handlers.chat import parse_json, session_of
 from turnout.gateway.resolution.consumers import CONSUMER_HEADER
-from turnout.gateway.responses.respond import (
-    JSON,
-    Reply,
-    routing_headers,
-    routing_object,
-    splice_routing,
-)
+from turnout.gateway.responses.respond import routed_reply
 from turnout.wire import openai_embeddings
 from turnout.wire.model import RawBody
 
 if TYPE_CHECKING:
-    from turnout.gateway.server.exchange import Exchange
+    from turnout.gateway.exchange import Reply
+    from turnout.gateway.handlers.settings import ServedExchange
     from turnout.wire.model import EmbeddingResponse
 
 __all__ = ["embeddings_reply", "handle_embeddings"]
 
 
-async def handle_embeddings(exchange: Exchange) -> None:
+async def handle_embeddings(exchange: ServedExchange) -> None:
     """Authenticate, decode, resolve (`embeddings`), route, and answer with `routing`."""
     caller = exchange.caller()
     obj = parse_json(exchange.body)
@@ -57,14 +50,11 @@ def embeddings_reply(response: EmbeddingResponse, encoding_format: str | None) -
     record = response.routing
     assert record is not None, "a routed answer carries its routing record"
     model = record.served_model or response.model or ""
-    routing = routing_object(record)
-    if response.raw is not None:
-        body = splice_routing(response.raw, routing, model)
-    else:
-        encoded = openai_embeddings.encode_response(
+    return routed_reply(
+        record,
+        model,
+        response.raw,
+        lambda: openai_embeddings.encode_response(
             response, model=model, encoding_format=encoding_format
-        )
-        encoded["routing"] = routing
-        body = orjson.dumps(encoded)
-    headers = routing_headers(record, target=record.answered, model=model, with_cost=True)
-    return Reply(200, [JSON, *headers], body)
+        ),
+    )

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 from turnout.gateway.responses.respond import json_reply
 
 if TYPE_CHECKING:
+    from turnout.gateway.exchange import Exchange
+    from turnout.gateway.handlers.settings import GatewaySettings
     from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.runtime.status import ControlStatus
-    from turnout.gateway.server.exchange import Exchange, GatewaySettings
 
 __all__ = ["handle_healthz", "readiness"]
 

@@ -8,14 +8,14 @@ from turnout.gateway.observe.metrics import CONTENT_TYPE
 from turnout.gateway.responses.respond import Reply
 
 if TYPE_CHECKING:
-    from turnout.gateway.server.exchange import Exchange
+    from turnout.gateway.handlers.settings import ServedExchange
 
 __all__ = ["handle_metrics"]
 
 _HEADERS = [(b"content-type", CONTENT_TYPE.encode())]
 
 
-async def handle_metrics(exchange: Exchange) -> None:
+async def handle_metrics(exchange: ServedExchange) -> None:
     """200 with every metric of this process (or of every worker process)."""
     body = exchange.settings.observer.metrics.render()
     await exchange.reply(Reply(200, list(_HEADERS), body))

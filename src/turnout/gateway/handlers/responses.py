@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from turnout.errors import NotFound
+from turnout.gateway.exchange import request_id_header
 from turnout.gateway.handlers.chat import handle_chat
 from turnout.gateway.responses.respond import JSON, Reply, header_value
-from turnout.gateway.server.exchange import request_id_header
 from turnout.providers import facts_of
 from turnout.routing.plan import CallerCredential
 from turnout.routing.stream import RoutedStream
@@ -37,7 +37,7 @@ from turnout.wire.tool_kinds import restored_call, restored_delta
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Mapping
 
-    from turnout.gateway.server.exchange import Exchange
+    from turnout.gateway.handlers.settings import ServedExchange
     from turnout.record import RoutingRecord
     from turnout.wire.model import ChatResponse
 
@@ -71,7 +71,7 @@ class ResponseIds:
         self._stored = stored
         self._names = names or {}
 
-    async def answered(self, exchange: Exchange, response: ChatResponse) -> None:
+    async def answered(self, exchange: ServedExchange, response: ChatResponse) -> None:
         """Remember a whole answer's id when a Responses server made it (Rule 2), else put
         its namespaced calls back (Rule 4)."""
         if response.raw_format == _NATIVE:
@@ -81,14 +81,16 @@ class ResponseIds:
             names = self._names
             response.tool_calls = [restored_call(call, names) for call in response.tool_calls]
 
-    def watch(self, exchange: Exchange, stream: RoutedStream) -> RoutedStream:
+    def watch(self, exchange: ServedExchange, stream: RoutedStream) -> RoutedStream:
         """Remember a stream's id once it ended cleanly, when a Responses server made it;
         put the namespaced calls of a translated stream back."""
         if not self._stored and not self._names:
             return stream
         return RoutedStream(stream.routing, self._follow(exchange, stream))
 
-    async def _follow(self, exchange: Exchange, stream: RoutedStream) -> AsyncGenerator[Any, None]:
+    async def _follow(
+        self, exchange: ServedExchange, stream: RoutedStream
+    ) -> AsyncGenerator[Any, None]:
         ident: str | None = None
         names = self._names
         try:
@@ -104,7 +106,7 @@ class ResponseIds:
             await stream.aclose()
 
     async def _remember(
-        self, exchange: Exchange, response_id: str, record: RoutingRecord | None
+        self, exchange: ServedExchange, response_id: str, record: RoutingRecord | None
     ) -> None:
         if not self._stored or record is None or record.served_provider is None:
             return
@@ -115,7 +117,7 @@ class ResponseIds:
         )
 
 
-async def handle_responses(exchange: Exchange) -> None:
+async def handle_responses(exchange: ServedExchange) -> None:
     """Rule 1 and 2: route a Responses request and remember who created its response."""
     stored = _asks_store(exchange.body)
     names = _namespaced(exchange.body)
@@ -147,11 +149,11 @@ def _asks_store(body: bytes) -> bool:
     return not (isinstance(value, dict) and value.get("store") is False)
 
 
-async def handle_stored_response(exchange: Exchange) -> None:
+async def handle_stored_response(exchange: ServedExchange) -> None:
     """Rule 3: `GET` or `DELETE` a stored response at the provider that created it."""
     exchange.caller()
-    method: Literal["GET", "DELETE"] = "DELETE" if exchange.scope["method"] == "DELETE" else "GET"
-    response_id = exchange.scope["path"].split("/responses/", 1)[1]
+    method: Literal["GET", "DELETE"] = "DELETE" if exchange.method == "DELETE" else "GET"
+    response_id = exchange.path.split("/responses/", 1)[1]
     runtime = exchange.runtime
     found = await runtime.state.get(_key(runtime.project, response_id)) if response_id else None
     entry = _entry(found)

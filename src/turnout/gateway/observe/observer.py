@@ -38,13 +38,13 @@ from turnout.gateway.observe.spans import RequestSpans, is_tracing
 from turnout.gateway.responses.respond import problem_for
 from turnout.record import CALL_OUTCOMES, SKIP_OUTCOMES, FinishedRequest
 from turnout.routing.health import key_text
+from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from turnout.gateway.observe.spans import OpenSpan
     from turnout.gateway.runtime.live import Runtime
-    from turnout.gateway.server.exchange import Exchange
     from turnout.record import AttemptEntry, RoutingRecord
     from turnout.routing.health import Health, HealthEvent
 
@@ -149,33 +149,93 @@ class Observer:
         self.metrics.count_transition(key, event.to)
         log_health(event, key)
 
-    def request_started(self, exchange: Exchange) -> OpenSpan | None:
-        """Rule 3: the request's span, current from now on (None without tracing)."""
+    def request_started(
+        self, method: str, path: str, headers: Mapping[str, str]
+    ) -> OpenSpan | None:
+        """Rule 5: the request's span, current from now on (None without tracing)."""
         spans = self.spans
-        return None if spans is None else spans.start(exchange)
+        return None if spans is None else spans.start(method, path, headers)
 
-    def request_done(self, exchange: Exchange, opened: OpenSpan | None = None) -> None:
+    def request_done(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        began: float,
+        record: RoutingRecord | None,
+        *,
+        gone: bool,
+        failure: BaseException | None,
+        caller_id: str | None,
+        sent_id: str | None,
+        key: str | None,
+        project: str | None,
+        opened: OpenSpan | None,
+    ) -> None:
         """Rule 1: the access line, the failover lines and the metrics of one request; then
-        Rule 3: the end of its span, `opened` by `request_started`."""
+        Rule 5: the end of its span, `opened` by `request_started`.
+
+        `status` is the status sent (0 for none), `began` when the request arrived
+        (`perf_counter`), `gone` whether the caller left first (then it counts as 499),
+        `record` its routing record and `failure` what it was answered with an error for;
+        `caller_id` is the caller's request id, `sent_id` the id its response carried without
+        a record (None when none was sent); `key` and `project` are the key's name and the
+        project the request is logged and audited under."""
+        sent = 499 if gone else status
+        # A call, a refused one, or any request refused for its key (a GET of `/v1/models`).
+        listed = record is not None or method == "POST" or status == 401
         try:
-            self._request_done(exchange)
+            if record is None and sent_id is None and (listed or self._audits(failure)):
+                sent_id = new_request_id()  # the id it is remembered under
+            self._request_done(
+                method,
+                path,
+                sent,
+                began=began,
+                gone=gone,
+                record=record,
+                failure=failure,
+                sent_id=sent_id,
+                key=key,
+                project=project,
+                listed=listed,
+            )
         except Exception:
             logger.exception("observing a request failed")
         if opened is not None and self.spans is not None:
             try:
-                self.spans.end(exchange, opened)
+                self.spans.end(opened, sent, gone=gone, record=record, caller_id=caller_id, key=key)
             except Exception:
                 logger.exception("ending a request's span failed")
 
-    def _request_done(self, exchange: Exchange) -> None:
-        seconds = time.perf_counter() - exchange.began
+    def _audits(self, failure: BaseException | None) -> bool:
+        """Rule 4: whether a request without a routing record is handed to the sink."""
+        return self.sink is not None and failure is not None
+
+    def _request_done(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        *,
+        began: float,
+        gone: bool,
+        record: RoutingRecord | None,
+        failure: BaseException | None,
+        sent_id: str | None,
+        key: str | None,
+        project: str | None,
+        listed: bool,
+    ) -> None:
+        seconds = time.perf_counter() - began
         duration_ms = _millis(seconds)
-        record = exchange.record
         overhead = None
+        moves: list[tuple[AttemptEntry, AttemptEntry]] = []
+        sink = self.sink
         if record is not None:
             moves = failovers(record)
             overhead = max(0.0, seconds - _upstream_seconds(record))
-            outcome = "cancelled" if exchange.gone else _outcome(record)
+            outcome = "cancelled" if gone else _outcome(record)
             self.metrics.count_request(record, outcome, [left for left, _ in moves], overhead)
             for left, to in moves:
                 log_failover(record, left, to)
@@ -184,56 +244,64 @@ class Observer:
                 log_stream_broken(record, broken)
             if record.fallback_route is not None:
                 log_fallback_route(record)
-            if self.sink is not None:
-                self._submit(self.sink, exchange, record, outcome, seconds)
-        elif self.sink is not None and exchange.failure is not None:
-            self._submit(self.sink, exchange, _refused(exchange), "refused", seconds)
-        # A call, a refused one, or any request refused for its key (a GET of `/v1/models`).
-        if record is not None or exchange.scope["method"] == "POST" or exchange.status == 401:
+            if sink is not None:
+                self._submit(
+                    sink,
+                    FinishedRequest(
+                        record,
+                        time.time(),
+                        project,
+                        key,
+                        path,
+                        status,
+                        outcome,
+                        round(seconds * 1000),
+                    ),
+                )
+        elif sink is not None and failure is not None:
+            assert sent_id is not None  # made by `request_done`
+            refused = _refused(failure, sent_id)
+            self._submit(
+                sink,
+                FinishedRequest(
+                    refused,
+                    time.time(),
+                    project,
+                    key,
+                    path,
+                    status,
+                    "refused",
+                    round(seconds * 1000),
+                ),
+            )
+        request_id = record.request_id if record is not None else sent_id
+        if listed:  # the dashboard's activity
+            assert request_id is not None
             self.activity.add(
-                request_id=record.request_id if record is not None else exchange.reply_id(),
-                path=exchange.scope["path"],
-                status=exchange.status if not exchange.gone else 499,
+                request_id=request_id,
+                path=path,
+                status=status,
                 duration_ms=duration_ms,
                 record=record,
-                failovers=0 if record is None else len(moves),
+                failovers=len(moves),
             )
         if ACCESS.isEnabledFor(logging.INFO):
-            moved = 0 if record is None else len(moves)
-            log_access(_access_values(exchange, record, duration_ms, overhead, moved))
+            first = (request_id, method, path, status, key, duration_ms)
+            log_access(_access_values(first, record, overhead, len(moves)))
 
-    def _submit(
-        self,
-        sink: RequestSink,
-        exchange: Exchange,
-        record: Mapping[str, Any] | RoutingRecord,
-        outcome: str,
-        seconds: float,
-    ) -> None:
-        sink.submit(
-            FinishedRequest(
-                record,
-                time.time(),
-                exchange.project(),
-                exchange.key_name(),
-                exchange.scope["path"],
-                exchange.status if not exchange.gone else 499,
-                outcome,
-                round(seconds * 1000),
-            )
-        )
+    def _submit(self, sink: RequestSink, done: FinishedRequest) -> None:
+        sink.submit(done)
         dropped = sink.dropped
         if dropped > self._dropped:
             self.metrics.audit_dropped.inc(dropped - self._dropped)
             self._dropped = dropped
 
 
-def _refused(exchange: Exchange) -> dict[str, Any]:
+def _refused(failure: BaseException, request_id: str) -> dict[str, Any]:
     """Rule 4: what is known of a request refused before routing: its id and error code."""
-    failure = exchange.failure
-    problem = None if failure is None else problem_for(failure)
+    problem = problem_for(failure)
     code = "internal_error" if problem is None else problem.code
-    return {"request_id": exchange.reply_id(), "attempts": [], "error": {"code": code}}
+    return {"request_id": request_id, "attempts": [], "error": {"code": code}}
 
 
 def _outcome(record: RoutingRecord) -> str:
@@ -246,26 +314,17 @@ def _millis(seconds: float) -> float:
 
 
 def _access_values(
-    exchange: Exchange,
+    first: tuple[Any, ...],
     record: RoutingRecord | None,
-    duration_ms: float,
     overhead: float | None,
     moved: int = 0,
 ) -> tuple[Any, ...]:
-    """The access line's values, in the order of `ACCESS_FIELDS` (and `ROUTED_FIELDS`).
+    """The access line's values, in the order of `ACCESS_FIELDS` (and `ROUTED_FIELDS`):
+    `first` is the request id, method, path, status, key name and duration every line has.
 
     `failovers` is `moved`, the failover lines logged for the request (so a request that
     every target failed counts its moves too); a stream that broke after its first token
     names the target, provider and model it came from."""
-    scope = exchange.scope
-    first = (
-        record.request_id if record is not None else exchange.sent_id,
-        scope["method"],
-        scope["path"],
-        exchange.status if not exchange.gone else 499,
-        exchange.key_name(),
-        duration_ms,
-    )
     if record is None:
         return first
     usage = record.usage

@@ -26,9 +26,11 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from turnout.routing.spans import offer_span
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from opentelemetry.trace import Span
 
-    from turnout.gateway.server.exchange import Exchange
+    from turnout.record import RoutingRecord
 
 __all__ = ["OpenSpan", "RequestSpans", "is_tracing"]
 
@@ -58,44 +60,52 @@ class RequestSpans:
     def __init__(self) -> None:
         self._tracer = trace.get_tracer("turnout.gateway")
 
-    def start(self, exchange: Exchange) -> OpenSpan:
+    def start(self, method: str, path: str, headers: Mapping[str, str]) -> OpenSpan:
         """Rules 2 and 3: the request's span, a child of the caller's trace, made current."""
-        scope = exchange.scope
-        method, path = scope["method"], scope["path"]
         span = self._tracer.start_span(
             f"{method} {path}",
-            context=propagate.extract(exchange.headers),
+            context=propagate.extract(headers),
             kind=SpanKind.SERVER,
             attributes={"http.request.method": method, "url.path": path},
         )
         return OpenSpan(span, context.attach(offer_span(span)))
 
-    def end(self, exchange: Exchange, opened: OpenSpan) -> None:
-        """Rule 4: the span's closing attributes and status; then it ends."""
+    def end(
+        self,
+        opened: OpenSpan,
+        status: int,
+        *,
+        gone: bool,
+        record: RoutingRecord | None,
+        caller_id: str | None,
+        key: str | None,
+    ) -> None:
+        """Rule 4: the span's closing attributes and status; then it ends. `status` is the
+        status sent (499 when the caller left: `gone`), `record` the request's routing record,
+        `caller_id` the caller's request id and `key` the key's name."""
         context.detach(opened.token)  # type: ignore[arg-type]
         span = opened.span
         if span.is_recording():
-            status, attributes = _closing(exchange)
+            attributes = _closing(status, gone, record, caller_id, key)
             span.set_attributes(attributes)
             if status >= 500 or attributes.get("turnout.all_failed"):
                 span.set_status(Status(StatusCode.ERROR, attributes.get("turnout.class")))
         span.end()
 
 
-def _closing(exchange: Exchange) -> tuple[int, dict[str, Any]]:
-    status = exchange.status if not exchange.gone else 499
-    record = exchange.record
+def _closing(
+    status: int, gone: bool, record: RoutingRecord | None, caller_id: str | None, key: str | None
+) -> dict[str, Any]:
     attributes: dict[str, Any] = {"http.response.status_code": status}
-    request_id = record.request_id if record is not None else exchange.request_id
+    request_id = record.request_id if record is not None else caller_id
     if request_id is not None:  # without a record, only the caller's id is known
         attributes["turnout.request_id"] = request_id
-    key = exchange.key_name()
     if key is not None:
         attributes["turnout.key"] = key
     if record is None:
-        return status, attributes
+        return attributes
     error = record.error
-    if exchange.gone or (error is not None and error.get("code") == "cancelled"):
+    if gone or (error is not None and error.get("code") == "cancelled"):
         outcome = "cancelled"
     elif record.answered is not None or error is None:
         outcome = "answered"
@@ -108,4 +118,4 @@ def _closing(exchange: Exchange) -> tuple[int, dict[str, Any]]:
         attributes["turnout.class"] = str(error.get("code") or "error")
     if record.cache is not None:
         attributes["turnout.cache"] = record.cache
-    return status, attributes
+    return attributes

@@ -5,7 +5,8 @@ and grant checks (`Runtime.resolve`) and before the credential filter and any ca
 
 Rule 1: a hit makes no call: the stored answer goes back in the caller's format, whole or as an
 SSE stream (the caller's `stream` flag decides, not how the answer was first produced), with a
-routing record of its own: `cache: "hit"`, no attempts, cost 0.
+routing record of its own (`hit_record`): `cache: "hit"`, no attempts, cost 0. Sending it is
+the responses' part (`turnout.gateway.responses.cached`).
 Rule 2: a miss routes as usual (`cache: "miss"`) and stores the answer when it is finished: a
 whole answer before it is sent, a stream once the route ended it cleanly. Errors, refusals,
 rejected, broken and abandoned streams are never stored (`CachedAnswer.is_cacheable`).
@@ -25,11 +26,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import orjson
-
 from turnout.errors import InvalidRequest
-from turnout.gateway.responses.respond import JSON, Reply, routing_headers, routing_object
-from turnout.gateway.responses.streaming import SSE_HEADERS
 from turnout.providers import facts_of
 from turnout.record import RoutingRecord
 from turnout.routing.request_state import new_request_id
@@ -40,9 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
     from turnout.access.keys import Caller
-    from turnout.gateway.responses.client_formats import ClientFormat
     from turnout.gateway.runtime.route_entry import Resolution
-    from turnout.gateway.server.exchange import Exchange
     from turnout.routing.route import Route
     from turnout.state.cache import ResponseCache
     from turnout.wire.model import ChatChunk, ChatRequest, ChatResponse
@@ -164,21 +159,6 @@ class CacheVisit:
     request: ChatRequest
     session_id: str | None = None
 
-    async def serve(self, exchange: Exchange, *, include_usage: bool) -> None:
-        """Rule 1: answer from the cache, whole or streamed as the caller asked
-        (`include_usage`: an OpenAI caller asked for the usage chunk)."""
-        answer = self.answer
-        assert answer is not None, "only a hit is served from the cache"
-        record = hit_record(
-            self.resolution, answer, session_id=self.session_id, request_id=exchange.request_id
-        )
-        exchange.record = record
-        fmt = exchange.fmt
-        if self.request.stream:
-            await _stream_hit(exchange, record, answer, include_usage=include_usage)
-        else:
-            await exchange.reply(_whole_hit(fmt, record, answer))
-
     @staticmethod
     def missed(exc: BaseException) -> None:
         """Rule 2 for a failed request: its record (when routing began) is a miss."""
@@ -248,23 +228,3 @@ def hit_record(
         remaining_attempts=route.retry.max_attempts,
         cost=0.0,
     )
-
-
-def _whole_hit(fmt: ClientFormat, record: RoutingRecord, answer: CachedAnswer) -> Reply:
-    model = answer.model or record.requested_model or ""
-    body = fmt.encode(answer.to_response(), model)
-    body["routing"] = routing_object(record)
-    headers = routing_headers(record, target=None, model=model, with_cost=True)
-    return Reply(200, [JSON, *headers], orjson.dumps(body))
-
-
-async def _stream_hit(
-    exchange: Exchange, record: RoutingRecord, answer: CachedAnswer, *, include_usage: bool
-) -> None:
-    model = answer.model or record.requested_model or ""
-    headers = routing_headers(record, target=None, model=model, with_cost=True)
-    encoder = exchange.fmt.encoder(model, include_usage)
-    events = [encoder.encode(chunk) for chunk in answer.to_chunks()]
-    events.append(encoder.finish())
-    await exchange.start(200, [*SSE_HEADERS, *headers])
-    await exchange.end(b"".join(events))

@@ -22,7 +22,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import orjson
@@ -37,11 +37,12 @@ from turnout.errors import (
     StreamBroken,
     StreamRejected,
 )
+from turnout.gateway.exchange import Header, Reply, request_id_header
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from turnout.gateway.responses.client_formats import ClientFormat
+    from turnout.gateway.client_formats import ClientFormat
     from turnout.record import AttemptEntry, RoutingRecord
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "json_reply",
     "problem_for",
     "request_id_header",
+    "routed_reply",
     "routing_headers",
     "routing_object",
     "splice_routing",
@@ -67,7 +69,6 @@ __all__ = [
 
 logger = logging.getLogger("turnout.gateway")
 
-Header = tuple[bytes, bytes]
 JSON: Header = (b"content-type", b"application/json")
 CACHE_MISS: Header = (b"x-turnout-cache", b"miss")
 CACHE_HIT: Header = (b"x-turnout-cache", b"hit")
@@ -85,14 +86,6 @@ _SEPARATORS = re.compile("[;,= ]")
 _CACHE_SIZE = 4096
 _VALUES: dict[str, bytes] = {}
 _TOKENS: dict[str, str] = {}
-
-
-class Reply(NamedTuple):
-    """A whole HTTP response: status, headers (byte pairs) and body."""
-
-    status: int
-    headers: list[Header]
-    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,13 +116,6 @@ def header_value(text: str) -> bytes:
     if len(_VALUES) < _CACHE_SIZE:
         _VALUES[text] = value
     return value
-
-
-def request_id_header(request_id: str) -> Header:
-    """`x-request-id` as a header pair. A request id is turnout's hex or a caller's id of
-    visible ASCII (checked on the way in): it goes out as it is, and is not cached as names
-    are, since it never repeats."""
-    return (b"x-request-id", request_id.encode())
 
 
 def _item_token(text: str) -> str:
@@ -255,6 +241,23 @@ def splice_routing(raw: bytes, routing: dict[str, Any], model: str | None) -> by
         body["model"] = model
     body["routing"] = routing
     return orjson.dumps(body)
+
+
+def routed_reply(
+    record: RoutingRecord, model: str, raw: bytes | None, encode: Callable[[], dict[str, Any]]
+) -> Reply:
+    """A whole routed answer: `raw` (the upstream's own body, when the caller takes it as it
+    is) with `routing` spliced in, else the body `encode` makes with `routing` added; and the
+    routing headers, `model` being the model that served."""
+    routing = routing_object(record)
+    if raw is not None:
+        body = splice_routing(raw, routing, model)
+    else:
+        encoded = encode()
+        encoded["routing"] = routing
+        body = orjson.dumps(encoded)
+    headers = routing_headers(record, target=record.answered, model=model, with_cost=True)
+    return Reply(200, [JSON, *headers], body)
 
 
 def json_reply(status: int, body: Any, headers: Sequence[Header] = ()) -> Reply:

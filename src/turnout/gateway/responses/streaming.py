@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from turnout.gateway.responses.client_formats import NumberedEncoder
+from turnout.gateway.client_formats import NumberedEncoder
 from turnout.gateway.responses.respond import (
     CACHE_MISS,
     error_event,
@@ -38,9 +38,9 @@ from turnout.wire.sse import KEEPALIVE
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
-    from turnout.gateway.responses.client_formats import StreamEncoder
-    from turnout.gateway.responses.respond import Header
-    from turnout.gateway.server.exchange import Exchange
+    from turnout.gateway.client_formats import StreamEncoder
+    from turnout.gateway.exchange import Exchange, Header
+    from turnout.gateway.runtime.pins import PinStep
     from turnout.record import AttemptEntry, RoutingRecord
     from turnout.routing.clock import Clock
     from turnout.routing.plan import RequestPlan
@@ -125,14 +125,17 @@ async def stream_answer(
     session_id: str | None,
     include_usage: bool,
     commit_on_headers: bool,
+    pins: PinStep,
+    keepalive_seconds: float = 15.0,
     tap: Callable[[RoutedStream], RoutedStream] | None = None,
     plan: RequestPlan | None = None,
 ) -> None:
     """Route `request` as a stream and relay it to the caller as SSE (see the module rules).
 
-    `include_usage` is whether an OpenAI caller asked for the usage chunk; `tap` wraps the
-    route's stream before it is relayed (the response cache stores a cleanly ended stream);
-    `plan` is the request's plan (`Route.stream`).
+    `include_usage` is whether an OpenAI caller asked for the usage chunk; `pins` the
+    runtime's session pins (Rule 5); `keepalive_seconds` the spacing of Rule 2's comments;
+    `tap` wraps the route's stream before it is relayed (the response cache stores a cleanly
+    ended stream); `plan` is the request's plan (`Route.stream`).
     """
     chunks = route.stream(request, session_id=session_id, plan=plan)
     exchange.adopt(chunks.routing)  # before the first call, so its call id has it too
@@ -149,8 +152,9 @@ async def stream_answer(
             request=request,
             include_usage=include_usage,
             keepalive_clock=route.clock if commit_on_headers else None,
+            keepalive_seconds=keepalive_seconds,
         )
-        await exchange.runtime.pins.after(plan, session_id, record, request)
+        await pins.after(plan, session_id, record, request)
     finally:
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
@@ -165,14 +169,14 @@ async def _stream(
     request: ChatRequest,
     include_usage: bool,
     keepalive_clock: Clock | None,
+    keepalive_seconds: float,
 ) -> None:
     """Rules 1-3 for one opened stream (`keepalive_clock` set: `commit_on_headers`)."""
     fmt = exchange.fmt
     try:
         if keepalive_clock is not None:
             await exchange.start(200, _early_headers(record))
-            keepalive = exchange.settings.keepalive_seconds
-            first = await _first_chunk(exchange, chunks, keepalive_clock, keepalive)
+            first = await _first_chunk(exchange, chunks, keepalive_clock, keepalive_seconds)
         else:
             first = await anext(chunks)
     except StopAsyncIteration:

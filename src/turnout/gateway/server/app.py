@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from turnout.access.sign_ins import SignInThrottle
 from turnout.errors import MethodNotAllowed, NotFound, NotReady, ShuttingDown
+from turnout.gateway.client_formats import ANTHROPIC, OPENAI, RESPONSES
 from turnout.gateway.handlers import (
     MODEL_PATHS,
     RESPONSE_PATHS,
@@ -47,12 +48,12 @@ from turnout.gateway.handlers import (
     handle_stored_response,
     readiness,
 )
+from turnout.gateway.handlers.settings import GatewaySettings
 from turnout.gateway.observe.observer import Observer
-from turnout.gateway.responses.client_formats import ANTHROPIC, OPENAI, RESPONSES
 from turnout.gateway.responses.respond import error_event, error_reply, json_reply
 from turnout.gateway.runtime.status import ControlStatus
 from turnout.gateway.server._tracebacks import release_frames
-from turnout.gateway.server.exchange import Exchange, GatewaySettings, caller_request_id
+from turnout.gateway.server.exchange import HttpExchange, caller_request_id
 from turnout.gateway.ui.app import Dashboard
 from turnout.routing.request_state import new_request_id
 
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
     from turnout.gateway.admin.context import AdminContext
-    from turnout.gateway.responses.client_formats import ClientFormat
+    from turnout.gateway.client_formats import ClientFormat
     from turnout.gateway.responses.respond import Reply
     from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.runtime.served import ServedProjects
@@ -87,7 +88,7 @@ class PathHandler:
     """What serves one (method, path): its handler, the client format its errors use, and
     whether it reads the body first."""
 
-    handler: Callable[[Exchange], Awaitable[None]]
+    handler: Callable[[HttpExchange], Awaitable[None]]
     fmt: ClientFormat
     reads_body: bool
 
@@ -186,8 +187,8 @@ class GatewayApp:
             )
         )
         self.settings: GatewaySettings | None = None
-        self._open: dict[Exchange, asyncio.Task[Any] | None] = {}  # requests in flight
-        self._ending: set[Exchange] = set()
+        self._open: dict[HttpExchange, asyncio.Task[Any] | None] = {}  # requests in flight
+        self._ending: set[HttpExchange] = set()
         self._retiring: set[asyncio.Task[None]] = set()
         if runtime is not None:
             self._install(runtime)
@@ -242,7 +243,7 @@ class GatewayApp:
                     return
                 await _reply(send, await self._unrouted(scope))
                 return
-            exchange = Exchange(scope, receive, send, settings, served.fmt)
+            exchange = HttpExchange(scope, receive, send, settings, served.fmt)
             await self._serve(exchange, served, settings)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
@@ -260,14 +261,19 @@ class GatewayApp:
         if served is None or settings is None:
             await self(cycle.scope, cycle.receive, cycle.send)
             return
-        await self._serve(Exchange.direct(cycle, settings, served.fmt), served, settings)
+        await self._serve(HttpExchange.direct(cycle, settings, served.fmt), served, settings)
 
     async def _serve(
-        self, exchange: Exchange, served: PathHandler, settings: GatewaySettings
+        self, exchange: HttpExchange, served: PathHandler, settings: GatewaySettings
     ) -> None:
         """Rules 2, 3 and 5 for one request to a gateway endpoint."""
         task = self._open[exchange] = asyncio.current_task()
-        opened = settings.observer.request_started(exchange) if served.reads_body else None
+        observer = settings.observer
+        opened = (
+            observer.request_started(exchange.method, exchange.path, exchange.headers)
+            if served.reads_body
+            else None
+        )
         try:
             if not served.reads_body:
                 await served.handler(exchange)
@@ -299,7 +305,20 @@ class GatewayApp:
         finally:
             del self._open[exchange]
             self._ending.discard(exchange)
-            settings.observer.request_done(exchange, opened)
+            observer.request_done(
+                exchange.method,
+                exchange.path,
+                exchange.status,
+                exchange.began,
+                exchange.record,
+                gone=exchange.gone,
+                failure=exchange.failure,
+                caller_id=exchange.request_id,
+                sent_id=exchange.sent_id,
+                key=exchange.key_name(),
+                project=exchange.project(),
+                opened=opened,
+            )
             failure, exchange.failure = exchange.failure, None
             release_frames(failure)  # Rule 3: the failure's frames hold the request's body
 
@@ -449,8 +468,8 @@ async def _reply(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], re
 
 
 async def _watched(
-    handler: Callable[[Exchange], Awaitable[None]],
-    exchange: Exchange,
+    handler: Callable[[HttpExchange], Awaitable[None]],
+    exchange: HttpExchange,
     task: asyncio.Task[Any] | None,
 ) -> None:
     """Rule 2: run `handler` in `task` (the request's own), cancelled if the caller
@@ -480,7 +499,7 @@ async def _watched(
             watcher[0].cancel()
 
 
-def _leaving(exchange: Exchange, task: asyncio.Task[Any]) -> Callable[[], None]:
+def _leaving(exchange: HttpExchange, task: asyncio.Task[Any]) -> Callable[[], None]:
     """Rule 2 for a request the server handed over directly: what the server calls when the
     caller leaves (the handler is cancelled, unless the response has ended)."""
 
@@ -492,7 +511,7 @@ def _leaving(exchange: Exchange, task: asyncio.Task[Any]) -> Callable[[], None]:
     return left
 
 
-async def _watch(exchange: Exchange, task: asyncio.Task[Any]) -> None:
+async def _watch(exchange: HttpExchange, task: asyncio.Task[Any]) -> None:
     while True:
         message = await exchange.receive()
         if message["type"] == "http.disconnect":
@@ -502,7 +521,7 @@ async def _watch(exchange: Exchange, task: asyncio.Task[Any]) -> None:
             return
 
 
-async def _failed(exchange: Exchange, exc: Exception) -> None:
+async def _failed(exchange: HttpExchange, exc: Exception) -> None:
     """Rule 3: answer `exc` in the endpoint's format (or end a started response)."""
     if exchange.gone or exchange.ended:
         return

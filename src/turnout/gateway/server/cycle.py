@@ -31,7 +31,7 @@ from urllib.parse import unquote
 
 import httptools
 
-from turnout.gateway.responses.client_formats import OPENAI
+from turnout.gateway.client_formats import OPENAI
 from turnout.gateway.responses.respond import error_reply
 from turnout.routing.request_state import new_request_id
 

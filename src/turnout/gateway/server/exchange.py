@@ -23,21 +23,19 @@ from turnout.access.keys import (
     split_credentials,
 )
 from turnout.errors import RequestTooLarge
-from turnout.gateway.observe.observer import Observer
-from turnout.gateway.responses.respond import request_id_header
-from turnout.gateway.runtime.served import ServedProjects
 from turnout.routing.request_state import new_request_id
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 
-    from turnout.gateway.responses.client_formats import ClientFormat
-    from turnout.gateway.responses.respond import Header, Reply
+    from turnout.gateway.client_formats import ClientFormat
+    from turnout.gateway.exchange import Header, Reply
+    from turnout.gateway.handlers.settings import GatewaySettings
     from turnout.gateway.runtime.live import Runtime
     from turnout.gateway.server.cycle import RequestCycle
     from turnout.record import RoutingRecord
 
-__all__ = ["Exchange", "GatewaySettings", "caller_request_id", "request_id_header"]
+__all__ = ["HttpExchange", "caller_request_id"]
 
 _REQUEST_ID = re.compile("[!-~]{1,128}")
 
@@ -49,57 +47,13 @@ def caller_request_id(value: str | None) -> str | None:
     return value
 
 
-class GatewaySettings:
-    """What every request of one gateway shares: the served projects and the HTTP options.
+class HttpExchange:
+    """One request, the `ServedExchange` the handlers answer: `scope`, lower-case `headers`
+    (latin-1 text), the `body` once read, and the response side (see the module rules).
+    `began` is when it arrived (`perf_counter`), `status` the status sent (0 before), `record`
+    the routing record adopted, if any.
 
-    `served` is a `ServedProjects` (or one `Runtime`, served alone); `runtime` is its primary
-    runtime (the config file's project), whose server settings are the gateway's; `keys` the
-    key ring across every project (None under `auth: open`).
-
-    `max_body_bytes` (default: the config's `server.max_body_bytes`, 32 MiB) bounds a request
-    body; `keepalive_seconds` (15) spaces the `: keep-alive` comments of a stream whose route
-    has `commit_on_headers`; `observer` (default: a new `Observer`) logs and counts each
-    request and the runtime's health transitions.
-    """
-
-    __slots__ = (
-        "anonymous",
-        "keepalive_seconds",
-        "keys",
-        "max_body_bytes",
-        "observer",
-        "runtime",
-        "served",
-    )
-
-    def __init__(
-        self,
-        runtime: Runtime | ServedProjects,
-        *,
-        max_body_bytes: int | None = None,
-        keepalive_seconds: float = 15.0,
-        observer: Observer | None = None,
-    ) -> None:
-        served = runtime if isinstance(runtime, ServedProjects) else ServedProjects.of(runtime)
-        self.served = served
-        runtime = self.runtime = served.primary
-        self.keys = served.keys
-        self.observer = observer if observer is not None else Observer()
-        for each in served.runtimes.values():
-            self.observer.watch(each.health)
-        self.max_body_bytes = (
-            max_body_bytes if max_body_bytes is not None else runtime.config.server.max_body_bytes
-        )
-        self.keepalive_seconds = keepalive_seconds
-        self.anonymous = Caller.anonymous(runtime.project)
-
-
-class Exchange:
-    """One request: `scope`, lower-case `headers` (latin-1 text), the `body` once read, and
-    the response side (see the module rules). `began` is when it arrived (`perf_counter`),
-    `status` the status sent (0 before), `record` the routing record adopted, if any.
-
-    Made from ASGI's `scope`, `receive` and `send`, or (`Exchange.direct`) from the server's
+    Made from ASGI's `scope`, `receive` and `send`, or (`HttpExchange.direct`) from the server's
     `RequestCycle`, whose calls it then makes without the ASGI messages."""
 
     __slots__ = (
@@ -138,7 +92,9 @@ class Exchange:
         self._cycle: RequestCycle | None = None
 
     @classmethod
-    def direct(cls, cycle: RequestCycle, settings: GatewaySettings, fmt: ClientFormat) -> Exchange:
+    def direct(
+        cls, cycle: RequestCycle, settings: GatewaySettings, fmt: ClientFormat
+    ) -> HttpExchange:
         """The exchange of a request the server hands over directly."""
         exchange = cls.__new__(cls)
         exchange._init(cycle.headers, cycle.receive, cycle.send, settings, fmt)
@@ -187,6 +143,18 @@ class Exchange:
             assert self._cycle is not None
             scope = self._scope = self._cycle.scope
         return scope
+
+    @property
+    def method(self) -> str:
+        """The request's method."""
+        cycle = self._cycle
+        return cycle.method if cycle is not None else self.scope["method"]
+
+    @property
+    def path(self) -> str:
+        """The request's path, without its query."""
+        cycle = self._cycle
+        return cycle.path if cycle is not None else self.scope["path"]
 
     @property
     def cycle(self) -> RequestCycle | None:
