@@ -82,6 +82,7 @@ from turnout.providers._wire import (
     Wire,
 )
 from turnout.providers.facts import ClientFacts
+from turnout.providers.settings import ConfigRules
 from turnout.providers.transport import (
     HttpOptions,
     Transport,
@@ -146,6 +147,8 @@ class HttpProvider:
     """
 
     kind: ClassVar[str] = "http"
+    config_rules: ClassVar[ConfigRules] = ConfigRules()
+    """What the kind's configuration needs beyond the fields' types (default: nothing more)."""
     api_key_env: ClassVar[str | None] = None
     """The environment variable read for `api_key` when none is given (None: none is read)."""
     wire: Wire
