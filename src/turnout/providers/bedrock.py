@@ -261,14 +261,7 @@ class Bedrock(HttpProvider):
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One whole answer. Failures raise `ProviderError` subclasses."""
         wire, model, url, body, headers = await self._prepare(request, stream=False)
-        reply = await self._transport.post(url, body, headers)
-        request_id = request_id_of(reply.headers)
-        self._check_status(reply.status, reply.headers, reply.body)
-        try:
-            response = wire.decode(reply.body)
-        except ProviderError as exc:
-            raise self._named(exc, request_id) from None
-        response.provider_request_id = request_id
+        response = await self._post_answer(url, body, headers, wire.decode)
         response.model = response.model or model
         return response
 
