@@ -156,8 +156,6 @@ class HttpProvider:
     """
 
     kind: ClassVar[str] = "http"
-    config_rules: ClassVar[ConfigRules] = ConfigRules()
-    """What the kind's configuration needs beyond the fields' types (default: nothing more)."""
     api_key_env: ClassVar[str | None] = None
     """The environment variable read for `api_key` when none is given (None: none is read)."""
     wire: Wire
@@ -398,15 +396,10 @@ class HttpProvider:
         return decode_event(decoder, event, request_id, self._named)
 
     async def _post_answer(
-        self,
-        url: str,
-        body: bytes,
-        headers: Mapping[str, str],
-        decode: Callable[[bytes], _AnswerT],
+        self, url: str, body: bytes, headers: Mapping[str, str], decode: Callable[[bytes], _AnswerT]
     ) -> _AnswerT:
-        """One whole call: `body` posted to `url`, an error status raised as its error, the
-        answer decoded by `decode` and stamped with the vendor's request id (a decoding
-        failure named with it)."""
+        """One whole call: `body` posted, an error status raised as its error, the answer
+        decoded and stamped with the vendor's request id (a decoding failure named with it)."""
         reply = await self._transport.post(url, body, headers)
         request_id = request_id_of(reply.headers)
         self._check_status(reply.status, reply.headers, reply.body)
@@ -462,6 +455,8 @@ class KeyedProvider(HttpProvider):
     in for a `base_url` left out (the kind's name for a `name` left out)."""
 
     default_base_url: ClassVar[str]
+    config_rules: ClassVar[ConfigRules] = ConfigRules()
+    """Nothing beyond the fields' types: a key and a base URL, both optional."""
 
     def __init__(
         self,
