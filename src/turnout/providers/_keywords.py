@@ -70,11 +70,12 @@ def refuse_unknown_keywords(
     owner: object, keywords: Mapping[str, object], allowed: frozenset[str]
 ) -> None:
     """A `TypeError` for a keyword `owner`'s constructor does not take, as Python raises for
-    one that names no parameter (keywords gathered with `**` would otherwise pass unseen)."""
+    one that names no parameter (keywords gathered with `**` would otherwise pass unseen); it
+    names the class built, whichever class's constructor it inherits."""
     unknown = sorted(keywords.keys() - allowed)
     if unknown:
-        where = type(owner).__init__.__qualname__
-        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+        where = type(owner).__name__
+        raise TypeError(f"{where}.__init__() got an unexpected keyword argument {unknown[0]!r}")
 
 
 def http_options(options: HttpOptions | None, keywords: HttpProviderKeywords) -> HttpOptions:

@@ -56,10 +56,10 @@ class Anthropic(KeyedProvider):
         **keywords: Unpack[HttpProviderKeywords],
     ) -> None:
         super().__init__(
-            name=name,
+            api_key,
             base_url=base_url,
+            name=name,
             auth_headers={"anthropic-version": version},
-            api_key=api_key,
             options=options,
             **keywords,
         )

@@ -14,7 +14,7 @@ from turnout.providers.base import (
     EmbeddingsSupport,
     ResponsesSupport,
 )
-from turnout.providers.settings import KeyedFields
+from turnout.providers.settings import ConfigRules, KeyedFields
 
 if TYPE_CHECKING:
     from typing import Self, Unpack
@@ -62,6 +62,7 @@ class AzureOpenAI(EmbeddingsSupport, ResponsesSupport):
     """
 
     kind = "azure-openai"
+    config_rules = ConfigRules(options=("wire", "api_version"), required=("wire", "base_url"))
 
     @classmethod
     def from_config(cls, config: AzureFields, build: ProviderBuild) -> Self:

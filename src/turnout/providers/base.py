@@ -44,7 +44,7 @@ import copy
 import functools
 import os
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, TypeVar
 from urllib.parse import quote
 
 from turnout.errors import (
@@ -82,6 +82,7 @@ from turnout.providers._wire import (
     Wire,
 )
 from turnout.providers.facts import ClientFacts
+from turnout.providers.settings import ConfigRules
 from turnout.providers.transport import (
     HttpOptions,
     Transport,
@@ -95,7 +96,7 @@ from turnout.wire import openai_embeddings
 from turnout.wire.sse import EventTooLarge
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Mapping
     from typing import Self, Unpack
 
     from turnout.providers.settings import KeyedFields, ProviderBuild
@@ -128,6 +129,15 @@ __all__ = [
     "facts_of",
     "refuse_unknown_keywords",
 ]
+
+
+class _Answer(Protocol):
+    """A decoded answer that carries the vendor's request id (a chat's, an embedding's)."""
+
+    provider_request_id: str | None
+
+
+_AnswerT = TypeVar("_AnswerT", bound=_Answer)
 
 
 class HttpProvider:
@@ -342,14 +352,7 @@ class HttpProvider:
         """One whole answer. Failures raise `ProviderError` subclasses."""
         wire = self.wire_for(request)
         model, url, body, headers = prepare_chat(self, request, stream=False, wire=wire)
-        reply = await self._transport.post(url, body, headers)
-        request_id = request_id_of(reply.headers)
-        self._check_status(reply.status, reply.headers, reply.body)
-        try:
-            response = wire.decode(reply.body)
-        except ProviderError as exc:
-            raise self._named(exc, request_id) from None
-        response.provider_request_id = request_id
+        response = await self._post_answer(url, body, headers, wire.decode)
         if response.model is None:
             response.model = model
         return response
@@ -391,6 +394,21 @@ class HttpProvider:
         self, decoder: StreamDecoder, event: SSEEvent, request_id: str | None
     ) -> list[ChatChunk]:
         return decode_event(decoder, event, request_id, self._named)
+
+    async def _post_answer(
+        self, url: str, body: bytes, headers: Mapping[str, str], decode: Callable[[bytes], _AnswerT]
+    ) -> _AnswerT:
+        """One whole call: `body` posted, an error status raised as its error, the answer
+        decoded and stamped with the vendor's request id (a decoding failure named with it)."""
+        reply = await self._transport.post(url, body, headers)
+        request_id = request_id_of(reply.headers)
+        self._check_status(reply.status, reply.headers, reply.body)
+        try:
+            response = decode(reply.body)
+        except ProviderError as exc:
+            raise self._named(exc, request_id) from None
+        response.provider_request_id = request_id
+        return response
 
     def _check_status(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
         """An error status raised as its error (Rules 3, 4 and 6); a 2xx passes."""
@@ -434,9 +452,30 @@ def facts_of(client: object) -> ClientFacts:
 class KeyedProvider(HttpProvider):
     """An `HttpProvider` of a vendor's own API, built from a key and a base URL (`openai`,
     `anthropic`, `gemini`): `from_config` reads `KeyedFields`, and `default_base_url` stands
-    in for a `base_url` left out."""
+    in for a `base_url` left out (the kind's name for a `name` left out)."""
 
     default_base_url: ClassVar[str]
+    config_rules: ClassVar[ConfigRules] = ConfigRules()
+    """Nothing beyond the fields' types: a key and a base URL, both optional."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        name: str | None = None,
+        auth_headers: Mapping[str, str] | None = None,
+        options: HttpOptions | None = None,
+        **keywords: Unpack[HttpProviderKeywords],
+    ) -> None:
+        super().__init__(
+            name=self.kind if name is None else name,
+            base_url=self.default_base_url if base_url is None else base_url,
+            auth_headers=auth_headers,
+            api_key=api_key,
+            options=options,
+            **keywords,
+        )
 
     @classmethod
     def from_config(cls, config: KeyedFields, build: ProviderBuild) -> Self:
@@ -494,14 +533,7 @@ class EmbeddingsSupport(HttpProvider):
                 provider=self.name,
             )
         model, url, body, headers = prepare_embeddings(self, request)
-        reply = await self._transport.post(url, body, headers)
-        self._check_status(reply.status, reply.headers, reply.body)
-        request_id = request_id_of(reply.headers)
-        try:
-            response = openai_embeddings.decode_response(reply.body)
-        except ProviderError as exc:
-            raise self._named(exc, request_id) from None
-        response.provider_request_id = request_id
+        response = await self._post_answer(url, body, headers, openai_embeddings.decode_response)
         if response.model is None:
             response.model = model
         return response

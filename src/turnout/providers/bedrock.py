@@ -35,7 +35,7 @@ from turnout.providers._aws_auth import AwsSigner
 from turnout.providers._prepare import UNENCODABLE, unencodable
 from turnout.providers._stream import check_finished
 from turnout.providers.base import HttpProvider, Wire
-from turnout.providers.settings import NamedFields
+from turnout.providers.settings import ConfigRules, NamedFields
 from turnout.providers.transport import error_for_status, local_error, request_id_of
 from turnout.vendors.aws_errors import bedrock_error
 from turnout.wire import anthropic_messages, bedrock_anthropic, bedrock_converse
@@ -125,6 +125,11 @@ class Bedrock(HttpProvider):
     """
 
     kind = "bedrock"
+    config_rules = ConfigRules(
+        options=("region", "access_key_id", "secret_access_key", "session_token", "profile", "api"),
+        paired=("access_key_id", "secret_access_key"),
+        refused_values=(("credential_mode", "passthrough"),),
+    )
     wire = BEDROCK_CONVERSE
     vendor = "bedrock"
 
@@ -256,14 +261,7 @@ class Bedrock(HttpProvider):
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One whole answer. Failures raise `ProviderError` subclasses."""
         wire, model, url, body, headers = await self._prepare(request, stream=False)
-        reply = await self._transport.post(url, body, headers)
-        request_id = request_id_of(reply.headers)
-        self._check_status(reply.status, reply.headers, reply.body)
-        try:
-            response = wire.decode(reply.body)
-        except ProviderError as exc:
-            raise self._named(exc, request_id) from None
-        response.provider_request_id = request_id
+        response = await self._post_answer(url, body, headers, wire.decode)
         response.model = response.model or model
         return response
 

@@ -20,15 +20,12 @@ import orjson
 from turnout.errors import ProviderError
 from turnout.providers._prepare import UNENCODABLE, unencodable
 from turnout.providers.base import GEMINI_GENERATE, KeyedProvider
-from turnout.providers.transport import local_error, request_id_of
+from turnout.providers.transport import local_error
 from turnout.wire import gemini_embeddings
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Unpack
 
-    from turnout.providers.base import HttpProviderKeywords
-    from turnout.providers.transport import HttpOptions
     from turnout.wire.model import EmbeddingRequest, EmbeddingResponse
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "Gemini"]
@@ -55,17 +52,6 @@ class Gemini(KeyedProvider):
     family = "gemini"
     vendor = "gemini"
     supports_embeddings = True
-
-    def __init__(
-        self,
-        api_key: str | None = None,
-        *,
-        base_url: str = DEFAULT_BASE_URL,
-        name: str = "gemini",
-        options: HttpOptions | None = None,
-        **keywords: Unpack[HttpProviderKeywords],
-    ) -> None:
-        super().__init__(name=name, base_url=base_url, api_key=api_key, options=options, **keywords)
 
     def credential_headers(self, secret: str, *, bearer: bool = False) -> dict[str, str]:
         """Rule 1: `x-goog-api-key`, however the caller sent its credential."""
@@ -105,13 +91,6 @@ class Gemini(KeyedProvider):
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         """Embedding vectors for `request.input`, in input order (Rule 4)."""
         url, body, headers = self._prepare_embed(request)
-        reply = await self._transport.post(url, body, headers)
-        self._check_status(reply.status, reply.headers, reply.body)
-        request_id = request_id_of(reply.headers)
-        try:
-            response = gemini_embeddings.decode_response(reply.body)
-        except ProviderError as exc:
-            raise self._named(exc, request_id) from None
-        response.provider_request_id = request_id
+        response = await self._post_answer(url, body, headers, gemini_embeddings.decode_response)
         response.model = self.wire_model(request.model)
         return response

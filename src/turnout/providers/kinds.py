@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from turnout.providers.bedrock import BedrockFields
     from turnout.providers.mock import MockFields
     from turnout.providers.openai_compatible import CompatibleFields
-    from turnout.providers.settings import ProviderBuild
+    from turnout.providers.settings import ConfigRules, ProviderBuild
     from turnout.providers.vertex import VertexFields
 
     class ProviderFields(
@@ -38,6 +38,9 @@ __all__ = ["KINDS", "ProviderClass"]
 
 class ProviderClass(Protocol):
     """A provider kind's class, as the registry holds it."""
+
+    @property
+    def config_rules(self) -> ConfigRules: ...
 
     def from_config(self, config: ProviderFields, build: ProviderBuild) -> HttpProvider: ...
 

@@ -26,7 +26,7 @@ from turnout.providers.base import (
     ProviderKeywords,
     refuse_unknown_keywords,
 )
-from turnout.providers.settings import NamedFields
+from turnout.providers.settings import ConfigRules, NamedFields
 from turnout.providers.transport import HttpReply
 
 if TYPE_CHECKING:
@@ -266,6 +266,7 @@ class MockProvider(EmbeddingsSupport):
     """
 
     kind = "mock"
+    config_rules = ConfigRules(options=("wire", "script"))
     vendor = "mock"
     family = "none"
 

@@ -8,15 +8,7 @@ replaced; a response it created there is read and deleted at `{base_url}/respons
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from turnout.providers.base import OPENAI_CHAT, EmbeddingsSupport, KeyedProvider, ResponsesSupport
-
-if TYPE_CHECKING:
-    from typing import Unpack
-
-    from turnout.providers.base import HttpProviderKeywords
-    from turnout.providers.transport import HttpOptions
 
 __all__ = ["OpenAI"]
 
@@ -39,17 +31,6 @@ class OpenAI(EmbeddingsSupport, ResponsesSupport, KeyedProvider):
     default_base_url = DEFAULT_BASE_URL
     family = "openai"
     vendor = "openai"
-
-    def __init__(
-        self,
-        api_key: str | None = None,
-        *,
-        base_url: str = DEFAULT_BASE_URL,
-        name: str = "openai",
-        options: HttpOptions | None = None,
-        **keywords: Unpack[HttpProviderKeywords],
-    ) -> None:
-        super().__init__(name=name, base_url=base_url, api_key=api_key, options=options, **keywords)
 
     def chat_url(self, model: str) -> str:
         """`{base_url}/chat/completions`."""

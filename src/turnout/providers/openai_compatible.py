@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from turnout.errors import ConfigError
 from turnout.providers.base import OPENAI_CHAT_COMPATIBLE, EmbeddingsSupport
-from turnout.providers.settings import KeyedFields
+from turnout.providers.settings import ConfigRules, KeyedFields
 from turnout.vendors.catalog import vendor_entry
 from turnout.vendors.presets import KEYLESS_PRESETS, PRESETS, is_loopback
 
@@ -50,6 +50,7 @@ class OpenAICompatible(EmbeddingsSupport):
     """
 
     kind = "openai-compatible"
+    config_rules = ConfigRules(options=("preset",), either=("base_url", "preset"))
     wire = OPENAI_CHAT_COMPATIBLE
     family = "none"
 

@@ -4,7 +4,9 @@ kind is handed besides them (`ProviderBuild`).
 Each kind's module says the fields it reads as a read-only protocol (`BedrockFields` holds
 Bedrock's and no one else's), and its class builds itself from them with
 `from_config(config, build)`. The configuration's provider model has every kind's fields, so it
-is each kind's fields at once; a kind never sees, and cannot read, another kind's.
+is each kind's fields at once; a kind never sees, and cannot read, another kind's. What a kind
+needs of those fields beyond their types (`ConfigRules`) its class says as plain facts, for
+whoever describes the configuration (the admin API's schema).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from turnout.providers.transport import HttpOptions
     from turnout.routing.clock import Clock
 
-__all__ = ["KeyedFields", "NamedFields", "ProviderBuild"]
+__all__ = ["ConfigRules", "KeyedFields", "NamedFields", "ProviderBuild"]
 
 
 class NamedFields(Protocol):
@@ -36,6 +38,29 @@ class KeyedFields(NamedFields, Protocol):
 
     @property
     def api_key(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRules:
+    """What a kind's configuration needs beyond the fields' own types.
+
+    - `options`: the fields only some kinds take that this kind takes (on a kind that does not
+      take one, it is absent or empty);
+    - `required`: the fields it cannot do without (given: a string not empty, a choice set);
+    - `refused`: common fields it does not take (absent or null);
+    - `either`: fields of which at least one is given;
+    - `exclusive`: fields of which at most one is given;
+    - `paired`: fields given together or not at all;
+    - `refused_values`: a field's value the kind does not take.
+    """
+
+    options: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+    either: tuple[str, ...] = ()
+    exclusive: tuple[str, ...] = ()
+    paired: tuple[str, ...] = ()
+    refused_values: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from turnout.errors import ConfigError, ProviderUnavailable
 from turnout.providers._cloud_token import CloudToken
 from turnout.providers._google_auth import google_credentials, refresh_error
 from turnout.providers.base import ANTHROPIC_MESSAGES, GEMINI_GENERATE, HttpProvider
-from turnout.providers.settings import NamedFields
+from turnout.providers.settings import ConfigRules, NamedFields
 from turnout.routing.clock import LoopClock
 from turnout.vendors.vertex_errors import unwrap_vertex_error
 from turnout.wire import vertex as vertex_wire
@@ -120,6 +120,12 @@ class Vertex(HttpProvider):
     """
 
     kind = "vertex"
+    config_rules = ConfigRules(
+        options=("project", "location", "credentials_file", "credentials_json", "publisher"),
+        required=("project",),
+        refused=("api_key",),
+        exclusive=("credentials_file", "credentials_json"),
+    )
     vendor = "vertex"
     supports_embeddings = False
 

@@ -19,7 +19,8 @@ provider's model patterns hold no whitespace, and a `*` only at either end; a pr
 is not blank. A provider body is checked by its `kind` (a discriminator over one schema per
 kind): what the kind needs (`wire` and `base_url` for azure-openai, `base_url` or `preset` for
 openai-compatible, `project` for vertex, AWS keys in pairs and no passthrough for bedrock) and
-the options it does not take (absent or empty); a secret, when given, is not empty; prices and
+the options it does not take (absent or empty), each as the kind's class says it
+(`config_rules`, read from the providers' registry); a secret, when given, is not empty; prices and
 catalog overrides are keyed by one model name. A consumer is assigned a route or a provider
 pin, not both; only an agent takes a route, only a chat or a memory an agent, and a `model`
 needs a provider pin; a reference goes by id or by name. A `…Patch` schema keeps only each
@@ -38,10 +39,11 @@ from pydantic.json_schema import models_json_schema
 from turnout.access.policies import FAMILIES
 from turnout.gateway.admin.dispatch import PREFIX
 from turnout.gateway.admin.schemas import REQUEST_MODELS, RESPONSE_MODELS
+from turnout.providers.kinds import KINDS
 from turnout.schema import BindingConfig, KeyConfig, PolicyConfig, ProviderConfig, RouteConfig
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from pydantic import BaseModel
 
@@ -174,24 +176,6 @@ def _validator_rules(schemas: dict[str, Any]) -> None:
     _consumer_rules(schemas["ConsumerBody"])
 
 
-_KIND_OPTIONS: Final = {
-    "preset": ("openai-compatible",),
-    "wire": ("azure-openai", "mock"),
-    "api_version": ("azure-openai",),
-    "script": ("mock",),
-    "project": ("vertex",),
-    "location": ("vertex",),
-    "credentials_file": ("vertex",),
-    "credentials_json": ("vertex",),
-    "publisher": ("vertex",),
-    "region": ("bedrock",),
-    "access_key_id": ("bedrock",),
-    "secret_access_key": ("bedrock",),
-    "session_token": ("bedrock",),
-    "profile": ("bedrock",),
-    "api": ("bedrock",),
-}
-"""The options only some kinds take; on any other kind they are absent or empty."""
 _SECRETS: Final = ("api_key", "credentials_json", "secret_access_key", "session_token")
 """The provider fields stored sealed: when given, never empty."""
 _GIVEN: Final = {"type": "string", "minLength": 1}
@@ -210,41 +194,61 @@ def _provider_rules(schemas: dict[str, Any]) -> None:
     for name in _SECRETS:
         provider["properties"][name]["anyOf"][0]["minLength"] = 1
     provider["properties"]["model_patterns"]["items"]["pattern"] = _MODEL_PATTERN
+    fields = provider["properties"]
+    taken = {option for kind in KINDS for option in KINDS[kind].config_rules.options}
+    options = [name for name in fields if name in taken]
     mapping: dict[str, str] = {}
-    for kind in provider["properties"]["kind"]["enum"]:
+    for kind in fields["kind"]["enum"]:
         name = "Provider" + "".join(part.title() for part in kind.split("-")) + "Rules"
-        schemas[name] = _kind_rules(kind)
+        schemas[name] = _kind_rules(kind, fields, options)
         mapping[kind] = _REF.format(model=name)
     provider["oneOf"] = [{"$ref": ref} for ref in mapping.values()]
     provider["discriminator"] = {"propertyName": "kind", "mapping": mapping}
 
 
-def _kind_rules(kind: str) -> dict[str, Any]:
-    """What a provider of `kind` needs beyond the fields' own types."""
+def _kind_rules(kind: str, fields: Mapping[str, Any], options: Sequence[str]) -> dict[str, Any]:
+    """What a provider of `kind` needs beyond the fields' own types, as its class says
+    (`config_rules`); `fields` are the provider's field schemas and `options` every option
+    only some kinds take."""
+    said = KINDS[kind].config_rules
     properties: dict[str, Any] = {"kind": {"const": kind}}
     properties.update(
         (option, _NULL if option in _SECRETS else _EMPTY)
-        for option, kinds in _KIND_OPTIONS.items()
-        if kind not in kinds
+        for option in options
+        if option not in said.options
     )
-    rules: dict[str, Any] = {"type": "object", "required": ["kind"], "properties": properties}
-    if kind == "azure-openai":
-        rules["required"] += ["wire", "base_url"]
-        properties.update(wire={"not": {"type": "null"}}, base_url=_GIVEN)
-    elif kind == "openai-compatible":
-        rules["anyOf"] = [_given("base_url"), _is_set("preset")]
-    elif kind == "vertex":
-        rules["required"].append("project")
-        properties.update(project=_GIVEN, api_key=_NULL)
-        rules["not"] = {"allOf": [_given("credentials_file"), _given("credentials_json")]}
-    elif kind == "bedrock":
-        properties["credential_mode"] = {"not": {"const": "passthrough"}}
-        pair = ("access_key_id", "secret_access_key")
-        rules["anyOf"] = [
-            {"allOf": [_given(name) for name in pair]},
-            {"properties": {"access_key_id": _EMPTY, "secret_access_key": _NULL}},
-        ]
+    rules: dict[str, Any] = {"type": "object", "required": ["kind", *said.required]}
+    rules["properties"] = properties
+    properties.update((name, _given_value(fields[name])) for name in said.required)
+    properties.update((name, _NULL) for name in said.refused)
+    properties.update((name, {"not": {"const": value}}) for name, value in said.refused_values)
+    alternatives = []
+    if said.either:
+        alternatives.append([_present(name, fields[name]) for name in said.either])
+    if said.paired:
+        absent = {name: _NULL if name in _SECRETS else _EMPTY for name in said.paired}
+        given = {"allOf": [_present(name, fields[name]) for name in said.paired]}
+        alternatives.append([given, {"properties": absent}])
+    if len(alternatives) == 1:
+        rules["anyOf"] = alternatives[0]
+    elif alternatives:
+        rules["allOf"] = [{"anyOf": choices} for choices in alternatives]
+    if said.exclusive:
+        rules["not"] = {"allOf": [_present(name, fields[name]) for name in said.exclusive]}
     return rules
+
+
+def _given_value(field: Mapping[str, Any]) -> dict[str, Any]:
+    """A value of `field` that counts as given: a choice that is set, else a string not
+    empty."""
+    if any("enum" in choice for choice in field.get("anyOf", ())):
+        return {"not": {"type": "null"}}
+    return _GIVEN
+
+
+def _present(name: str, field: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON Schema for "`name` is given" (see `_given_value`)."""
+    return {"required": [name], "properties": {name: _given_value(field)}}
 
 
 _STRIPPED_NAME: Final = (
@@ -289,11 +293,6 @@ def _is_string(field: str) -> dict[str, Any]:
 
 def _kind_in(*kinds: str) -> dict[str, Any]:
     return {"properties": {"kind": {"enum": list(kinds)}}}
-
-
-def _given(field: str) -> dict[str, Any]:
-    """JSON Schema for "`field` is a non-empty string"."""
-    return {"required": [field], "properties": {field: _GIVEN}}
 
 
 def _is_set(field: str) -> dict[str, Any]:
