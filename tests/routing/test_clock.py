@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from turnout.routing.clock import Clock, FakeClock, LoopClock
+from turnout.routing.clock import Clock, FakeClock, LoopClock, wait_or_sleep
 
 
 def test_fake_clock_starts_where_told_and_wall_moves_with_now() -> None:
@@ -96,3 +96,18 @@ async def test_loop_clock_is_monotonic() -> None:
     first = clock.now()
     await clock.sleep(0)
     assert clock.now() >= first
+
+
+async def test_wait_or_sleep_returns_on_the_event_or_after_the_seconds() -> None:
+    """The event ends the wait early; without it the clock's seconds do; no sleeper is left."""
+    clock = FakeClock()
+    event = asyncio.Event()
+    early = asyncio.create_task(wait_or_sleep(clock, event, 10))
+    await clock.settle()
+    event.set()
+    await early
+    assert clock.now() == 0.0
+    assert clock.next_deadline is None
+    event.clear()
+    assert await clock.run(wait_or_sleep(clock, event, 3)) is None
+    assert clock.now() == 3.0

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-__all__ = ["Clock", "FakeClock", "LoopClock"]
+__all__ = ["Clock", "FakeClock", "LoopClock", "wait_or_sleep"]
 
 T = TypeVar("T")
 
@@ -152,3 +152,18 @@ class FakeClock:
             if not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+
+
+async def wait_or_sleep(clock: Clock, event: asyncio.Event, seconds: float) -> None:
+    """Return once `event` is set or `seconds` of `clock` time have passed, whichever comes
+    first (at once when it is set already); neither wait is left running."""
+    if event.is_set():
+        return
+    news = asyncio.ensure_future(event.wait())
+    sleep = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({news, sleep}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (news, sleep):
+            task.cancel()
+        await asyncio.gather(news, sleep, return_exceptions=True)

@@ -23,7 +23,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
-from turnout.routing.clock import LoopClock
+from turnout.routing.clock import LoopClock, wait_or_sleep
 
 if TYPE_CHECKING:
     from turnout.routing.clock import Clock
@@ -72,15 +72,7 @@ class StateFeed:
         """Rule 2: return on another replica's announcement, or after `interval` seconds."""
         await self.start()
         self._check_state()
-        if not self._news.is_set():
-            news = asyncio.ensure_future(self._news.wait())
-            sleep = asyncio.ensure_future(self._clock.sleep(self.interval))
-            try:
-                await asyncio.wait({news, sleep}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (news, sleep):
-                    task.cancel()
-                await asyncio.gather(news, sleep, return_exceptions=True)
+        await wait_or_sleep(self._clock, self._news, self.interval)
         self._news.clear()
         self._check_state()
 
