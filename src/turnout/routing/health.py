@@ -301,8 +301,9 @@ class Health:
             return
         now = self.clock.now()
         with self._lock:
-            self._states[admission.key], events = failed(
-                self._known(admission.key),
+            key = admission.key
+            self._states[key], events = failed(
+                self._states.get(key) or KeyState(Admission(key)),
                 admission,
                 error_class,
                 breaker=self.breaker,

@@ -49,7 +49,8 @@ class PassCalls:
         self.hop = hop
         self.plan = plan
         self.gate = gate
-        self.dropped = DroppedFields.of(state.request, route.table.translated_origins)
+        translated = route.table.translated_origins
+        self.dropped = DroppedFields.of(state.request, translated) if translated else None
         self.request_plan: RequestPlan | None = state.plan
 
     def make(

@@ -45,7 +45,6 @@ from turnout.routing.reasons import health_skip_reason
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
 from turnout.vendors.classify import RETRYABLE
-from turnout.wire.model import ChatRequest
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -118,7 +117,6 @@ class RoutePass:
         "plan",
         "policy_skips",
         "route",
-        "screen_all",
         "state",
         "stopped",
     )
@@ -130,7 +128,6 @@ class RoutePass:
         self.state = state
         self.hop = hop
         self.plan = plan
-        self.screen_all = _screens_all(state)
         self.gate: TargetGate | None = None
         if plan is None:
             order, reason = route.start_order(state.record.session_id)
@@ -185,7 +182,7 @@ class RoutePass:
             state.skip(self.hop, index, target, "paused")
             return None
         request = state.request
-        if route.facts[index].has_eligibility_rules or self.screen_all:
+        if route.facts[index].has_eligibility_rules or state.screen_all:
             reason = ineligible_reason(target, request, state.context)
             if reason is not None:
                 self.ineligible.append((target.name, reason))
@@ -244,22 +241,14 @@ class RoutePass:
     def _blocked(self, index: int, wire: RoutedRequest) -> bool:
         """Skip (`not_tried`) a target of a credential that failed auth or ran out of quota,
         or one over budget."""
-        route, state = self.route, self.state
-        target = route.targets[index]
-        blocked = None
-        how: PassedBy = "held"
-        gate = self.gate
-        if gate is not None and gate.is_spent(index):
-            blocked, how = "same credential", "spent"
-        elif self.auth_failed is not None and route.providers[index] in self.auth_failed:
-            blocked = "same credential"
-        elif state.cost_budget is not None and state.is_over_budget(route.facts[index], wire.model):
-            blocked = "cost_budget"
+        blocked = _block(
+            self.route, self.state, self.gate, self.auth_failed, index=index, wire=wire
+        )
         if blocked is None:
             return False
         self.blocked += 1
-        state.skip(self.hop, index, target, "not_tried", blocked)
-        self._passed_by(index, how)
+        self.state.skip(self.hop, index, self.route.targets[index], "not_tried", blocked[0])
+        self._passed_by(index, blocked[1])
         return True
 
     def _skipped(self, index: int, wire: RoutedRequest, key: Hashable, skip: Skip) -> Call | None:
@@ -316,11 +305,17 @@ class RoutePass:
         return "next"
 
     def _failed(self, call: Call, error: ProviderError, error_class: str) -> Decision:
+        route = self.route
         if error_class in RETRYABLE:
             self.failed += 1
-        ending = _pass_ending(self.route, call, error, error_class)
-        if ending is not None:
-            self.ending = ending
+        kind = _ESCALATION.get(error_class)
+        if kind is not None:
+            self.ending = Ending(
+                "escalate" if route.fallbacks.of(kind) else "terminal", error, escalate=kind
+            )
+            return "stop"
+        if error_class not in route.retry.retry_on or (call.credentialed and error_class == "auth"):
+            self.ending = Ending("terminal", error)
             return "stop"
         if self.gate is not None:
             self.gate.failed(call.index, error_class, credentialed=call.credentialed)
@@ -341,21 +336,6 @@ class RoutePass:
                 state.skip(self.hop, index, target, "paused")
             else:
                 state.skip(self.hop, index, target, "not_tried", self.stopped)
-
-
-def _screens_all(state: RequestState) -> bool:
-    """Every target is screened for an embeddings request, or one carrying server tools,
-    needing its own format's server state or asking for a JSON answer (a target of another wire
-    format may not serve them); else only those that ask to be."""
-    request = state.request
-    return state.embedding or (
-        isinstance(request, ChatRequest)
-        and (
-            bool(request.server_features)
-            or request.response_format is not None
-            or any(tool.native is not None for tool in request.tools)
-        )
-    )
 
 
 def final_ending(walk: RoutePass) -> Ending:
@@ -385,15 +365,23 @@ def is_denied(walk: RoutePass) -> bool:
     )
 
 
-def _pass_ending(route: Route, call: Call, error: ProviderError, error_class: str) -> Ending | None:
-    """How a failed call ends the pass (Rule 3), or None when the walk goes on: a context or
-    content failure escalates to its fallback kind (or is terminal without one), a class outside
-    `retry_on` (or a 401/403 on the caller's credential) is terminal."""
-    kind = _ESCALATION.get(error_class)
-    if kind is not None:
-        return Ending("escalate" if route.fallbacks.of(kind) else "terminal", error, escalate=kind)
-    if error_class not in route.retry.retry_on or (call.credentialed and error_class == "auth"):
-        return Ending("terminal", error)
+def _block(
+    route: Route,
+    state: RequestState,
+    gate: TargetGate | None,
+    auth_failed: set[str] | None,
+    *,
+    index: int,
+    wire: RoutedRequest,
+) -> tuple[str, PassedBy] | None:
+    """Why target `index` is not tried (the same credential as one that failed auth or ran out
+    of quota, or over the cost budget) and how the gate hears it; None when it may be."""
+    if gate is not None and gate.is_spent(index):
+        return "same credential", "spent"
+    if auth_failed is not None and route.providers[index] in auth_failed:
+        return "same credential", "held"
+    if state.cost_budget is not None and state.is_over_budget(route.facts[index], wire.model):
+        return "cost_budget", "held"
     return None
 
 
