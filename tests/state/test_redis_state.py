@@ -280,5 +280,5 @@ async def test_probe_during_an_outage_reports_it_without_pinging(refused: RedisS
     assert await refused.probe() is False
     for _ in range(20):
         assert await refused.probe() is False
-    assert refused.pings == 1
+    assert refused.link.pings == 1
     assert refused.describe()["outages"] == 1

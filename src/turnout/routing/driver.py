@@ -174,7 +174,7 @@ async def _retry(walk: RoutePass, call: Call) -> tuple[Decision, Call]:
         if isinstance(verdict, Skip):
             state.skip_untils.append(verdict.until)
             return "next", call
-        call = walk.again(call, verdict)
+        call = walk.calls_made.again(call, verdict)
         retries += 1
         await run_call(walk, call)
         decision = walk.settle(call)

@@ -1,5 +1,7 @@
 """The health registry: cooldowns, the circuit breaker and quota parking per health key
-(docs/timeouts-and-health.md). The per-key state and its pure transitions live in `health_state`.
+(docs/timeouts-and-health.md). The per-key state and its pure transitions live in `health_state`,
+what a call's result or a replica's news does to a key (and the events it publishes) in
+`health_outcomes`, the keys and the snapshot in `health_keys`.
 
 Rule 1: `Health` is a thin registry over a dict of immutable `KeyState`s; it reads the clock,
 calls a pure transition and stores the result, under one lock.
@@ -39,11 +41,26 @@ import asyncio
 import itertools
 import logging
 import threading
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, Protocol
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
 
-from turnout.errors import ConfigError
 from turnout.routing.clock import Clock, LoopClock
+from turnout.routing.health_keys import (
+    HEALTH_KEY_BY,
+    HealthSnapshot,
+    KeyHealth,
+    check_key_by,
+    key_text,
+    target_key,
+)
+from turnout.routing.health_outcomes import (
+    HealthEvent,
+    RemoteState,
+    failed,
+    learned,
+    probe_let_through,
+    succeeded_call,
+)
 from turnout.routing.health_state import (
     DEFAULT_BREAKER,
     DISABLED_BREAKER,
@@ -52,29 +69,18 @@ from turnout.routing.health_state import (
     Admission,
     Breaker,
     KeyState,
-    KeyStateName,
     Skip,
-    closed,
-    cooled,
-    counted_failure,
     freed_probe,
     is_number,
-    is_stale,
     judge,
-    opened,
-    park_seconds,
-    parked,
     probe_outcome,
     probe_taken,
     route_tripped,
-    state_name,
-    succeeded,
-    tripped,
 )
 from turnout.vendors.classify import RETRYABLE
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator
+    from collections.abc import Callable, Hashable, Iterable
 
 __all__ = [
     "DEFAULT_BREAKER",
@@ -95,84 +101,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-HEALTH_KEY_BY = frozenset({"provider", "provider_model", "target"})
-_STATE_TITLES = {
-    "available": "Available",
-    "cooling_down": "CoolingDown",
-    "open": "Open",
-    "half_open": "HalfOpen",
-    "parked": "Parked",
-}
-
-
-def key_text(key: Hashable) -> str:
-    """How a health key reads: `provider`, `provider/model`, `route/target`."""
-    if isinstance(key, tuple):
-        return "/".join(str(part) for part in key if part is not None)
-    return str(key)
-
-
-# ---- snapshot and events -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class KeyHealth:
-    """One key in a snapshot: `state`, `failures` in a row, and for a cooldown, open breaker or
-    park, `until` (monotonic) and `seconds_left`."""
-
-    key: Hashable
-    text: str
-    state: KeyStateName
-    failures: int
-    until: float | None
-    seconds_left: float | None
-
-    def __str__(self) -> str:
-        return f"{self.text}={_STATE_TITLES[self.state]}({self.failures})"
-
-
-@dataclass(frozen=True, slots=True)
-class HealthSnapshot:
-    """Every known key's health at `at` (monotonic), sorted by key text.
-
-    `str()` reads like `local=Available(0), northwind=HalfOpen(2)`.
-    """
-
-    at: float
-    keys: tuple[KeyHealth, ...] = ()
-
-    def __str__(self) -> str:
-        return ", ".join(str(entry) for entry in self.keys)
-
-    def __iter__(self) -> Iterator[KeyHealth]:
-        return iter(self.keys)
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def get(self, key: Hashable) -> KeyHealth | None:
-        """The entry for `key`, or None when the key is unknown."""
-        return next((entry for entry in self.keys if entry.key == key), None)
-
-
-@dataclass(frozen=True, slots=True)
-class HealthEvent:
-    """A transition of a key under the registry policy.
-
-    `to` is `open`, `half_open`, `closed`, `cooling_down` or `parked`; `at` is when (monotonic);
-    `until` when a cooldown, open breaker or park ends (None otherwise); `failures` the row then.
-    """
-
-    key: Hashable
-    to: Literal["open", "half_open", "closed", "cooling_down", "parked"]
-    at: float
-    until: float | None = None
-    failures: int = 0
-
-
-RemoteState = Literal["cooling_down", "parked", "open", "closed"]
-"""What `Health.apply_remote` takes from another replica."""
 
 
 class ProbeGate(Protocol):
@@ -223,12 +151,7 @@ class Health:
         key_by: str = "provider_model",
         clock: Clock | None = None,
     ) -> None:
-        if key_by not in HEALTH_KEY_BY:
-            allowed = ", ".join(sorted(HEALTH_KEY_BY))
-            raise ConfigError(
-                f"health_key_by must be one of {allowed} (got {key_by!r})",
-                [("health_key_by", f"must be one of {allowed}")],
-            )
+        check_key_by(key_by)
         self.breaker: Breaker = breaker if breaker is not None else DISABLED_BREAKER
         self.key_by = key_by
         self.clock: Clock = clock if clock is not None else LoopClock()
@@ -254,11 +177,7 @@ class Health:
         `(provider, model)` or `(route, target)`."""
         if health_key is not None:
             return health_key
-        if self.key_by == "provider":
-            return provider
-        if self.key_by == "target":
-            return (route, target)
-        return (provider, model)
+        return target_key(self.key_by, provider=provider, model=model, route=route, target=target)
 
     # -- decisions
 
@@ -284,7 +203,6 @@ class Health:
         self, key: Hashable, policy: Breaker, now: float, lease: float
     ) -> Admission | Skip:
         _check_lease(lease)
-        pending: list[HealthEvent] = []
         with self._lock:
             state = self._states[key] = route_tripped(self._states[key], policy)  # Rule 9
             verdict = judge(state, policy, now)
@@ -299,12 +217,9 @@ class Health:
                     return Skip(probe_outcome(state, policy), held, "elsewhere")
             token = next(self._tokens)
             admission = Admission(key, True, now + lease, token, state.epoch, gate is not None)
-            state = probe_taken(state, token=admission.token, until=now + lease)
-            if state.reported == "open" and state_name(state, self.breaker, now)[0] == "half_open":
-                state = replace(state, reported="half_open")
-                pending.append(HealthEvent(key, "half_open", now, None, state.failures))
+            state, events = probe_let_through(state, admission, breaker=self.breaker, now=now)
             self._states[key] = state
-        self._emit(pending)
+        self._emit(events)
         return admission
 
     def admit_forced(self, key: Hashable, *, lease: float) -> Admission | None:
@@ -313,7 +228,7 @@ class Health:
         _check_lease(lease)
         now = self.clock.now()
         with self._lock:
-            state = self._states.get(key) or KeyState(Admission(key))
+            state = self._known(key)
             if now < state.probe_until:
                 return None
             admission = Admission(key, True, now + lease, next(self._tokens), state.epoch)
@@ -351,7 +266,7 @@ class Health:
     def _free_slot(self, admission: Admission) -> KeyState:
         """Free this process's probe slot held by `admission` (the gate is not told)."""
         with self._lock:
-            state = self._states.get(admission.key) or KeyState(Admission(admission.key))
+            state = self._known(admission.key)
             state = self._states[admission.key] = freed_probe(state, admission.token)
         return state
 
@@ -363,20 +278,10 @@ class Health:
         if state is not None and state.failures == 0 and not admission.probe:
             return
         now = self.clock.now()
-        pending: list[HealthEvent] = []
         with self._lock:
-            state = self._states.get(admission.key) or KeyState(Admission(admission.key))
-            if is_stale(state, admission):
-                return  # Rule 9: admitted before the breaker opened
-            held = state.reported != "closed" or state.trip_probe or state.park_probe
-            state = succeeded(state, probe=admission.probe, token=admission.token)
-            if admission.probe:
-                state = replace(state, closed_at=now)
-            if state.reported != "closed" or (admission.probe and held):
-                state = replace(state, reported="closed")
-                pending.append(HealthEvent(admission.key, "closed", now))
-            self._states[admission.key] = state
-        self._emit(pending)
+            state = self._known(admission.key)
+            self._states[admission.key], events = succeeded_call(state, admission, now=now)
+        self._emit(events)
         self._probe_ended(admission)
 
     def record_failure(
@@ -394,59 +299,20 @@ class Health:
         if error_class not in RETRYABLE:
             self.release(admission)
             return
-        key = admission.key
         now = self.clock.now()
-        pending: list[HealthEvent] = []
         with self._lock:
-            state = prior = self._states.get(key) or KeyState(Admission(key))
-            stale = is_stale(state, admission)  # Rule 9: it counts no failure
-            if not stale:
-                state = counted_failure(
-                    state,
-                    now=now,
-                    window=self.breaker.window,
-                    probe=admission.probe,
-                    token=admission.token,
-                )
-            if retry_after is not None and retry_after > 0:
-                until = now + min(retry_after, MAX_SKIP_SECONDS)
-                state = cooled(state, until)
-                pending.append(HealthEvent(key, "cooling_down", now, until, state.failures))
-            if error_class == "quota_exhausted" and self.breaker.enabled:
-                seconds = park_seconds(retry_after, reset_after)
-                if seconds is not None:
-                    state = parked(state, now + seconds)
-                    pending.append(HealthEvent(key, "parked", now, now + seconds, state.failures))
-            if not stale:
-                state = self._note_trip(state, key, now, pending)
-            if admission.probe and prior.trip_probe:
-                state = self._reopen(state, key, now, pending)
-            self._states[key] = state
-        self._emit(pending)
+            key = admission.key
+            self._states[key], events = failed(
+                self._states.get(key) or KeyState(Admission(key)),
+                admission,
+                error_class,
+                breaker=self.breaker,
+                now=now,
+                retry_after=retry_after,
+                reset_after=reset_after,
+            )
+        self._emit(events)
         self._probe_ended(admission)
-
-    def _reopen(
-        self, state: KeyState, key: Hashable, now: float, pending: list[HealthEvent]
-    ) -> KeyState:
-        """Rule 8: the probe of a learned trip failed: open the key again here (and say so)."""
-        policy = self.breaker
-        if not policy.enabled or state.failures >= policy.failures:
-            return state  # tripped here by its own row (`_note_trip`)
-        until = now + policy.open_for
-        pending.append(HealthEvent(key, "open", now, until, state.failures))
-        return replace(tripped(state, until, at=now), reported="open")
-
-    def _note_trip(
-        self, state: KeyState, key: Hashable, now: float, pending: list[HealthEvent]
-    ) -> KeyState:
-        policy = self.breaker
-        if not policy.enabled or state.failures < policy.failures:
-            return state
-        if state.reported == "open":
-            return state
-        until = state.last_failure + policy.open_for
-        pending.append(HealthEvent(key, "open", now, until, state.failures))
-        return opened(replace(state, reported="open"))
 
     def release(self, admission: Admission) -> None:
         """The call ended without counting (refused, rejected, lost race, cancelled, terminal
@@ -486,48 +352,19 @@ class Health:
         ignored while the breaker is disabled, and so are deadlines already past. Emits no
         event. True when the key's state changed."""
         now = self.clock.now()
-        if to == "closed":
-            happened = now if at is None else at
-        elif until is None or until <= now:
-            return False
-        else:
-            happened = now if at is None else min(at, now)
-        if to not in {"cooling_down", "closed"} and not self.breaker.enabled:
-            return False
         with self._lock:
-            state = self._states.get(key) or KeyState(Admission(key))
-            new = self._applied(state, to, until, happened)
+            state = self._known(key)
+            new = learned(state, to, until=until, at=at, breaker=self.breaker, now=now)
             if new is state:
                 return False
             self._states[key] = new
         return True
 
-    @staticmethod
-    def _applied(state: KeyState, to: RemoteState, until: float | None, at: float) -> KeyState:
-        if to == "closed":
-            return closed(state, at)
-        assert until is not None
-        if to == "open":
-            new = tripped(state, until, at=at)
-            return new if new is state else replace(new, reported="open")
-        if to == "cooling_down":
-            new = cooled(state, until) if until > state.cool_until else state
-        else:
-            new = parked(state, until) if until > state.park_until else state
-        return new if new is state else replace(new, learned_at=max(new.learned_at, at))
-
     # -- views
 
     def snapshot(self) -> HealthSnapshot:
         """Every known key's state under the registry policy, sorted by key text."""
-        now = self.clock.now()
-        entries = []
-        for key, state in list(self._states.items()):
-            name, until = state_name(state, self.breaker, now)
-            left = None if until is None else max(0.0, until - now)
-            entries.append(KeyHealth(key, key_text(key), name, state.failures, until, left))
-        entries.sort(key=lambda entry: (entry.text, repr(entry.key)))
-        return HealthSnapshot(now, tuple(entries))
+        return HealthSnapshot.of(self._states, self.breaker, self.clock.now())
 
     def observe(self, listener: Callable[[HealthEvent], None]) -> None:
         """Call `listener` with every transition (breaker open / half-open / closed, cooldown
@@ -538,8 +375,12 @@ class Health:
         with self._lock:
             return self._states.setdefault(key, KeyState(Admission(key)))
 
-    def _emit(self, pending: list[HealthEvent]) -> None:
-        for event in pending:
+    def _known(self, key: Hashable) -> KeyState:
+        """`key`'s state, or a fresh one (not stored) when the key is unknown."""
+        return self._states.get(key) or KeyState(Admission(key))
+
+    def _emit(self, events: Iterable[HealthEvent]) -> None:
+        for event in events:
             for listener in list(self._listeners):
                 try:
                     listener(event)

@@ -72,7 +72,8 @@ class RequestState:
     request's `plan` (None: every target), and its spans when it is traced (`trace`).
 
     `embedding` is True for an embeddings request (`Route.embed`): its calls are whole answers,
-    never hedged, refused or rejected."""
+    never hedged, refused or rejected. `screen_all` is True when every target is checked
+    against the request, not only those with eligibility rules."""
 
     __slots__ = (
         "calls",
@@ -90,6 +91,7 @@ class RequestState:
         "record",
         "request",
         "route",
+        "screen_all",
         "skip_untils",
         "spent",
         "streaming",
@@ -113,6 +115,17 @@ class RequestState:
         self.context = context
         self.streaming = streaming
         self.embedding = isinstance(request, EmbeddingRequest)
+        # Every target is screened for an embeddings request, or one carrying server tools,
+        # needing its own format's server state or asking for a JSON answer (a target of
+        # another wire format may not serve them); else only those that ask to be.
+        self.screen_all = self.embedding or (
+            isinstance(request, ChatRequest)
+            and (
+                bool(request.server_features)
+                or request.response_format is not None
+                or (bool(request.tools) and any(tool.native is not None for tool in request.tools))
+            )
+        )
         clock = self.clock = route.clock
         timeout = route.timeouts.request
         self.deadline = None if timeout is None else clock.now() + timeout

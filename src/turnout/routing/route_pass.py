@@ -40,12 +40,11 @@ from turnout.routing.ending import Ending
 from turnout.routing.gate import TargetGate
 from turnout.routing.health import Skip
 from turnout.routing.outcome import settle_answer, settle_failure
-from turnout.routing.plan import caller_client
-from turnout.routing.reasons import DroppedFields, EntryNotes, health_skip_reason
+from turnout.routing.pass_calls import PassCalls
+from turnout.routing.reasons import health_skip_reason
 from turnout.routing.stream import open_stream
 from turnout.routing.target import ineligible_reason
 from turnout.vendors.classify import RETRYABLE
-from turnout.wire.model import ChatRequest
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -62,6 +61,7 @@ __all__ = [
     "NO_CALLS",
     "Decision",
     "DueProbe",
+    "ForcedProbes",
     "RoutePass",
     "admit_again",
     "final_ending",
@@ -93,8 +93,9 @@ _ESCALATION = {"context_length": "context", "content_filtered": "content"}
 class RoutePass:
     """One route's pass at a request (see the module rules).
 
-    It only decides: the calls themselves are made by `run_call`, from the driver's loop or
-    the hedge's race. `order[:cursor]` are the targets reached so far; the rest are not tried
+    It only decides: `calls_made` builds each call it chooses (`turnout.routing.pass_calls`),
+    and the calls themselves are made by `run_call`, from the driver's loop or the hedge's
+    race. `order[:cursor]` are the targets reached so far; the rest are not tried
     (yet). With a `plan`, `gate` says which held-back targets (the org-key fallback, the other
     families) may be called now (`turnout.routing.gate`); without one it is None.
     """
@@ -103,8 +104,8 @@ class RoutePass:
         "auth_failed",
         "blocked",
         "calls",
+        "calls_made",
         "cursor",
-        "dropped",
         "ending",
         "failed",
         "forced",
@@ -116,7 +117,6 @@ class RoutePass:
         "plan",
         "policy_skips",
         "route",
-        "screen_all",
         "state",
         "stopped",
     )
@@ -128,19 +128,6 @@ class RoutePass:
         self.state = state
         self.hop = hop
         self.plan = plan
-        # Every target is screened for an embeddings request, or one carrying server tools,
-        # needing its own format's server state or asking for a JSON answer (a target of
-        # another wire format may not serve them); else only those that ask to be.
-        request = state.request
-        self.screen_all = state.embedding or (
-            isinstance(request, ChatRequest)
-            and (
-                bool(request.server_features)
-                or request.response_format is not None
-                or any(tool.native is not None for tool in request.tools)
-            )
-        )
-        self.dropped = DroppedFields.of(request, route.table.translated_origins)
         self.gate: TargetGate | None = None
         if plan is None:
             order, reason = route.start_order(state.record.session_id)
@@ -148,6 +135,7 @@ class RoutePass:
             pinned = None if state.plan is None else state.plan.pinned_family(route)
             gate = self.gate = TargetGate(plan, pinned)
             order, reason = plan.start_order(route, state.record.session_id, gate.family)
+        self.calls_made = PassCalls(route, state, hop, plan, self.gate)
         if hop == 0:
             state.record.strategy_reason = reason
         self.order = order
@@ -158,7 +146,7 @@ class RoutePass:
         self.health_skips: list[tuple[int, Skip, Hashable]] = []
         self.ineligible: list[tuple[str, str]] = []
         self.auth_failed: set[str] | None = None
-        self.forced: list[tuple[int, Skip, Hashable]] | None = None
+        self.forced: ForcedProbes | None = None
         self.stopped: str | None = None
         self.ending = NO_CALLS
         self.policy_skips: list[str] = []
@@ -194,7 +182,7 @@ class RoutePass:
             state.skip(self.hop, index, target, "paused")
             return None
         request = state.request
-        if route.facts[index].has_eligibility_rules or self.screen_all:
+        if route.facts[index].has_eligibility_rules or state.screen_all:
             reason = ineligible_reason(target, request, state.context)
             if reason is not None:
                 self.ineligible.append((target.name, reason))
@@ -243,7 +231,7 @@ class RoutePass:
         if isinstance(verdict, Skip):
             self._passed_by(index, "parked" if verdict.outcome == "parked" else "unhealthy")
             return self._skipped(index, wire, key, verdict)
-        return self._call(index, wire, key, verdict)
+        return self.calls_made.make(index, wire, key, verdict)
 
     def _passed_by(self, index: int, how: PassedBy) -> None:
         """A target was passed by without a failed call (`turnout.routing.gate`)."""
@@ -253,22 +241,14 @@ class RoutePass:
     def _blocked(self, index: int, wire: RoutedRequest) -> bool:
         """Skip (`not_tried`) a target of a credential that failed auth or ran out of quota,
         or one over budget."""
-        route, state = self.route, self.state
-        target = route.targets[index]
-        blocked = None
-        how: PassedBy = "held"
-        gate = self.gate
-        if gate is not None and gate.is_spent(index):
-            blocked, how = "same credential", "spent"
-        elif self.auth_failed is not None and route.providers[index] in self.auth_failed:
-            blocked = "same credential"
-        elif state.cost_budget is not None and state.is_over_budget(route.facts[index], wire.model):
-            blocked = "cost_budget"
+        blocked = _block(
+            self.route, self.state, self.gate, self.auth_failed, index=index, wire=wire
+        )
         if blocked is None:
             return False
         self.blocked += 1
-        state.skip(self.hop, index, target, "not_tried", blocked)
-        self._passed_by(index, how)
+        self.state.skip(self.hop, index, self.route.targets[index], "not_tried", blocked[0])
+        self._passed_by(index, blocked[1])
         return True
 
     def _skipped(self, index: int, wire: RoutedRequest, key: Hashable, skip: Skip) -> Call | None:
@@ -279,57 +259,12 @@ class RoutePass:
         if skip.outcome == "parked" and self.failed and self._is_last():
             forced = route.health.admit_forced(key, lease=target.timeout)
             if forced is not None:
-                return self._call(index, wire, key, forced, forced=True)
+                return self.calls_made.make(index, wire, key, forced, forced=True)
         self.health_skips.append((index, skip, key))
         state.skip_untils.append(skip.until)
         entry = state.skip(self.hop, index, target, skip.outcome)
         entry.reason = health_skip_reason(skip, state.clock.now())
         return None
-
-    def _call(
-        self,
-        index: int,
-        wire: RoutedRequest,
-        key: Hashable,
-        admission: Admission,
-        *,
-        forced: bool = False,
-    ) -> Call:
-        call = Call(self.route, index, wire, key, admission, forced=forced)
-        if self.hop:
-            call.hop = self.hop
-        shadow: tuple[str, ...] = ()
-        switch = None
-        plan = self.plan
-        if plan is not None:
-            rule = plan.rules[index]
-            gate = self.gate
-            assert gate is not None
-            if rule.caller_credential:
-                credential = self.state.plan.credential if self.state.plan is not None else None
-                call.client = caller_client(call.client, credential)
-                call.credentialed = True
-                gate.credential_call_started()
-            call.fallback = rule.fallback
-            shadow = rule.shadow
-            if gate.family_switch is not None:
-                switch = gate.take_family_switch(index)
-        translation = self.dropped
-        dropped = None
-        if translation is not None:
-            dropped = translation.reason(self.route.facts[index].format_for(translation.origin))
-        if shadow or switch is not None or dropped is not None:
-            call.notes = EntryNotes(shadow, switch, dropped)
-        return call
-
-    def again(self, call: Call, admission: Admission) -> Call:
-        """The same target once more, for a same-target retry; a retry on the caller's
-        credential is a call of its own on it, started here as the first one was."""
-        retry = call.again(admission)
-        if retry.credentialed:
-            assert self.gate is not None
-            self.gate.credential_call_started()
-        return retry
 
     def _is_last(self) -> bool:
         """No target after the current one could still be asked."""
@@ -341,23 +276,17 @@ class RoutePass:
         )
 
     def _forced_call(self) -> Call | None:
+        """Rule 4: once the order is done, a health-skipped target called anyway."""
         if self.forced is None:
-            skips = self.health_skips
             no_call = not (self.calls or self.blocked)
-            self.forced = _probes(self.route.when_all_unhealthy, skips) if no_call else []
-        state = self.state
-        while self.forced:
-            index, _, key = self.forced.pop(0)
-            if state.stop_reason() is not None:
-                return None
-            target = self.route.targets[index]
-            admission = self.route.health.admit_forced(key, lease=target.timeout)
-            if admission is None:
-                continue
-            return self._call(
-                index, state.request.with_model(target.model), key, admission, forced=True
-            )
-        return None
+            skips = self.health_skips if no_call else []
+            self.forced = ForcedProbes(self.route.when_all_unhealthy, skips)
+        probe = self.forced.next(self.route, self.state)
+        if probe is None:
+            return None
+        index, key, admission = probe
+        wire = self.state.request.with_model(self.route.targets[index].model)
+        return self.calls_made.make(index, wire, key, admission, forced=True)
 
     # -- settling a finished call
 
@@ -434,6 +363,48 @@ def is_denied(walk: RoutePass) -> bool:
     return bool(
         walk.policy_skips and not (walk.calls or walk.health_skips or walk.blocked or walk.stopped)
     )
+
+
+def _block(
+    route: Route,
+    state: RequestState,
+    gate: TargetGate | None,
+    auth_failed: set[str] | None,
+    *,
+    index: int,
+    wire: RoutedRequest,
+) -> tuple[str, PassedBy] | None:
+    """Why target `index` is not tried (the same credential as one that failed auth or ran out
+    of quota, or over the cost budget) and how the gate hears it; None when it may be."""
+    if gate is not None and gate.is_spent(index):
+        return "same credential", "spent"
+    if auth_failed is not None and route.providers[index] in auth_failed:
+        return "same credential", "held"
+    if state.cost_budget is not None and state.is_over_budget(route.facts[index], wire.model):
+        return "cost_budget", "held"
+    return None
+
+
+class ForcedProbes:
+    """Rule 4: the health-skipped targets of a pass to call anyway under `when_all_unhealthy`
+    (`probe_first`, `probe_soonest`, `try_all`; none otherwise), in turn."""
+
+    __slots__ = ("_left",)
+
+    def __init__(self, policy: str, skips: list[tuple[int, Skip, Hashable]]) -> None:
+        self._left = _probes(policy, skips)
+
+    def next(self, route: Route, state: RequestState) -> tuple[int, Hashable, Admission] | None:
+        """The next one health admits as a forced probe (one per key in flight); None when none
+        is left or the request's budget is spent."""
+        while self._left:
+            index, _, key = self._left.pop(0)
+            if state.stop_reason() is not None:
+                return None
+            admission = route.health.admit_forced(key, lease=route.targets[index].timeout)
+            if admission is not None:
+                return index, key, admission
+        return None
 
 
 def _probes(

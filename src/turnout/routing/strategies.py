@@ -15,7 +15,7 @@ import hashlib
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack, runtime_checkable
 
 from turnout.routing.latency import LatencyWindow
 
@@ -29,6 +29,7 @@ __all__ = [
     "LowestCost",
     "LowestLatency",
     "RoundRobin",
+    "Sampling",
     "Strategy",
     "TargetView",
     "Weighted",
@@ -98,8 +99,27 @@ def _by_weight_then_order(candidate: TargetView) -> tuple[int, int]:
     return (-candidate.weight, candidate.index)
 
 
-class _WithoutCallStats:
-    """Strategies that keep no call statistics."""
+class _Picking:
+    """What the strategies here share: `pick_start` refuses an empty list of candidates and
+    asks the strategy's `_pick`; no call statistics unless a strategy keeps them."""
+
+    def pick_start(
+        self,
+        candidates: Sequence[TargetView],
+        *,
+        route_id: str,
+        session_id: str | None,
+        now: float,
+    ) -> tuple[int, str]:
+        """The chosen candidate's index and the strategy's reason."""
+        if not candidates:
+            raise ValueError("a strategy needs at least one candidate target")
+        return self._pick(candidates, route_id, session_id, now)
+
+    def _pick(
+        self, candidates: Sequence[TargetView], route_id: str, session_id: str | None, now: float
+    ) -> tuple[int, str]:
+        raise NotImplementedError
 
     def call_started(self, key: Hashable) -> None:
         """Nothing to count."""
@@ -111,24 +131,19 @@ class _WithoutCallStats:
         """Nothing to record."""
 
 
-class Failover(_WithoutCallStats):
+class Failover(_Picking):
     """Start on the first target."""
 
     type: str = "failover"
 
-    def pick_start(
-        self,
-        candidates: Sequence[TargetView],
-        *,
-        route_id: str,
-        session_id: str | None,
-        now: float,
+    def _pick(
+        self, candidates: Sequence[TargetView], route_id: str, session_id: str | None, now: float
     ) -> tuple[int, str]:
         """The first candidate."""
-        return _first(candidates).index, "failover: first target"
+        return candidates[0].index, "failover: first target"
 
 
-class RoundRobin(_WithoutCallStats):
+class RoundRobin(_Picking):
     """Start on the next target in turn (a per-process counter per route); with a session id,
     on the target the session hash names."""
 
@@ -137,16 +152,10 @@ class RoundRobin(_WithoutCallStats):
     def __init__(self) -> None:
         self._turns: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
 
-    def pick_start(
-        self,
-        candidates: Sequence[TargetView],
-        *,
-        route_id: str,
-        session_id: str | None,
-        now: float,
+    def _pick(
+        self, candidates: Sequence[TargetView], route_id: str, session_id: str | None, now: float
     ) -> tuple[int, str]:
         """The next candidate in turn, or the session's."""
-        _first(candidates)
         if session_id is not None:
             chosen = candidates[session_hash(route_id, session_id) % len(candidates)]
             return chosen.index, "round-robin: session hash"
@@ -154,7 +163,7 @@ class RoundRobin(_WithoutCallStats):
         return candidates[turn % len(candidates)].index, f"round-robin: turn {turn + 1}"
 
 
-class Weighted(_WithoutCallStats):
+class Weighted(_Picking):
     """Start at random in proportion to `weight` (weight 0 never starts); with a session id, the
     session hash mapped onto the cumulative weights."""
 
@@ -163,18 +172,13 @@ class Weighted(_WithoutCallStats):
     def __init__(self, rng: random.Random) -> None:
         self._rng = rng
 
-    def pick_start(
-        self,
-        candidates: Sequence[TargetView],
-        *,
-        route_id: str,
-        session_id: str | None,
-        now: float,
+    def _pick(
+        self, candidates: Sequence[TargetView], route_id: str, session_id: str | None, now: float
     ) -> tuple[int, str]:
         """A weighted draw, or the session's share of the weights."""
         total = sum(max(candidate.weight, 0) for candidate in candidates)
         if total <= 0:
-            return _first(candidates).index, "weighted: no positive weight, first target"
+            return candidates[0].index, "weighted: no positive weight, first target"
         if session_id is not None:
             point = session_hash(route_id, session_id) % total
             how = "session hash"
@@ -188,21 +192,15 @@ class Weighted(_WithoutCallStats):
         raise AssertionError("a weighted draw fell outside the total weight")  # pragma: no cover
 
 
-class LowestCost(_WithoutCallStats):
+class LowestCost(_Picking):
     """Start on the lowest input + output price; unknown prices go last."""
 
     type: str = "lowest-cost"
 
-    def pick_start(
-        self,
-        candidates: Sequence[TargetView],
-        *,
-        route_id: str,
-        session_id: str | None,
-        now: float,
+    def _pick(
+        self, candidates: Sequence[TargetView], route_id: str, session_id: str | None, now: float
     ) -> tuple[int, str]:
         """The cheapest candidate (ties: higher weight, then list order)."""
-        _first(candidates)
         chosen = min(
             candidates,
             key=lambda c: (c.price is None, c.price or 0.0, *_by_weight_then_order(c)),
@@ -212,13 +210,26 @@ class LowestCost(_WithoutCallStats):
         return chosen.index, f"lowest-cost: {chosen.price:g} USD per 1M tokens"
 
 
-class _Exploring(_WithoutCallStats):
+class Sampling(TypedDict, total=False):
+    """The sampling settings of lowest-latency and least-busy (see `_Exploring`)."""
+
+    window_minutes: float
+    min_requests: int
+    exploration_share: float
+
+
+class _Exploring(_Picking):
     """The sampling rule shared by lowest-latency and least-busy: targets with fewer than
-    `min_requests` answered calls in the window are under-sampled; an `exploration_share` of
-    requests (an exact running share, not a coin flip) starts on one of them in turn."""
+    `min_requests` (default 20) answered calls in the `window_minutes` (default 15) are
+    under-sampled; an `exploration_share` (default 0.05) of requests (an exact running share,
+    not a coin flip) starts on one of them in turn."""
 
     def __init__(
-        self, *, window_minutes: float, min_requests: int, exploration_share: float
+        self,
+        *,
+        window_minutes: float = 15.0,
+        min_requests: int = 20,
+        exploration_share: float = 0.05,
     ) -> None:
         self.window_minutes = window_minutes
         self.min_requests = min_requests
@@ -256,33 +267,16 @@ class LowestLatency(_Exploring):
 
     type: str = "lowest-latency"
 
-    def __init__(
-        self,
-        *,
-        window_minutes: float = 15.0,
-        min_requests: int = 20,
-        exploration_share: float = 0.05,
-        session_pin_ttl: float = 86_400.0,
-    ) -> None:
-        super().__init__(
-            window_minutes=window_minutes,
-            min_requests=min_requests,
-            exploration_share=exploration_share,
-        )
+    def __init__(self, *, session_pin_ttl: float = 86_400.0, **sampling: Unpack[Sampling]) -> None:
+        super().__init__(**sampling)
         self.session_pin_ttl = session_pin_ttl
         self._pins: dict[tuple[str, str], tuple[str, float]] = {}
         self._picks = itertools.count(1)
 
-    def pick_start(
-        self,
-        candidates: Sequence[TargetView],
-        *,
-        route_id: str,
-        session_id: str | None,
-        now: float,
+    def _pick(
+        self, candidates: Sequence[TargetView], route_id: str, session_id: str | None, now: float
     ) -> tuple[int, str]:
         """The session's remembered start, an exploration turn, or the lowest P95."""
-        _first(candidates)
         if next(self._picks) % 1024 == 0:
             self._forget_expired(now)
         pin = (route_id, session_id) if session_id is not None else None
@@ -337,18 +331,8 @@ class LeastBusy(_Exploring):
 
     type: str = "least-busy"
 
-    def __init__(
-        self,
-        *,
-        window_minutes: float = 15.0,
-        min_requests: int = 20,
-        exploration_share: float = 0.05,
-    ) -> None:
-        super().__init__(
-            window_minutes=window_minutes,
-            min_requests=min_requests,
-            exploration_share=exploration_share,
-        )
+    def __init__(self, **sampling: Unpack[Sampling]) -> None:
+        super().__init__(**sampling)
         self._in_flight: defaultdict[Hashable, int] = defaultdict(int)
 
     def call_started(self, key: Hashable) -> None:
@@ -367,24 +351,12 @@ class LeastBusy(_Exploring):
         """Calls in flight on `key` now."""
         return self._in_flight.get(key, 0)
 
-    def pick_start(
-        self,
-        candidates: Sequence[TargetView],
-        *,
-        route_id: str,
-        session_id: str | None,
-        now: float,
+    def _pick(
+        self, candidates: Sequence[TargetView], route_id: str, session_id: str | None, now: float
     ) -> tuple[int, str]:
         """An exploration turn, or the least busy candidate."""
-        _first(candidates)
         explored = self._explore(candidates, now, "least-busy")
         if explored is not None:
             return explored
         chosen = min(candidates, key=lambda c: (self.in_flight(c.key), *_by_weight_then_order(c)))
         return chosen.index, f"least-busy: {self.in_flight(chosen.key)} in flight"
-
-
-def _first(candidates: Sequence[TargetView]) -> TargetView:
-    if not candidates:
-        raise ValueError("a strategy needs at least one candidate target")
-    return candidates[0]

@@ -35,7 +35,6 @@ from turnout.routing.health import MAX_SKIP_SECONDS, Health, HealthEvent
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
-    from types import TracebackType
 
     from turnout.state.base import StateStore, Subscription
 
@@ -150,12 +149,7 @@ class HealthPublisher:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
     async def start(self) -> None:
