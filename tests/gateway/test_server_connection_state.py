@@ -14,8 +14,6 @@ from turnout.gateway.server.connection_state import (
     ARM,
     CLOSE,
     HALF_CLOSE,
-    LINGER,
-    PIPELINE_DEPTH,
     READ,
     RUN,
     TOUCH,
@@ -23,7 +21,9 @@ from turnout.gateway.server.connection_state import (
     ConnectionState,
 )
 from turnout.gateway.server.cycle import HIGH_WATER
+from turnout.gateway.server.deadlines import LINGER
 from turnout.gateway.server.limits import ServerLimits
+from turnout.gateway.server.reader import PIPELINE_DEPTH
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine

@@ -13,7 +13,7 @@ a response ended). The requests are `cycle.RequestCycle`s, read by a `reader.Req
 the state fills their bodies and tells them when the caller left (`RequestCycle.leave`).
 
 Rule 1: requests on a connection run one at a time, in the order they arrived. Requests
-pipelined behind the running one wait, at most `PIPELINE_DEPTH` of them (past it the
+pipelined behind the running one wait, at most `reader.PIPELINE_DEPTH` of them (past it the
 connection reads no more requests and closes once those are answered), and bytes that arrive
 meanwhile wait unparsed, at most `HIGH_WATER` of them before the connection stops reading.
 Rule 2: one deadline runs at a time, set by what the connection waits for: a request head, the
@@ -27,8 +27,8 @@ request's own body, it is answered at once (or cut, if its response started).
 Rule 4: a response that starts before its request's body was read closes the connection (the
 rest of the body is never read). So does every answer the server gives in the app's place
 (and an app that returns without answering gets a 500): the connection half-closes and
-discards what still arrives for at most `LINGER` seconds, so that the caller reads the answer
-rather than a reset.
+discards what still arrives for at most `deadlines.LINGER` seconds, so that the caller reads
+the answer rather than a reset.
 Rule 5: when the caller leaves, the running request is told and the requests waiting behind it
 are dropped without reaching the app.
 Rule 6: a request asking to upgrade the connection (`Upgrade: h2c`) is served as plain
@@ -44,20 +44,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 from turnout.gateway.server.cycle import HIGH_WATER, error_response
 from turnout.gateway.server.deadlines import Deadlines
-from turnout.gateway.server.reader import PIPELINE_DEPTH, RequestReader, StopReading
+from turnout.gateway.server.reader import RequestReader, StopReading
 
 if TYPE_CHECKING:
     from turnout.errors import HttpError, RoutingError
     from turnout.gateway.server.cycle import CycleConnection, RequestCycle
     from turnout.gateway.server.limits import ServerLimits
+    from turnout.gateway.server.reader import Refusal
 
 __all__ = [
     "ABORT",
     "ARM",
     "CLOSE",
+    "ENDS",
     "HALF_CLOSE",
-    "LINGER",
-    "PIPELINE_DEPTH",
     "READ",
     "RUN",
     "TOUCH",
@@ -66,9 +66,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("turnout.gateway")
-
-LINGER: Final = 2.0
-"""Seconds a connection closed by the server still discards what the caller sends (Rule 4)."""
 
 RUN: Final = 1
 WRITE: Final = 2
@@ -79,11 +76,15 @@ READ: Final = 32
 ARM: Final = 64
 TOUCH: Final = 128
 ENDS: Final = ABORT | CLOSE | HALF_CLOSE
+"""The bits that end the connection."""
 
 
 class ConnectionState:
     """One connection's state (see the module rules); `conn` is what its requests' cycles
-    answer on, `half_close` whether its transport can half-close (else it closes at once)."""
+    answer on, `half_close` whether its transport can half-close (else it closes at once).
+    The shell reads `running` (the request whose task runs), `deadline` (Rule 2: when `due`
+    is to be called), `reading`, `lingering` (half-closed after its last answer) and
+    `closed`."""
 
     def __init__(
         self,
@@ -101,17 +102,12 @@ class ConnectionState:
         self._now = now  # the time of the call being handled
         self._acts = 0
         self._output = b""
-        self._backlog = bytearray()  # Rule 1: bytes not parsed while requests wait
         self._stopped = False  # no more requests are read
         self._rejection: HttpError | RoutingError | None = None
         self.running: RequestCycle | None = None
-        """The request whose task runs."""
         self.deadline: float | None = None
-        """Rule 2: when `due` is to be called."""
         self.reading = True
-        """Whether the connection reads."""
         self.lingering = False
-        """Half-closed after its last answer (Rule 4)."""
         self.closed = False
 
     @property
@@ -140,13 +136,11 @@ class ConnectionState:
         if self.lingering or self._stopped or self.closed:
             return 0  # Rule 4, or no more requests will be read
         self._now = now
-        if self._queue or self._backlog:
-            self._backlog += data  # Rule 1: parsed only when the waiting requests have run
+        if self._reader.hold(data):  # Rule 1: read once the waiting requests have run
             self._update_reading()
         else:
-            self._feed(data)
-        acts, self._acts = self._acts, 0
-        return acts
+            self._read(self._reader.feed(data))
+        return self._take()
 
     def want_body(self, cycle: RequestCycle, now: float) -> int:
         """The app waits for body bytes: ask for them (`100 Continue`) and read on."""
@@ -156,8 +150,7 @@ class ConnectionState:
             self._output += line
             self._acts |= WRITE
             self._arm()
-        self._update_reading()
-        return self._take()
+        return self.body_taken(now)
 
     def body_taken(self, now: float) -> int:
         """The app took the body read so far: read on."""
@@ -171,14 +164,19 @@ class ConnectionState:
         if self.closed or self.lingering:
             return 0
         self._now = now
-        if not cycle.complete:
-            self._unanswered(cycle, failure)
+        if not cycle.complete and (cycle.started or cycle.gone):
+            if failure is not None:
+                logger.error("the gateway app failed mid-response", exc_info=failure)
+            self._acts |= ABORT  # a cut response: the caller must not take it as whole
+        elif not cycle.complete:
+            self._give_up(
+                cycle, failure or RuntimeError("the gateway app returned without answering")
+            )
         elif not cycle.keep_alive:
             self._close(linger=not cycle.message_complete)  # Rule 4
         else:
             self._served()
-        acts, self._acts = self._acts, 0
-        return acts
+        return self._take()
 
     def due(self, now: float) -> int:
         """The timer fired: act on the deadline if it passed (`ARM`: not yet; reading the
@@ -197,12 +195,12 @@ class ConnectionState:
         if self.closed:
             return 0
         self._now = now
-        self._stopped = True
-        self._queue.clear()
         running = self.running
         if running is None:
             self._close()
         else:
+            self._stopped = True
+            self._queue.clear()
             running.keep_alive = False
         return self._take()
 
@@ -243,13 +241,12 @@ class ConnectionState:
 
     # -- running requests
 
-    def _feed(self, data: bytes) -> None:
-        refusal = self._reader.feed(data)
-        if refusal is not None:
-            if isinstance(refusal, StopReading):
-                self._stop_reading()
-            else:
-                self._reject(refusal)
+    def _read(self, refusal: Refusal) -> None:
+        """Act on what the reader found, and run the next request if none runs."""
+        if isinstance(refusal, StopReading):
+            self._stopped = True  # the last request read is the connection's last
+        elif refusal is not None:
+            self._reject(refusal)
         self._start_next()
 
     def _start_next(self) -> None:
@@ -274,20 +271,15 @@ class ConnectionState:
             return
         else:
             self._arm()
-        if self._backlog and not self._queue:
+        if self._reader.held and not self._queue:
             # Rule 1: the bytes held back belong to the request now running or to later ones.
-            data = bytes(self._backlog)
-            self._backlog.clear()
-            self._feed(data)
+            self._read(self._reader.read_held())
         self._update_reading()
 
     def _update_reading(self) -> None:
         if self.closed:
             return
-        parsing = self._reader.parsing
-        want = len(self._backlog) <= HIGH_WATER and (
-            parsing is None or parsing.buffered <= HIGH_WATER
-        )
+        want = not self._reader.backed_up()
         if want == self.reading:
             return
         self.reading = want
@@ -301,51 +293,24 @@ class ConnectionState:
     def _arm(self) -> None:
         """Rule 2: set the one deadline from what the connection waits for."""
         running = self.running
-        when: float | None
-        if self.lingering:
-            when = self._now + LINGER
-        elif running is None:
-            when = self._clock.between_requests(self._now, in_head=self._reader.in_head)
-        elif running is self._reader.parsing and self.reading and not running.awaiting_continue:
-            when = self._clock.body(self._now)
-        else:
-            when = None
-        self.deadline = when
+        body = running is self._reader.parsing and self.reading
+        when = self.deadline = self._clock.next(
+            self._now, self.lingering, running, body, self._reader.in_head
+        )
         if when is not None:
             self._acts |= ARM
 
     # -- endings
-
-    def _stop_reading(self) -> None:
-        """Read no more requests: the last one read is the connection's last."""
-        self._stopped = True
-        last = self._queue[-1] if self._queue else self.running
-        if last is not None:
-            last.keep_alive = False
 
     def _reject(self, error: HttpError | RoutingError) -> None:
         """Rule 3: answer `error` once the requests before the bad one have run."""
         self._stopped = True
         cut = self._reader.abandon()
         if cut is not None and cut is self.running:  # the running request's own body is bad
-            cut.leave()
-            if cut.started:
-                self._acts |= ABORT
-            else:
-                self._answer(error)
+            self._give_up(cut, error)
             return
         self._rejection = error
         self._start_next()
-
-    def _unanswered(self, cycle: RequestCycle, failure: Exception | None) -> None:
-        """The app returned (or failed) without completing `cycle`'s response."""
-        if cycle.started or cycle.gone:
-            if failure is not None:
-                logger.error("the gateway app failed mid-response", exc_info=failure)
-            self._acts |= ABORT  # a cut response: the caller must not take it as whole
-            return
-        cycle.leave()
-        self._answer(failure or RuntimeError("the gateway app returned without answering"))
 
     def _expire(self) -> None:
         """Rule 2: the deadline passed."""
@@ -353,15 +318,20 @@ class ConnectionState:
         if self.lingering:
             self._acts |= CLOSE
         elif running is not None:
-            running.leave()
-            if running.started:
-                self._acts |= ABORT
-            else:
-                self._answer(self._clock.body_late())
+            self._give_up(running, self._clock.body_late())
         elif self._reader.in_head:
             self._answer(self._clock.head_late())
         else:
             self._close()  # idle: nothing is owed
+
+    def _give_up(self, cycle: RequestCycle, error: BaseException) -> None:
+        """Tell `cycle` the server answers in the app's place: `error`, or a cut when its
+        response already started."""
+        cycle.leave()
+        if cycle.started:
+            self._acts |= ABORT
+        else:
+            self._answer(error)
 
     def _answer(self, error: BaseException) -> None:
         """Write the error response in the app's place, then close (Rule 4)."""
@@ -380,7 +350,7 @@ class ConnectionState:
             return
         self.lingering = True
         self._acts |= HALF_CLOSE
-        self._backlog.clear()
+        self._reader.held.clear()
         if not self.reading:
             self.reading = True
             self._acts |= READ

@@ -8,18 +8,30 @@ Rule 2: the body of the running request may go silent for `body_timeout` at most
 its last byte, or from when the connection started waiting for it), and must end no later than
 `body_timeout` plus one second per `min_body_rate` bytes read since the body began, while the
 connection reads: the time it does not read is not counted.
+Rule 3: a connection that half-closed after its last answer lingers `LINGER` seconds.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Protocol
 
 from turnout.errors import RequestTimeout
 
 if TYPE_CHECKING:
     from turnout.gateway.server.limits import ServerLimits
 
-__all__ = ["Deadlines"]
+__all__ = ["LINGER", "Deadlines", "Running"]
+
+LINGER: Final = 2.0
+"""Seconds a connection closed by the server still discards what the caller sends."""
+
+
+class Running(Protocol):
+    """What the deadlines ask of the running request."""
+
+    @property
+    def awaiting_continue(self) -> bool:
+        """Its body waits for `100 Continue`."""
 
 
 class Deadlines:
@@ -52,9 +64,17 @@ class Deadlines:
         self.served += 1
         self.idle_since = now
 
-    def between_requests(self, now: float, *, in_head: bool) -> float:
-        """Rule 1: when the next head (or the rest of the one started) is late."""
-        if in_head or not self.served:
+    def next(
+        self, now: float, lingering: bool, running: Running | None, body: bool, in_head: bool
+    ) -> float | None:
+        """The one deadline from what the connection waits for (None: nothing): the end of
+        its linger, the `running` request's body while it is read (`body`) and not held back
+        for `100 Continue`, or a head (`in_head`: one started)."""
+        if lingering:
+            return now + LINGER
+        if running is not None:
+            return self.body(now) if body and not running.awaiting_continue else None
+        if in_head or not self.served:  # Rule 1
             return self.idle_since + self._limits.header_timeout
         return now + self._limits.keepalive_timeout
 

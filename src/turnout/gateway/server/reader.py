@@ -5,7 +5,9 @@ connection does about them (running them, its deadline, reading on) is its own b
 through `ReadingHost`.
 
 Rule 1: at most `PIPELINE_DEPTH` requests wait in the queue; a head past it is not read, and
-the request before it is the connection's last.
+the request before it is the connection's last. Bytes that arrive while requests wait are held
+unread (`hold`) until none waits; the connection should stop reading while more than
+`HIGH_WATER` bytes wait, held or of a body the app has not taken (`backed_up`).
 Rule 2: a head over `max_header_count` lines or `max_header_bytes` bytes (request line
 included, counted as it arrives, so a head that never ends is refused too) is refused with
 `HeadersTooLarge` (431); framing the parser cannot read with `BadHttpRequest` (400). Bytes
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import httptools
 
 from turnout.errors import BadHttpRequest, HeadersTooLarge, HttpError, RoutingError
-from turnout.gateway.server.cycle import RequestCycle
+from turnout.gateway.server.cycle import HIGH_WATER, RequestCycle
 
 if TYPE_CHECKING:
     from turnout.gateway.server.cycle import CycleConnection
@@ -48,7 +50,7 @@ _REQUEST_LINE_SLACK: Final = 16  # the method, the version and the line ends aro
 
 class StopReading(Exception):
     """Read no more requests (Rules 1 and 3): raised from the parser's callbacks, and what
-    `RequestReader.feed` returns to say so."""
+    `RequestReader.feed` returns to say so (the last request read is marked the last)."""
 
 
 Refusal = HttpError | RoutingError | StopReading | None
@@ -104,6 +106,8 @@ class RequestReader:
         """The request whose body is being read."""
         self.in_head = False
         """A request head has started and not ended."""
+        self.held = bytearray()
+        """Rule 1: bytes that arrived while requests waited, not read yet."""
         self._closing = False  # a request asked to close: what follows is not requests
         self._upgrading: RequestCycle | None = None  # Rule 3: asked to upgrade, has a body
         self._resumed: RequestCycle | None = None  # Rule 3: whose body a fresh parser reads
@@ -121,11 +125,13 @@ class RequestReader:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
             if self._upgrading is None:
-                return StopReading()  # Rule 3: served as a plain request; nothing after it is read
+                return self._stop(StopReading())  # Rule 3: nothing after it is read
             return self._ignore_upgrade(data[exc.args[0] :])
         except httptools.HttpParserCallbackError as exc:
             cause = exc.__context__
-            if isinstance(cause, StopReading | HttpError | RoutingError):
+            if isinstance(cause, StopReading):
+                return self._stop(cause)
+            if isinstance(cause, HttpError | RoutingError):
                 return cause
             return BadHttpRequest(f"malformed HTTP request ({cause or exc})")
         except httptools.HttpParserError as exc:
@@ -133,6 +139,33 @@ class RequestReader:
         if self.in_head and self._head_bytes > self._limits.max_header_bytes:
             return head_too_large(self._limits)
         return None
+
+    def _stop(self, stop: StopReading) -> StopReading:
+        """The last request read is the connection's last (the one refused or stopped at
+        came after it)."""
+        if self.queue:
+            self.queue[-1].keep_alive = False
+        return stop
+
+    def hold(self, data: bytes) -> bool:
+        """Rule 1: keep `data` unread while requests wait their turn (False: none waits)."""
+        if not self.queue and not self.held:
+            return False
+        self.held += data
+        return True
+
+    def read_held(self) -> Refusal:
+        """Read the bytes held (once no request waits), as `feed`."""
+        data = bytes(self.held)
+        self.held.clear()
+        return self.feed(data)
+
+    def backed_up(self) -> bool:
+        """Rule 1: over `HIGH_WATER` bytes wait, held or of the body being read."""
+        parsing = self.parsing
+        return len(self.held) > HIGH_WATER or (
+            parsing is not None and parsing.buffered > HIGH_WATER
+        )
 
     def abandon(self) -> RequestCycle | None:
         """Read no more: forget the head being read, and return the request whose body was
