@@ -68,13 +68,21 @@ __all__ = [
 logger = logging.getLogger("turnout.gateway")
 
 RUN: Final = 1
+"""Start the task of `running`."""
 WRITE: Final = 2
+"""Write `take_output()`."""
 ABORT: Final = 4
+"""Cut the connection and cancel the running task."""
 CLOSE: Final = 8
+"""Close the connection once what was written is sent."""
 HALF_CLOSE: Final = 16
+"""Half-close (the connection lingers, quiet: it owes nothing more)."""
 READ: Final = 32
+"""Pause or resume reading, as `reading` says."""
 ARM: Final = 64
+"""Have the timer fire no later than `deadline` (then call `due`)."""
 TOUCH: Final = 128
+"""The connection was active: a head began or a response ended."""
 ENDS: Final = ABORT | CLOSE | HALF_CLOSE
 """The bits that end the connection."""
 
