@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from turnout.errors import HttpError, RoutingError
     from turnout.gateway.server.cycle import CycleConnection, RequestCycle
     from turnout.gateway.server.limits import ServerLimits
-    from turnout.gateway.server.reader import Refusal
 
 __all__ = [
     "ABORT",
@@ -144,11 +143,17 @@ class ConnectionState:
         if self.lingering or self._stopped or self.closed:
             return 0  # Rule 4, or no more requests will be read
         self._now = now
-        if self._reader.hold(data):  # Rule 1: read once the waiting requests have run
+        reader = self._reader
+        if self._queue or reader.held:
+            reader.held += data  # Rule 1: read once the waiting requests have run
             self._update_reading()
         else:
-            self._read(self._reader.feed(data))
-        return self._take()
+            refusal = reader.feed(data)
+            if refusal is not None:
+                self._refused(refusal)
+            self._start_next()
+        acts, self._acts = self._acts, 0  # (inline: the data path's two calls)
+        return acts
 
     def want_body(self, cycle: RequestCycle, now: float) -> int:
         """The app waits for body bytes: ask for them (`100 Continue`) and read on."""
@@ -184,7 +189,8 @@ class ConnectionState:
             self._close(linger=not cycle.message_complete)  # Rule 4
         else:
             self._served()
-        return self._take()
+        acts, self._acts = self._acts, 0
+        return acts
 
     def due(self, now: float) -> int:
         """The timer fired: act on the deadline if it passed (`ARM`: not yet; reading the
@@ -249,13 +255,12 @@ class ConnectionState:
 
     # -- running requests
 
-    def _read(self, refusal: Refusal) -> None:
-        """Act on what the reader found, and run the next request if none runs."""
+    def _refused(self, refusal: HttpError | RoutingError | StopReading) -> None:
+        """Act on what the reader found wrong."""
         if isinstance(refusal, StopReading):
             self._stopped = True  # the last request read is the connection's last
-        elif refusal is not None:
+        else:
             self._reject(refusal)
-        self._start_next()
 
     def _start_next(self) -> None:
         if self.running is not None or self.closed or self.lingering:
@@ -281,7 +286,10 @@ class ConnectionState:
             self._arm()
         if self._reader.held and not self._queue:
             # Rule 1: the bytes held back belong to the request now running or to later ones.
-            self._read(self._reader.read_held())
+            refusal = self._reader.read_held()
+            if refusal is not None:
+                self._refused(refusal)
+            self._start_next()
         self._update_reading()
 
     def _update_reading(self) -> None:

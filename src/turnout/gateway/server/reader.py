@@ -6,8 +6,9 @@ through `ReadingHost`.
 
 Rule 1: at most `PIPELINE_DEPTH` requests wait in the queue; a head past it is not read, and
 the request before it is the connection's last. Bytes that arrive while requests wait are held
-unread (`hold`) until none waits; the connection should stop reading while more than
-`HIGH_WATER` bytes wait, held or of a body the app has not taken (`backed_up`).
+unread (`held`, which the connection fills) until none waits; the connection should stop
+reading while more than `HIGH_WATER` bytes wait, held or of a body the app has not taken
+(`backed_up`).
 Rule 2: a head over `max_header_count` lines or `max_header_bytes` bytes (request line
 included, counted as it arrives, so a head that never ends is refused too) is refused with
 `HeadersTooLarge` (431); framing the parser cannot read with `BadHttpRequest` (400). Bytes
@@ -146,13 +147,6 @@ class RequestReader:
         if self.queue:
             self.queue[-1].keep_alive = False
         return stop
-
-    def hold(self, data: bytes) -> bool:
-        """Rule 1: keep `data` unread while requests wait their turn (False: none waits)."""
-        if not self.queue and not self.held:
-            return False
-        self.held += data
-        return True
 
     def read_held(self) -> Refusal:
         """Read the bytes held (once no request waits), as `feed`."""
