@@ -26,7 +26,7 @@ import asyncio
 import time
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import unquote
 
 import httptools
@@ -38,10 +38,9 @@ from turnout.routing.request_state import new_request_id
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, MutableMapping
 
-    from turnout.gateway.server.http11 import HttpConnection
-
 __all__ = [
     "HIGH_WATER",
+    "CycleConnection",
     "RequestCycle",
     "date_line",
     "error_response",
@@ -142,6 +141,29 @@ def error_response(error: BaseException) -> bytes:
     return b"".join(head) + reply.body
 
 
+class CycleConnection(Protocol):
+    """What a request's cycle needs of its connection (`http11.HttpConnection`)."""
+
+    write_paused: bool
+    """The write buffer is over its high-water mark (Rule 4)."""
+
+    @property
+    def draining(self) -> bool:
+        """The server is shutting down."""
+
+    def write(self, data: bytes) -> None:
+        """Write response bytes (nothing once closed)."""
+
+    async def drained(self) -> None:
+        """Wait until the write buffer is below its high-water mark (or the caller left)."""
+
+    def want_body(self, cycle: RequestCycle) -> None:
+        """The app waits for body bytes (Rule 1)."""
+
+    def body_taken(self) -> None:
+        """The app took the body read so far."""
+
+
 class RequestCycle:
     """One request: its method, path and headers (and its ASGI `scope`, made when asked for),
     its body as read so far, and its response's progress.
@@ -179,7 +201,7 @@ class RequestCycle:
 
     def __init__(
         self,
-        conn: HttpConnection,
+        conn: CycleConnection,
         url: bytes,
         headers: list[tuple[bytes, bytes]],
         *,

@@ -11,8 +11,8 @@ Rule 2: `shutdown()` stops accepting, closes idle connections, and lets the requ
 flight finish for `limits.shutdown_grace` seconds (less if `hurry()` is called). Then the app
 is asked to end what is still open (`RequestEnder`: a started stream ends with an error
 event, an unstarted answer is a 503), given `_END_WAIT` seconds to write it, and whatever is
-left is cut. A connection that lingers after its last answer (`_endings` Rule 3) owes nothing:
-it is not waited for, and is closed when the rest are.
+left is cut. A connection that lingers after its last answer (`connection_state` Rule 4) owes
+nothing: it is not waited for, and is closed when the rest are.
 Rule 3: `serving()` runs the app's lifespan around the listener: startup before the first
 connection is accepted, shutdown after the last one is closed.
 """
@@ -25,7 +25,6 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from turnout.gateway.server import _endings
 from turnout.gateway.server.connections import ConnectionTable
 from turnout.gateway.server.http11 import HttpConnection
 from turnout.gateway.server.lifespan import Lifespan
@@ -134,7 +133,7 @@ class Listener:
         evicted = admission.evicted
         if evicted is not None:
             self.connections.discard(evicted)
-            _endings.close(evicted)
+            evicted.close()
         self.connections.add(conn)
         return True
 
