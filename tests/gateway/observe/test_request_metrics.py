@@ -1,7 +1,7 @@
 """The operator's metrics through the in-process app: every finished request by route, status
 class and project, its duration by route, a breaker skip counted as a skip (metric and
 dashboard) and never as a failover, and each health key's state as a gauge read from the
-health table, the same on two replicas over one Redis."""
+health table, the same on two replicas over one Redis and with several workers."""
 
 from __future__ import annotations
 
@@ -14,15 +14,19 @@ from tests.gateway._app_support import app_of, chat, client_of, mock_provider, r
 from tests.state._redis_server import running_redis
 from turnout.access.keys import hash_key
 from turnout.config.load import parse_config
+from turnout.gateway.observe.metrics import MULTIPROC_ENV, Metrics
 from turnout.gateway.resolution.lookups import build_runtime
 from turnout.gateway.server.app import GatewayApp
 from turnout.gateway.server.lifespan import Lifespan
 from turnout.routing.clock import FakeClock
+from turnout.routing.health import Admission, Health
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     import httpx
+    import pytest
 
 ADMIN_KEY = "adm-request-metrics-key"
 ADMIN = {"authorization": f"Bearer {ADMIN_KEY}"}
@@ -180,3 +184,24 @@ async def test_two_replicas_over_one_redis_report_the_same_upstream_state() -> N
     # `m/backup` served on the first replica only: the second one does not know it yet, and
     # an unknown key is available.
     assert states(there, "m/backup") == {}
+
+
+def test_upstream_state_renders_with_several_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With several workers (`PROMETHEUS_MULTIPROC_DIR`), where `/metrics` sums the workers'
+    files, the gauge is still read from the health tables given; a request with no status
+    counts under the status class `none`."""
+    health = Health(clock=FakeClock())
+    for _ in range(3):
+        admission = health.admit(("p", "m"), lease=30)
+        assert isinstance(admission, Admission)
+        health.record_failure(admission, "provider_error")
+    metrics = Metrics()
+    metrics.count_finished(None, 0, None, 0.002)
+    alone = metrics.render([health]).decode()
+    assert 'turnout_requests_total{project="",route="none",status_class="none"} 1.0' in alone
+    monkeypatch.setenv(MULTIPROC_ENV, str(tmp_path))
+    text = metrics.render([health]).decode()
+    assert 'turnout_upstream_state{key="p/m",state="open"} 1.0' in text
+    assert 'turnout_upstream_state{key="p/m",state="available"} 0.0' in text

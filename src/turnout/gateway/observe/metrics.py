@@ -16,8 +16,8 @@ Rule 5: every finished request is counted by route, status class and project, an
 duration observed by route; a request that never reached a route counts under the route
 `none` (never the model it asked for, which is free text).
 Rule 6: `turnout_upstream_state` is read at scrape time from the health tables `render` is
-given (every served project's), so with shared state every replica shows the same states, and
-a key that is no longer configured is gone from the next scrape.
+given (every served project's), so with shared state every replica shows the same states. A
+key shows once its table knows it (called here, or learned from another replica).
 """
 
 from __future__ import annotations
