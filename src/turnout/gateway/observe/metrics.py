@@ -168,10 +168,7 @@ class Metrics:
         self._calls_of: dict[tuple[str | None, str | None, str], _Call] = {}
         # (route, status, project) -> its requests child and its route's duration child
         self._finished: dict[tuple[str, int, str], tuple[Any, Any]] = {}
-        self._counts: dict[Any, float] = {}  # counter child -> amount not yet added
-        # histogram child -> [sum, count per bucket...] not yet added
-        self._observed: dict[Any, list[float]] = {}
-        self._flushing: asyncio.TimerHandle | None = None
+        self._pending = _Pending()
 
     def _control_metrics(self, registry: CollectorRegistry) -> None:
         """The control plane's: the store answering, reloads, a refused store version."""
@@ -218,51 +215,9 @@ class Metrics:
         """Say which store version is refused (0: none)."""
         self.refused_version.set(version)
 
-    def _add(self, child: Any, amount: float) -> None:
-        counts = self._counts
-        if not counts and not self._observed:
-            self._pending()
-        counts[child] = counts.get(child, 0.0) + amount
-
-    def _observe(self, child: Any, value: float) -> None:
-        observed = self._observed
-        row = observed.get(child)
-        if row is None:
-            if not observed and not self._counts:
-                self._pending()
-            row = observed[child] = [0.0] * (len(child._upper_bounds) + 1)
-        row[0] += value
-        if not math.isnan(value):  # a NaN goes in no bucket
-            # The first bucket whose upper bound is at least the value, as `observe` picks.
-            row[1 + bisect_left(child._upper_bounds, value)] += 1
-
-    def _pending(self) -> None:
-        """The first count waits: with several workers, add it within `FLUSH_AFTER`."""
-        if self._flushing is not None or not os.environ.get(MULTIPROC_ENV):
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # outside a loop: added when rendered or flushed
-        self._flushing = loop.call_later(FLUSH_AFTER, self.flush)
-
     def flush(self) -> None:
         """Rule 4: add what is pending to the Prometheus values."""
-        if self._flushing is not None:
-            self._flushing.cancel()
-            self._flushing = None
-        counts, self._counts = self._counts, {}
-        for child, amount in counts.items():
-            child.inc(amount)
-        observed, self._observed = self._observed, {}
-        for child, row in observed.items():
-            # What `Histogram.observe` adds for each value, for all of them at once (its sum
-            # and bucket values, which the Prometheus client keeps as these attributes).
-            child._sum.inc(row[0])
-            buckets = child._buckets
-            for index, count in enumerate(row[1:]):
-                if count:
-                    buckets[index].inc(count)
+        self._pending.flush()
 
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
         key = (id(metric), *labels)
@@ -286,12 +241,11 @@ class Metrics:
                 self.requests.labels(key[0], status_class, key[2]),
                 self._child(self.request_seconds, key[0]),
             )
-        counts = self._counts
-        if not counts and not self._observed:
-            self._pending()
+        pending = self._pending
+        counts = pending.waiting()
         requests, duration = children
         counts[requests] = counts.get(requests, 0.0) + 1.0
-        self._observe(duration, seconds)
+        pending.observe(duration, seconds)
 
     def count_request(
         self,
@@ -304,18 +258,17 @@ class Metrics:
         duration, the tokens and cost, and (when known) the gateway's own time. Rule 2: one
         lookup of the route's counter and one of each call's children (`_Call`), then
         additions."""
-        counts = self._counts
-        if not counts and not self._observed:
-            self._pending()
+        pending = self._pending
+        counts = pending.waiting()
         route = record.route
         calls = self._calls.get((route, outcome))
         if calls is None:
             calls = self._calls[(route, outcome)] = self.calls.labels(route, outcome)
         counts[calls] = counts.get(calls, 0.0) + 1.0
         for entry in failovers:
-            self._add(self._child(self.failovers, route, entry.error_class or entry.outcome), 1.0)
+            pending.add(self._child(self.failovers, route, entry.error_class or entry.outcome), 1.0)
         if record.hedges:
-            self._add(self._child(self.hedges, route), record.hedges)
+            pending.add(self._child(self.hedges, route), record.hedges)
         for entry in record.attempts:
             duration = entry.duration_ms
             if duration is None:  # no call: a health skip, or a target not tried
@@ -325,7 +278,7 @@ class Metrics:
             call = self._calls_of.get(key)
             if call is None:
                 call = self._calls_of[key] = _Call(self, *key)
-            self._observe(call.seconds, duration / 1000)
+            pending.observe(call.seconds, duration / 1000)
             usage = entry.usage
             if usage is not None:
                 for kind, count in enumerate(
@@ -339,12 +292,12 @@ class Metrics:
                 child = call.cost or call.cost_child()
                 counts[child] = counts.get(child, 0.0) + record.cost
         if overhead is not None:
-            self._observe(self.overhead, overhead)
+            pending.observe(self.overhead, overhead)
 
     def _count_skip(self, route: str, entry: AttemptEntry) -> None:
         """Count `entry` when its target was passed over for its health (not a failover)."""
         if entry.outcome in SKIP_OUTCOMES and not entry.hedge:
-            self._add(self._child(self.skips, route, entry.outcome), 1.0)
+            self._pending.add(self._child(self.skips, route, entry.outcome), 1.0)
 
     def count_transition(self, key: str, to: str) -> None:
         """Count one health transition of `key` (`provider/model`)."""
@@ -374,6 +327,73 @@ class Metrics:
             return generate_latest(registry)
         finally:
             registry.unregister(states)
+
+
+class _Pending:
+    """Rule 4: the counts and observations not yet added to the Prometheus values, and the
+    timer that adds them with several workers."""
+
+    __slots__ = ("_flushing", "counts", "observed")
+
+    def __init__(self) -> None:
+        self.counts: dict[Any, float] = {}  # counter child -> amount not yet added
+        # histogram child -> [sum, count per bucket...] not yet added
+        self.observed: dict[Any, list[float]] = {}
+        self._flushing: asyncio.TimerHandle | None = None
+
+    def waiting(self) -> dict[Any, float]:
+        """The pending counts, for a caller about to add to them (the first one starts the
+        timer)."""
+        counts = self.counts
+        if not counts and not self.observed:
+            self._start()
+        return counts
+
+    def add(self, child: Any, amount: float) -> None:
+        """Add `amount` to the counter `child`, later."""
+        counts = self.waiting()
+        counts[child] = counts.get(child, 0.0) + amount
+
+    def observe(self, child: Any, value: float) -> None:
+        """Observe `value` in the histogram `child`, later."""
+        observed = self.observed
+        row = observed.get(child)
+        if row is None:
+            if not observed and not self.counts:
+                self._start()
+            row = observed[child] = [0.0] * (len(child._upper_bounds) + 1)
+        row[0] += value
+        if not math.isnan(value):  # a NaN goes in no bucket
+            # The first bucket whose upper bound is at least the value, as `observe` picks.
+            row[1 + bisect_left(child._upper_bounds, value)] += 1
+
+    def _start(self) -> None:
+        """The first count waits: with several workers, add it within `FLUSH_AFTER`."""
+        if self._flushing is not None or not os.environ.get(MULTIPROC_ENV):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # outside a loop: added when rendered or flushed
+        self._flushing = loop.call_later(FLUSH_AFTER, self.flush)
+
+    def flush(self) -> None:
+        """Add what is pending to the Prometheus values."""
+        if self._flushing is not None:
+            self._flushing.cancel()
+            self._flushing = None
+        counts, self.counts = self.counts, {}
+        for child, amount in counts.items():
+            child.inc(amount)
+        observed, self.observed = self.observed, {}
+        for child, row in observed.items():
+            # What `Histogram.observe` adds for each value, for all of them at once (its sum
+            # and bucket values, which the Prometheus client keeps as these attributes).
+            child._sum.inc(row[0])
+            buckets = child._buckets
+            for index, count in enumerate(row[1:]):
+                if count:
+                    buckets[index].inc(count)
 
 
 class _UpstreamStates:
