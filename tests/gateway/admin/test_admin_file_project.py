@@ -1,7 +1,8 @@
 """The config file's project through the admin API of a real gateway serving from the store:
 it cannot be deleted nor renamed (409 `FILE_MANAGED`), so later writes, revocations first,
-keep taking effect; and a store version that cannot be served (the project gone from the
-store by other means) is an alarm in `/readyz`, a metric and one ERROR line per version."""
+keep taking effect; `/readyz` covers it and every project made through the API; and a store
+version that cannot be served (the project gone from the store by other means) is an alarm in
+`/readyz`, a metric and one ERROR line per version."""
 
 from __future__ import annotations
 
@@ -84,6 +85,34 @@ async def test_another_project_can_still_be_deleted(store: Store) -> None:
         assert made.status_code == 201, made.text
         deleted = await client.delete(f"/admin/v1/projects/{made.json()['id']}", headers=ADMIN)
         assert deleted.status_code == 204, deleted.text
+
+
+async def test_readyz_covers_a_project_made_through_the_admin_api(store: Store) -> None:
+    """With a project `team` of two routes made through the API, `/readyz` counts three
+    routes, and `served` lists `default` (1 route) and `team` (2); the fields it had keep
+    their meaning (`project` the file's, `projects` how many)."""
+    async with _gateway(store) as (client, _):
+        before = (await client.get("/readyz")).json()
+        assert (before["routes"], list(before["served"])) == (1, ["default"])
+        made = await client.post("/admin/v1/projects", json={"name": "team"}, headers=ADMIN)
+        assert made.status_code == 201, made.text
+        base = f"/admin/v1/projects/{made.json()['id']}"
+        provider = await client.post(
+            f"{base}/providers", json={"name": "vendor", "kind": "mock"}, headers=ADMIN
+        )
+        assert provider.status_code == 201, provider.text
+        for name in ("fast", "slow"):
+            route = {"name": name, "targets": [{"provider": "vendor"}]}
+            reply = await client.post(f"{base}/routes", json=route, headers=ADMIN)
+            assert reply.status_code == 201, reply.text
+        ready = (await client.get("/readyz")).json()
+    assert (ready["project"], ready["projects"], ready["routes"]) == ("default", 2, 3)
+    assert {name: part["routes"] for name, part in ready["served"].items()} == {
+        "default": 1,
+        "team": 2,
+    }
+    assert ready["served"]["team"]["health"] == {"shared": False}
+    assert ready["health"] == {"shared": False}
 
 
 async def test_a_store_version_that_cannot_be_served_is_an_alarm(

@@ -35,10 +35,13 @@ async def readiness(
     outage shows here before any call meets it.
     `health` says whether health is shared with other replicas (and its counts): while the
     store is down, each process keeps its own health, and the status stays 200 because the
-    process still serves every request."""
+    process still serves every request.
+    `routes` and `health` cover every project the replica serves (`health`'s counts summed),
+    and `served` gives each project's own (by name)."""
     if settings is None:
         return 503, {"status": "starting", "config": "not loaded"}
     runtime = settings.runtime
+    runtimes = list(settings.served.runtimes.values())
     state = runtime.state
     healthy = await state.probe()
     detail = state.describe()  # with any password redacted
@@ -55,9 +58,10 @@ async def readiness(
             "config_version": settings.served.version,
             "project": runtime.project,
             "projects": len(settings.served.runtimes),
-            "routes": len(runtime.routes),
+            "routes": sum(len(served.routes) for served in runtimes),
             "state": detail,
-            "health": _health_detail(runtime),
+            "health": _health_detail(runtimes),
+            "served": {served.project: _project_detail(served) for served in runtimes},
             # Bindings load with the configuration; grants are enforced while resolving.
             "bindings": "loaded",
             **(status.describe() if status is not None else {}),
@@ -66,8 +70,26 @@ async def readiness(
     return 200, body
 
 
-def _health_detail(runtime: Runtime) -> dict[str, object]:
+def _health_detail(runtimes: list[Runtime]) -> dict[str, object]:
+    """Whether health is shared, and the counts of every served project's sharing summed."""
+    total: dict[str, object] = {"shared": False}
+    for runtime in runtimes:
+        shared = runtime.shared_health
+        if shared is None:
+            continue
+        for name, value in shared.describe().items():
+            known = total.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and isinstance(known, int):
+                total[name] = known + value
+            elif name not in total or name == "shared":
+                total[name] = value  # the first project's replica id
+    return total
+
+
+def _project_detail(runtime: Runtime) -> dict[str, object]:
+    """One served project's part: its routes and, with shared state, its health sharing."""
     shared = runtime.shared_health
-    if shared is None:
-        return {"shared": False}
-    return shared.describe()
+    return {
+        "routes": len(runtime.routes),
+        "health": {"shared": False} if shared is None else shared.describe(),
+    }

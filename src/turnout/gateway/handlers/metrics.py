@@ -16,6 +16,9 @@ _HEADERS = [(b"content-type", CONTENT_TYPE.encode())]
 
 
 async def handle_metrics(exchange: ServedExchange) -> None:
-    """200 with every metric of this process (or of every worker process)."""
-    body = exchange.settings.observer.metrics.render()
+    """200 with every metric of this process (or of every worker process), and the health
+    state of every served project's keys."""
+    settings = exchange.settings
+    health = [runtime.health for runtime in settings.served.runtimes.values()]
+    body = settings.observer.metrics.render(health)
     await exchange.reply(Reply(200, list(_HEADERS), body))

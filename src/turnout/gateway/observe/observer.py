@@ -231,12 +231,18 @@ class Observer:
         duration_ms = _millis(seconds)
         overhead = None
         moves: list[tuple[AttemptEntry, AttemptEntry]] = []
+        moved: list[AttemptEntry] = []
+        self.metrics.count_finished(
+            None if record is None else record.route, status, project, seconds
+        )
         sink = self.sink
         if record is not None:
             moves = failovers(record)
+            # A health skip is counted apart (`turnout_route_skips_total`), not as a failover.
+            moved = [left for left, _ in moves if left.outcome not in SKIP_OUTCOMES]
             overhead = max(0.0, seconds - _upstream_seconds(record))
             outcome = "cancelled" if gone else _outcome(record)
-            self.metrics.count_request(record, outcome, [left for left, _ in moves], overhead)
+            self.metrics.count_request(record, outcome, moved, overhead)
             for left, to in moves:
                 log_failover(record, left, to)
             broken = broken_stream(record)
@@ -283,7 +289,7 @@ class Observer:
                 status=status,
                 duration_ms=duration_ms,
                 record=record,
-                failovers=len(moves),
+                failovers=len(moved),
             )
         if ACCESS.isEnabledFor(logging.INFO):
             first = (request_id, method, path, status, key, duration_ms)
