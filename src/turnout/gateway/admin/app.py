@@ -9,6 +9,7 @@ Rule 3: the OpenAPI document is built once, on first request.
 Rule 4: a wrong admin key is a failed sign-in, logged and counted per peer address; a peer with
 too many of them gets 429 `too_many_sign_ins` with `Retry-After`, its key unchecked
 (`turnout.access.sign_ins`).
+Rule 5: every write is logged once it is answered (`write_log`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from turnout.gateway.admin.replies import (
 )
 from turnout.gateway.admin.routing_test import routing_operations
 from turnout.gateway.admin.usage import usage_operations
+from turnout.gateway.admin.write_log import is_write, log_write
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
@@ -123,19 +125,26 @@ class AdminApp:
         headers = {
             name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]
         }
-        key_hash = self._admin_key(scope, headers)
+        admin = admin_key_id(self._admin_key(scope, headers))
         operation, params = self.router.match(scope["method"], scope["path"])
-        check_params(params)
+        writes = is_write(operation)
         body: dict[str, Any] = {}
-        if operation.request is not None:
-            read = await read_admin_body(receive, headers, operation)
-            if read is None:
-                return None  # the caller left
-            body = read
-        call = AdminCall(
-            self.context, admin_key_id(key_hash), params, query_of(scope), body, self.activity
-        )
-        return await operation.handler(call)
+        try:
+            check_params(params)
+            if operation.request is not None:
+                read = await read_admin_body(receive, headers, operation)
+                if read is None:
+                    return None  # the caller left
+                body = read
+            call = AdminCall(self.context, admin, params, query_of(scope), body, self.activity)
+            reply = await operation.handler(call)
+        except Exception as exc:
+            if writes:  # Rule 5
+                log_write(operation, admin, params, body, status=error_reply(exc).status)
+            raise
+        if writes:
+            log_write(operation, admin, params, body, status=reply.status, answer=reply.body)
+        return reply
 
     def _admin_key(self, scope: MutableMapping[str, Any], headers: dict[str, str]) -> str:
         """Rules 1 and 4: the hash of the request's admin key, or the refusal."""
