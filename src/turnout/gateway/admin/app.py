@@ -8,7 +8,8 @@ with its details.
 Rule 3: the OpenAPI document is built once, on first request.
 Rule 4: a wrong admin key is a failed sign-in, logged and counted per peer address; a peer with
 too many of them gets 429 `too_many_sign_ins` with `Retry-After`, its key unchecked
-(`turnout.access.sign_ins`).
+(`turnout.access.sign_ins`); a request without any key is logged once per burst per peer
+(`turnout.gateway.observe.sign_in_log`).
 Rule 5: every write is logged once it is answered (`write_log`).
 """
 
@@ -35,6 +36,7 @@ from turnout.gateway.admin.replies import (
 from turnout.gateway.admin.routing_test import routing_operations
 from turnout.gateway.admin.usage import usage_operations
 from turnout.gateway.admin.write_log import is_write, log_write
+from turnout.gateway.observe.sign_in_log import KeylessSignIns
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
@@ -74,6 +76,8 @@ class AdminApp:
         self.context = context
         self.activity = activity
         self.sign_ins = sign_ins if sign_ins is not None else SignInThrottle()
+        self.keyless = KeylessSignIns()
+        """Requests without any admin key, logged once per burst per peer (Rule 4)."""
         self._document: dict[str, Any] | None = None
         operations = admin_operations()
         openapi = Operation(
@@ -157,7 +161,9 @@ class AdminApp:
         key_hash = verify(presented, self.context.admin_key_hashes())
         if key_hash is None:
             if presented is not None:
-                refused_sign_in(self.sign_ins, peer, presented, "admin API")
+                refused_sign_in(self.sign_ins, peer, presented, "admin_api")
+            else:
+                self.keyless.refused("admin_api", peer)
             raise AdminError(401, "invalid_admin_key", "a valid admin key is required")
         return key_hash
 
