@@ -11,10 +11,11 @@ its keys are not even checked, so guessing stops there, right keys included.
 Rule 3: the state is this process's own: with several workers or replicas each counts the
 failures it saw. At most `max_peers` peers are remembered; past that, the peer heard from
 least recently is forgotten first.
-Rule 4: each failure is one WARNING line on the `turnout.admin` logger (`refused_sign_in`)
-naming the peer address and the key only by `fingerprint` (a few hex digits of its hash), never
-by the key; the failure that throttles a peer adds one more line, and a throttled peer's
-refused requests add none.
+Rule 4: each failure is one WARNING line `sign_in_failed` on the `turnout.admin` logger
+(`refused_sign_in`), its fields `where`, `peer`, `credential` (`admin_key`) and `fingerprint`:
+the key only by a few hex digits of its hash, never the key; the failure that throttles a peer
+adds one line `sign_ins_throttled` (`where`, `peer`, `failures`, `window`), and a throttled
+peer's refused requests add none.
 """
 
 from __future__ import annotations
@@ -105,21 +106,22 @@ def peer_of(scope: MutableMapping[str, Any]) -> str:
 
 
 def refused_sign_in(throttle: SignInThrottle, peer: str, key: str, where: str) -> None:
-    """Rules 1 and 4: count and log one failed sign-in of `peer` with `key` on `where` (`admin API`,
-    `dashboard`)."""
+    """Rules 1 and 4: count and log one failed sign-in of `peer` with `key` on `where`
+    (`admin_api`, `dashboard`)."""
     throttled = throttle.failed(peer)
-    logger.warning(
-        "%s: sign-in failed from %s: not an admin key (fingerprint %s)",
-        where,
-        peer,
-        fingerprint(key),
-    )
+    fields: dict[str, Any] = {
+        "where": where,
+        "peer": peer,
+        "credential": "admin_key",
+        "fingerprint": fingerprint(key),
+    }
+    logger.warning("sign_in_failed", extra={"fields": fields})
     if throttled:
         policy = throttle.policy
-        logger.warning(
-            "%s: %d failed sign-ins from %s within %g s: its sign-ins are refused for a while",
-            where,
-            policy.limit,
-            peer,
-            policy.window,
-        )
+        fields = {
+            "where": where,
+            "peer": peer,
+            "failures": policy.limit,
+            "window": policy.window,
+        }
+        logger.warning("sign_ins_throttled", extra={"fields": fields})

@@ -7,8 +7,11 @@ blocks or fails a request.
 Rule 2: the worker writes a batch (up to `batch_size` requests) in one transaction on a thread
 (`asyncio.to_thread`), every `flush_seconds` or as soon as a batch is full; one batch at a time.
 Rule 3: audit rows wait in a bounded queue (`max_queue` requests, including those waiting to be
-written again). Only when it is full is a request's audit row dropped: `dropped` counts them, and
-one WARNING line marks each burst of drops.
+written again). Only when it is full is a request's audit row dropped: `dropped` counts them.
+A burst of drops has two WARNING lines: one at its first drop, and one when the queue has drained
+to half its bound again, with how many audit rows the burst dropped over how many seconds; a
+queue that only dips below its bound between batches (a store that takes a batch now and then
+during an outage) is still the same burst.
 Rule 4: usage entries are never dropped. A request whose audit row is dropped keeps its usage
 entry; a batch the store refuses has its usage entries appended to the spill file (fsync'd) and
 its audit rows queued again; the spill is written to the store (idempotently) at start-up and
@@ -130,6 +133,8 @@ class AuditWriter:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._dropping = False
+        self._burst = (0, 0.0)
+        """`dropped` before the burst of drops under way, and when it began (Rule 3)."""
         self._failing = False
         self._next_cleanup = 0.0
 
@@ -227,10 +232,22 @@ class AuditWriter:
         self.dropped += count
         if not self._dropping:
             self._dropping = True
+            self._burst = (self.dropped - count, self.clock())
             logger.warning(
                 "audit: the queue is full (%d requests); dropping audit rows until it drains "
                 "(usage is kept)",
                 self.policy.max_queue,
+            )
+
+    def _drained(self) -> None:
+        """Rule 3: end a burst of drops once the queue is down to half its bound."""
+        if self._dropping and self.queued <= self.policy.max_queue // 2:
+            self._dropping = False
+            before, since = self._burst
+            logger.warning(
+                "audit: the queue drained; %d audit rows were dropped over %.1f s (usage was kept)",
+                self.dropped - before,
+                self.clock() - since,
             )
 
     def _take(self) -> _Batch:
@@ -263,8 +280,7 @@ class AuditWriter:
         if len(kept) < len(written.retries):
             self._drop(len(written.retries) - len(kept))
         self._retries.extendleft(reversed(kept))
-        if self.queued < self.policy.max_queue:
-            self._dropping = False
+        self._drained()
 
     def _write_batch(self, batch: _Batch) -> _Written:
         """On the worker thread: the batch in one transaction, then the spill."""

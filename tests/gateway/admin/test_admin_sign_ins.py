@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from tests.gateway._sign_in_lines import failed_sign_ins
 from tests.gateway.admin._support import HEADERS, StoreContext, file_config
 from turnout.access.sign_ins import SignInPolicy, SignInThrottle, fingerprint
 from turnout.gateway.server.app import GatewayApp
@@ -56,7 +57,11 @@ async def test_wrong_admin_keys_are_logged_then_throttled(
     assert refused.headers["retry-after"] == "115"
     assert keyless.status_code == 401
     assert served.status_code == 200
-    failed = [r.getMessage() for r in caplog.records if "sign-in failed" in r.getMessage()]
+    failed = failed_sign_ins(caplog, "admin_key")
     assert len(failed) == 5
-    assert all("127.0.0.1" in line and fingerprint(WRONG) in line for line in failed)
+    assert {(line["peer"], line["fingerprint"]) for line in failed} == {
+        ("127.0.0.1", fingerprint(WRONG))
+    }
     assert WRONG not in caplog.text
+    keyless_lines = failed_sign_ins(caplog, "none")
+    assert keyless_lines == [{"where": "admin_api", "peer": "127.0.0.1", "credential": "none"}]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from tests.gateway._sign_in_lines import failed_sign_ins
 from turnout.access.keys import hash_key
 from turnout.access.sign_ins import SignInPolicy, SignInThrottle, fingerprint
 from turnout.gateway.server.app import GatewayApp
@@ -111,10 +112,16 @@ async def test_failed_sign_ins_are_logged_then_throttled_until_the_window_passes
         assert throttled.headers["retry-after"] == "50"
         clock.advance(50.0)
         assert (await client.post("/ui/login", data={"key": ADMIN})).status_code == 303
-    failed = [r.getMessage() for r in caplog.records if "sign-in failed" in r.getMessage()]
+        for _ in range(3):  # no key at all: one line for the burst
+            assert (await client.post("/ui/login", data={"key": " "})).status_code == 401
+    failed = failed_sign_ins(caplog, "admin_key")
     assert len(failed) == 3
-    assert all("127.0.0.1" in line and fingerprint(WRONG) in line for line in failed)
+    assert {(line["peer"], line["fingerprint"]) for line in failed} == {
+        ("127.0.0.1", fingerprint(WRONG))
+    }
     assert WRONG not in caplog.text
+    keyless = failed_sign_ins(caplog, "none")
+    assert keyless == [{"where": "dashboard", "peer": "127.0.0.1", "credential": "none"}]
 
 
 async def test_a_failing_store_refuses_sign_in_with_503_not_a_crash(empty_store: Store) -> None:

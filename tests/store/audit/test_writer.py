@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tests.store.audit._support import DAY, NOW, counts, finished, record, submit
 from turnout.store import migrate
 from turnout.store.audit_policy import AuditPolicy
-from turnout.store.audit_writes import delete_expired_audit
+from turnout.store.audit_writes import delete_expired_audit, write_requests
 from turnout.store.ledger import AuditWriter, audit_sink
 from turnout.store.spill import read_spill
 from turnout.store.usage import get_request, usage_report
@@ -306,4 +306,40 @@ async def test_times_and_flags_read_back_as_written(store: Store, tmp_path: Path
     assert found["at"] == moment.isoformat().replace("+00:00", "Z")
     assert found["cached"] is True
     assert [attempt["hedge"] for attempt in found["attempts"]] == [False, False]
+    await writer.aclose()
+
+
+async def test_a_long_burst_of_drops_has_one_line_at_its_start_and_one_at_its_end(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that takes a batch now and then during an outage: the queue dips below its
+    bound between batches but the burst goes on (one WARNING); once the queue has drained to
+    half its bound, one more WARNING counts the audit rows dropped and the seconds it lasted."""
+    caplog.set_level(logging.WARNING, logger="turnout.store")
+    answers = iter([True, False])  # the first batch is taken, the second refused; then all
+
+    def flaky(*args: Any) -> None:
+        if not next(answers, True):
+            raise OSError("the store is down")
+        write_requests(*args)
+
+    monkeypatch.setattr("turnout.store.ledger.write_requests", flaky)
+    writer = _writer(store, tmp_path, max_queue=6, batch_size=2)
+    clock = writer.clock
+    assert isinstance(clock, FakeClock)
+    for number in range(8):
+        submit(writer, f"r{number}")
+    await writer.flush()  # two written, two refused and queued again: four of six queued
+    for number in range(8, 12):
+        submit(writer, f"r{number}")
+    assert writer.dropped == 4
+    clock.now += 30
+    await writer.flush()
+    lines = [r.getMessage() for r in caplog.records if "the queue" in r.getMessage()]
+    full = "audit: the queue is full (6 requests); dropping audit rows until it drains"
+    assert lines == [
+        f"{full} (usage is kept)",
+        "audit: the queue drained; 4 audit rows were dropped over 30.0 s (usage was kept)",
+    ]
+    assert counts(store) == (8, 16, 12)
     await writer.aclose()

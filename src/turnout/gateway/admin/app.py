@@ -8,7 +8,9 @@ with its details.
 Rule 3: the OpenAPI document is built once, on first request.
 Rule 4: a wrong admin key is a failed sign-in, logged and counted per peer address; a peer with
 too many of them gets 429 `too_many_sign_ins` with `Retry-After`, its key unchecked
-(`turnout.access.sign_ins`).
+(`turnout.access.sign_ins`); a request without any key is logged once per burst per peer
+(`turnout.gateway.observe.sign_in_log`).
+Rule 5: every write is logged once it is answered (`write_log`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from turnout.gateway.admin.replies import (
 )
 from turnout.gateway.admin.routing_test import routing_operations
 from turnout.gateway.admin.usage import usage_operations
+from turnout.gateway.admin.write_log import is_write, log_write
+from turnout.gateway.observe.sign_in_log import KeylessSignIns
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
@@ -72,6 +76,8 @@ class AdminApp:
         self.context = context
         self.activity = activity
         self.sign_ins = sign_ins if sign_ins is not None else SignInThrottle()
+        self.keyless = KeylessSignIns()
+        """Requests without any admin key, logged once per burst per peer (Rule 4)."""
         self._document: dict[str, Any] | None = None
         operations = admin_operations()
         openapi = Operation(
@@ -123,19 +129,26 @@ class AdminApp:
         headers = {
             name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]
         }
-        key_hash = self._admin_key(scope, headers)
+        admin = admin_key_id(self._admin_key(scope, headers))
         operation, params = self.router.match(scope["method"], scope["path"])
-        check_params(params)
+        writes = is_write(operation)
         body: dict[str, Any] = {}
-        if operation.request is not None:
-            read = await read_admin_body(receive, headers, operation)
-            if read is None:
-                return None  # the caller left
-            body = read
-        call = AdminCall(
-            self.context, admin_key_id(key_hash), params, query_of(scope), body, self.activity
-        )
-        return await operation.handler(call)
+        try:
+            check_params(params)
+            if operation.request is not None:
+                read = await read_admin_body(receive, headers, operation)
+                if read is None:
+                    return None  # the caller left
+                body = read
+            call = AdminCall(self.context, admin, params, query_of(scope), body, self.activity)
+            reply = await operation.handler(call)
+        except Exception as exc:
+            if writes:  # Rule 5
+                log_write(operation, admin, params, body, status=error_reply(exc).status)
+            raise
+        if writes:
+            log_write(operation, admin, params, body, status=reply.status, answer=reply.body)
+        return reply
 
     def _admin_key(self, scope: MutableMapping[str, Any], headers: dict[str, str]) -> str:
         """Rules 1 and 4: the hash of the request's admin key, or the refusal."""
@@ -148,7 +161,9 @@ class AdminApp:
         key_hash = verify(presented, self.context.admin_key_hashes())
         if key_hash is None:
             if presented is not None:
-                refused_sign_in(self.sign_ins, peer, presented, "admin API")
+                refused_sign_in(self.sign_ins, peer, presented, "admin_api")
+            else:
+                self.keyless.refused("admin_api", peer)
             raise AdminError(401, "invalid_admin_key", "a valid admin key is required")
         return key_hash
 

@@ -42,11 +42,11 @@ async def read(call: AdminCall, function: Callable[..., _T], *args: Any) -> _T:
 
 async def write(call: AdminCall, function: Callable[..., _T], *args: Any, what: str) -> _T:
     """Rules 1 and 2: `function(store, *args, actor=…, validate=…)` in a worker thread, then
-    the reload. `what` names the write in the log line (never a secret)."""
+    the reload. `what` names the write in the line of a failed reload (never a secret); the
+    write's own line is the admin API's (`write_log`)."""
     context = call.context
     check = validator(context.file_config())
     result = await context.store.run(function, *args, actor=call.actor, validate=check)
-    logger.info("admin %s: %s", call.actor, what)
     try:
         await context.committed()
     except Exception:

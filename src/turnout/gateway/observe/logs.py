@@ -1,8 +1,9 @@
 """The gateway's log lines: one access line per request, and a WARNING line per failover,
-fallback-route hop, stream broken after its first token, breaker transition and park.
+fallback-route hop, stream broken after its first token, breaker transition and park (a
+target skipped for its health: once per burst, `turnout.gateway.observe.skips`).
 
 Rule 1: every line is a logger call whose message is a fixed event word (`access`, `failover`,
-`fallback_route`, `stream_broken`, `health`) with its fields in `extra["fields"]`; the text
+`fallback_route`, `stream_broken`, `health`, `skips`) with its fields in `extra["fields"]`; the text
 format appends them as `name=value`, the JSON format writes one object per line under the same
 names.
 Rule 2: fields come only from the routing record, the health event and the exchange's status,
@@ -50,6 +51,7 @@ __all__ = [
     "log_failover",
     "log_fallback_route",
     "log_health",
+    "log_skips",
     "log_stream_broken",
 ]
 
@@ -217,6 +219,14 @@ def log_failover(record: RoutingRecord, entry: AttemptEntry, to: AttemptEntry) -
         "attempt": entry.index,
     }
     EVENTS.warning("failover", extra={"fields": fields})
+
+
+def log_skips(key: str, requests: int, seconds: float) -> None:
+    """A WARNING line: a burst of skips of the health key `key` ended; `requests` skipped it
+    over `seconds` (the first of them had its `failover` line)."""
+    if EVENTS.isEnabledFor(logging.WARNING):
+        fields = {"key": key, "requests": requests, "seconds": seconds}
+        EVENTS.warning("skips", extra={"fields": fields})
 
 
 def log_stream_broken(record: RoutingRecord, entry: AttemptEntry) -> None:

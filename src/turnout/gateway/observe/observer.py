@@ -28,12 +28,12 @@ from turnout.gateway.observe.activity import Activity
 from turnout.gateway.observe.logs import (
     ACCESS,
     log_access,
-    log_failover,
     log_fallback_route,
     log_health,
     log_stream_broken,
 )
 from turnout.gateway.observe.metrics import Metrics
+from turnout.gateway.observe.skips import SkipLog
 from turnout.gateway.observe.spans import RequestSpans, is_tracing
 from turnout.gateway.responses.respond import problem_for
 from turnout.record import CALL_OUTCOMES, SKIP_OUTCOMES, FinishedRequest
@@ -127,6 +127,8 @@ class Observer:
         # a reload dropped the first one.
         self._watched: weakref.WeakSet[Health] = weakref.WeakSet()
         self._dropped = 0
+        self.skips = SkipLog()
+        """The failover lines, skips folded into bursts per health key."""
 
     def watch(self, health: Health) -> None:
         """Observe `health`'s transitions (once per registry)."""
@@ -147,6 +149,7 @@ class Observer:
         """A breaker transition, park or cooldown: count it and log it."""
         key = key_text(event.key)
         self.metrics.count_transition(key, event.to)
+        self.skips.health_changed(key, event.to)
         log_health(event, key)
 
     def request_started(
@@ -236,6 +239,7 @@ class Observer:
             None if record is None else record.route, status, project, seconds
         )
         sink = self.sink
+        self.skips.sweep()
         if record is not None:
             moves = failovers(record)
             # A health skip is counted apart (`turnout_route_skips_total`), not as a failover.
@@ -243,8 +247,7 @@ class Observer:
             overhead = max(0.0, seconds - _upstream_seconds(record))
             outcome = "cancelled" if gone else _outcome(record)
             self.metrics.count_request(record, outcome, moved, overhead)
-            for left, to in moves:
-                log_failover(record, left, to)
+            self.skips.failovers(record, moves)
             broken = broken_stream(record)
             if broken is not None:
                 log_stream_broken(record, broken)

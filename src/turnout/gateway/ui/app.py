@@ -5,7 +5,8 @@ admin key (`session`); a page without one redirects to the form, a part or data 
 (and tells htmx to go to the form). Signing out ends the session server-side.
 Rule 6: a wrong admin key (in the form, or sent by a script) is a failed sign-in, logged and
 counted per peer address; a peer with too many gets 429 with `Retry-After`, its key unchecked
-(`turnout.access.sign_ins`).
+(`turnout.access.sign_ins`); the form sent without a key is logged once per burst per peer
+(`turnout.gateway.observe.sign_in_log`).
 Rule 2: the assets are a fixed set of files shipped in the package, served by name only (no path
 is ever joined from a request).
 Rule 3: pages are never cached and never framed; a strict content security policy allows
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
 from turnout.access.sign_ins import SignInThrottle, peer_of, refused_sign_in
+from turnout.gateway.observe.sign_in_log import KeylessSignIns
 from turnout.gateway.ui import pages, views
 from turnout.gateway.ui.session import (
     SESSION_SECONDS,
@@ -94,6 +96,8 @@ class Dashboard:
         self.activity = activity
         self.sessions: SessionBook = MemorySessions()
         self.sign_ins = sign_ins if sign_ins is not None else SignInThrottle()
+        self.keyless = KeylessSignIns()
+        """Sign-ins without any key, logged once per burst per peer."""
         self.audit: Callable[[str], Awaitable[Mapping[str, Any] | None]] | None = None
         """Rule 5: reads one request from the store's audit (None: no store)."""
         self._assets: dict[str, tuple[bytes, bytes]] = {}
@@ -249,6 +253,8 @@ class Dashboard:
         if key_hash is None:
             if key:
                 refused_sign_in(self.sign_ins, peer, key, "dashboard")
+            else:
+                self.keyless.refused("dashboard", peer)
             await _html(send, 401, pages.login_page(error="That is not an admin key."))
             return
         session_id = new_session_id()
