@@ -152,3 +152,49 @@ async def test_without_admin_keys_there_is_no_dashboard() -> None:
     async with client_of(app) as client:
         reply = await client.get("/ui")
     assert reply.status_code == 404
+
+
+async def test_a_record_page_says_who_served_and_after_how_many_failovers() -> None:
+    """A request served by its second target names it and its one failover."""
+    async with client_of(_app()) as client:
+        served = await client.post("/v1/chat/completions", json=chat("gpt-4o"))
+        record = await client.get(
+            f"/ui/requests/{served.headers['x-request-id']}", headers=_signed_in()
+        )
+        assert "served by <strong>steady:gpt-4o</strong>" in record.text
+        assert ", after 1 failover." in record.text
+
+
+async def test_a_record_page_of_a_request_nobody_served_counts_calls_and_skips() -> None:
+    """When every target failed, the page says no target answered and how many calls were
+    made; once the breakers are open, how many targets were passed over."""
+    config = {
+        **CONFIG,
+        "routes": [
+            {
+                "name": "down",
+                "models": ["down-*"],
+                "targets": [
+                    {"provider": "flaky", "model": "mock-503"},
+                    {"provider": "steady", "model": "mock-500"},
+                ],
+            }
+        ],
+    }
+    app = GatewayApp(runtime_of(config), admin_hashes=lambda: frozenset({hash_key(ADMIN)}))
+    async with client_of(app) as client:
+        lines = []
+        for _ in range(2):
+            failed = await client.post("/v1/chat/completions", json=chat("down-1"))
+            assert failed.status_code >= 500
+            page = await client.get(
+                f"/ui/requests/{failed.headers['x-request-id']}", headers=_signed_in()
+            )
+            lines.append(page.text)
+        assert "<strong>no target answered</strong> (2 calls made) in" in lines[0]
+        # With both breakers open, both targets are passed over; the route's default for an
+        # all-unhealthy route then still probes one of them.
+        assert (
+            "<strong>no target answered</strong> (1 call made, 2 targets passed over)" in (lines[1])
+        )
+        assert "served by" not in lines[0] + lines[1]

@@ -14,8 +14,10 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
+from turnout.record import CALL_OUTCOMES
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
     from turnout.gateway.observe.activity import RecentRequest
     from turnout.gateway.ui.views import HealthRow, RequestRow, RouteView, RoutingTestResult
@@ -226,7 +228,7 @@ def record_page(item: RecentRequest, audited: dict[str, Any] | None = None) -> s
     record: dict[str, Any] = {} if item.record is None else item.record.as_dict()
     if audited is not None:
         record = audited
-    attempts: Iterable[dict[str, Any]] = record.get("attempts", [])
+    attempts: list[dict[str, Any]] = list(record.get("attempts", []))
     columns = ("index", "target", "provider", "model", "outcome", "error_class", "status")
     head = "".join(f"<th>{_e(name.replace('_', ' '))}</th>" for name in columns)
     head += "<th>reason</th><th class='num'>took</th>"
@@ -244,10 +246,25 @@ def record_page(item: RecentRequest, audited: dict[str, Any] | None = None) -> s
         + "<body><header><h1><a href='/ui'>turnout</a></h1>"
         + f"<span class='muted'>request {_e(item.request_id)}</span></header><main>"
         + f"<section class='card wide'><h2>{_e(item.path)} → {item.status}</h2>"
-        + f"<p>Route <strong>{_e(item.route or '-')}</strong>, served by "
-        + f"<strong>{_e(f'{item.provider}:{item.model}' if item.provider else 'nobody')}</strong>"
-        + f" in {item.duration_ms:.0f} ms after {item.failovers} failover(s).</p>"
+        + f"<p>Route <strong>{_e(item.route or '-')}</strong>: {_outcome_line(item, attempts)}</p>"
         + f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></section>"
         + f"<section class='card wide'><h2>Routing record</h2><pre>{_e(raw)}</pre></section>"
         + "</main></body></html>"
     )
+
+
+def _outcome_line(item: RecentRequest, attempts: list[dict[str, Any]]) -> str:
+    """One sentence on how the request ended: who served it and after how many failovers, or,
+    when nobody did, how many calls failed and how many targets were passed over."""
+    took = f"in {item.duration_ms:.0f} ms"
+    if item.provider:
+        served = f"served by <strong>{_e(f'{item.provider}:{item.model}')}</strong> {took}"
+        if item.failovers:
+            served += f", after {item.failovers} failover{'s' if item.failovers != 1 else ''}"
+        return served + "."
+    calls = sum(1 for entry in attempts if entry.get("outcome") in CALL_OUTCOMES)
+    skipped = len(attempts) - calls
+    parts = [f"{calls} call{'s' if calls != 1 else ''} made"]
+    if skipped:
+        parts.append(f"{skipped} target{'s' if skipped != 1 else ''} passed over")
+    return f"<strong>no target answered</strong> ({', '.join(parts)}) {took}."
