@@ -28,8 +28,8 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def _app() -> GatewayApp:
-    return GatewayApp(runtime_of(CONFIG), admin_hashes=lambda: frozenset({hash_key(ADMIN)}))
+def _app(config: dict[str, Any] = CONFIG) -> GatewayApp:
+    return GatewayApp(runtime_of(config), admin_hashes=lambda: frozenset({hash_key(ADMIN)}))
 
 
 def _signed_in() -> dict[str, str]:
@@ -181,8 +181,7 @@ async def test_a_record_page_of_a_request_nobody_served_counts_calls_and_skips()
             }
         ],
     }
-    app = GatewayApp(runtime_of(config), admin_hashes=lambda: frozenset({hash_key(ADMIN)}))
-    async with client_of(app) as client:
+    async with client_of(_app(config)) as client:
         lines = []
         for _ in range(2):
             failed = await client.post("/v1/chat/completions", json=chat("down-1"))
