@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, cast
 
 from turnout.errors import ProviderError, StreamBroken, StreamRejected
 from turnout.routing.attempt import as_provider_error, cancelled
-from turnout.routing.deadline import call_deadline
+from turnout.routing.deadline import IdleWatch, call_deadline
 from turnout.routing.health import Admission
 from turnout.routing.reasons import failure_reason, joined
 from turnout.routing.spans import current_call, end_call
@@ -175,6 +175,10 @@ class _Relay:
         self.sent = True
         return out
 
+    def take_all(self, chunks: list[ChatChunk]) -> list[ChatChunk]:
+        """`take` for each of `chunks` in turn: every chunk to send now."""
+        return [out for chunk in chunks for out in self.take(chunk)]
+
     def estimate(self, request: ChatRequest) -> Usage:
         """Rule 6: the usage of what was sent, estimated (at least 1 token each way)."""
         output = sum(len(text) for text in self.text) // 4 + self.other_tokens
@@ -226,22 +230,32 @@ async def routed_stream(
     finished = False
     try:
         call = await serve(route, state)
-        for chunk in call.held:
-            for out in relay.take(chunk):
-                yield out
+        for out in relay.take_all(call.held):
+            yield out
         upstream = call.upstream
         if not call.ended and upstream is not None:
             idle = call.route.timeouts.stream_idle
-            while True:
-                try:
-                    async with call_deadline(state.clock, idle):
+            watch = IdleWatch(state.clock, idle)
+            try:
+                while True:
+                    watch.watch()
+                    try:
                         chunk = await anext(upstream)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    raise _broken(state, call, relay, exc, idle) from exc
-                for out in relay.take(chunk):
-                    yield out
+                    except StopAsyncIteration:
+                        watch.rest()
+                        break
+                    except BaseException as exc:
+                        # A cancellation the watch made means the upstream fell silent.
+                        silent = watch.rest()
+                        if silent or isinstance(exc, Exception):
+                            failure = TimeoutError() if silent else exc
+                            raise _broken(state, call, relay, failure, idle) from exc
+                        raise
+                    watch.rest()
+                    for out in relay.take(chunk):
+                        yield out
+            finally:
+                watch.close()
         last = _finish(state, call, relay)
         finished = True
         for chunk in last:

@@ -351,8 +351,21 @@ class RequestCycle:
         """Write a part of the started response's body (the last one when not `more`)."""
         if self._conn.write_paused and not self.gone:
             await self._conn.drained()
+        if not self.gone:
+            self._write_started(data, more=more)
+
+    def send_body_now(self, data: bytes, *, more: bool) -> bool:
+        """`send_body` when the connection takes bytes now: False (nothing written) when the
+        caller's side is full and the write must wait for `send_body`. A stream's events go
+        this way, without a coroutine each."""
         if self.gone:
-            return
+            return True
+        if self._conn.write_paused:
+            return False
+        self._write_started(data, more=more)
+        return True
+
+    def _write_started(self, data: bytes, *, more: bool) -> None:
         if not self.started or self.complete:
             raise RuntimeError("http.response.body outside a started response")
         self._write_body(data, more=more)

@@ -296,8 +296,10 @@ class HttpExchange:
 
     async def write(self, data: bytes) -> None:
         """Send part of the body."""
-        if self._cycle is not None:
-            await self._cycle.send_body(data, more=True)
+        cycle = self._cycle
+        if cycle is not None:
+            if not cycle.send_body_now(data, more=True):
+                await cycle.send_body(data, more=True)
             return
         await self.send({"type": "http.response.body", "body": data, "more_body": True})
 
