@@ -219,6 +219,21 @@ def test_usage_keeps_reasoning_tokens_within_the_completion_tokens() -> None:
     assert encoded["completion_tokens_details"] == {"reasoning_tokens": 64}
 
 
+def test_usage_reads_deepseek_cache_hits_when_the_details_say_nothing() -> None:
+    """DeepSeek's `prompt_cache_hit_tokens` counts as cached input when the OpenAI details
+    carry no cached count; the details win when both are there."""
+    body = {
+        "prompt_tokens": 50,
+        "completion_tokens": 5,
+        "prompt_cache_hit_tokens": 32,
+        "completion_tokens_details": {"reasoning_tokens": 2},
+    }
+    assert _openai_response.decode_usage(body) == Usage(50, 5, 32, 0, 2)
+    both = {**body, "prompt_tokens_details": {"cached_tokens": 16}}
+    assert _openai_response.decode_usage(both) == Usage(50, 5, 16, 0, 2)
+    assert _openai_response.decode_usage({"prompt_tokens": 3}) == Usage(3, 0)
+
+
 def test_decode_response_fixture_with_cached_tokens() -> None:
     """Text, finish reason, id, model and usage (cached tokens included) are decoded."""
     raw = fixture("chat_response.json")

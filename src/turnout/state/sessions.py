@@ -69,8 +69,9 @@ def session_id_from(
     `wire_format` says which API it speaks (default: the request's `origin`). Blank values are
     skipped; an id longer than 200 characters is replaced by `sha256:<hex digest>`.
     """
+    mixed = not all(map(str.islower, headers))  # names in other cases: look them all up
     for name in SESSION_HEADERS:
-        value = _header(headers, name)
+        value = _header(headers, name, mixed=mixed)
         if value:
             return _bounded(value)
     if isinstance(body, ChatRequest):
@@ -107,9 +108,9 @@ def session_from_user_id(user_id: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
+def _header(headers: Mapping[str, str], name: str, *, mixed: bool) -> str | None:
     value = headers.get(name)
-    if value is None and any(not key.islower() for key in headers):
+    if value is None and mixed:
         value = next((v for k, v in headers.items() if k.lower() == name), None)
     return value.strip() if isinstance(value, str) else None
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -79,9 +78,15 @@ def decode_usage(usage: object) -> Usage | None:
     if not isinstance(usage, OBJECT):
         return None
     read = usage_of(usage, "prompt", "completion")
-    if read.cache_read_tokens:
+    if read.cache_read_tokens or "prompt_cache_hit_tokens" not in usage:
         return read
-    return dataclasses.replace(read, cache_read_tokens=_count(usage.get("prompt_cache_hit_tokens")))
+    return Usage(
+        read.input_tokens,
+        read.output_tokens,
+        _count(usage["prompt_cache_hit_tokens"]),
+        read.cache_write_tokens,
+        read.reasoning_tokens,
+    )
 
 
 def usage_of(usage: Mapping[str, Any], sent: str, received: str) -> Usage:
