@@ -50,6 +50,7 @@ from _gateway_procs import (
     descendants,
     free_port,
     pinned,
+    settle_below,
     start_upstream,
     stop,
     wrk,
@@ -210,21 +211,9 @@ def _memory_mib(pids: list[int]) -> tuple[float, float]:
     return rss / 1024, pss / 1024
 
 
-def _idle(pids: list[int], limit: float = 15.0) -> None:
-    """Wait until the tree idles (the audit writer has started), at most `limit` seconds."""
-    began = time.perf_counter()
-    before = cpu_of(pids)
-    while time.perf_counter() - began < limit:
-        time.sleep(0.4)
-        if (now := cpu_of(pids)) - before < 0.01:
-            return
-        before = now
-
-
 def measure(row: Row, pid: int, port: int, scripts: dict[str, Path], seconds: float) -> None:
     """Run the load against the tree below `pid` and fill `row`."""
-    pids = _tree(pid)
-    _idle(pids)
+    settle_below([pid])  # the audit writer process has started
     for name, connections in (("c1", 1), ("c64", 64)):
         pids = _tree(pid)
         before = cpu_of(pids)
