@@ -58,6 +58,7 @@ def frames(requests: int, per_frame: int, folder: Path) -> bytes:
     """The child's whole input: its settings, then the batches of `requests` requests."""
     settings: Settings = {
         "url": f"sqlite:///{folder}/turnout.db",
+        "sqlite": f"{folder}/turnout.db",
         "spill_dir": str(folder / "spill"),
         "policy": AuditPolicy(
             retention_days=30.0, batch_size=10**9, flush_seconds=3600.0, max_queue=10**9

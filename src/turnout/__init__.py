@@ -1,37 +1,80 @@
 """turnout: route every LLM call over an ordered set of provider+model targets.
 
-The public API is what `__all__` lists; everything else may change without notice.
+The public API is what `__all__` lists; everything else may change without notice. Each name
+is loaded the first time it is used, so a process that needs one part of the package (the
+audit writer process, a command that prints its version) does not load the rest.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _version
+from typing import TYPE_CHECKING, Any
 
-from turnout.record import AttemptEntry, RoutingRecord
-from turnout.routing.client import ChatClient
-from turnout.routing.health import Breaker, Health
-from turnout.routing.route import Route
-from turnout.routing.target import Target
-from turnout.wire.model import (
-    ChatChunk,
-    ChatRequest,
-    ChatResponse,
-    EmbeddingRequest,
-    EmbeddingResponse,
-    Message,
-    Usage,
-)
+if TYPE_CHECKING:
+    from turnout.record import AttemptEntry, RoutingRecord
+    from turnout.routing.client import ChatClient
+    from turnout.routing.health import Breaker, Health
+    from turnout.routing.route import Route
+    from turnout.routing.target import Target
+    from turnout.wire.model import (
+        ChatChunk,
+        ChatRequest,
+        ChatResponse,
+        EmbeddingRequest,
+        EmbeddingResponse,
+        Message,
+        Usage,
+    )
 
 # A library logs only where its user sends logs: without this, Python's last-resort handler
 # would print bare WARNING messages (a failover, say) to the user's stderr.
 logging.getLogger("turnout").addHandler(logging.NullHandler())
 
-try:
-    __version__ = _version("turnout")
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+_HOMES = {
+    "AttemptEntry": "turnout.record",
+    "RoutingRecord": "turnout.record",
+    "ChatClient": "turnout.routing.client",
+    "Breaker": "turnout.routing.health",
+    "Health": "turnout.routing.health",
+    "Route": "turnout.routing.route",
+    "Target": "turnout.routing.target",
+    "ChatChunk": "turnout.wire.model",
+    "ChatRequest": "turnout.wire.model",
+    "ChatResponse": "turnout.wire.model",
+    "EmbeddingRequest": "turnout.wire.model",
+    "EmbeddingResponse": "turnout.wire.model",
+    "Message": "turnout.wire.model",
+    "Usage": "turnout.wire.model",
+}
+"""The module each public name is defined in."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - on first use
+
+    try:
+        return version("turnout")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
+        raise AttributeError(f"module 'turnout' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+__version__: str
 
 __all__ = [
     "AttemptEntry",

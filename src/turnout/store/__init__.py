@@ -3,12 +3,41 @@ every change, in SQLite (a file, the default) or PostgreSQL (for several replica
 
 Reached only through small service functions (`turnout.store.service`); `turnout serve` serves
 from snapshots of it (`turnout.store.snapshot`), after recording the config file's objects in it
-(`turnout.store.file_sync`).
+(`turnout.store.file_sync`). The names below are loaded on first use: the audit writer process
+imports modules of this package without loading the database toolkit.
 """
 
 from __future__ import annotations
 
-from turnout.store.engine import Store, downgrade, migrate, open_store
-from turnout.store.secret_box import SECRET_KEY_VARIABLE, SecretBox
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from turnout.store.engine import Store, downgrade, migrate, open_store
+    from turnout.store.secret_box import SECRET_KEY_VARIABLE, SecretBox
+
+_HOMES = {
+    "Store": "turnout.store.engine",
+    "downgrade": "turnout.store.engine",
+    "migrate": "turnout.store.engine",
+    "open_store": "turnout.store.engine",
+    "SECRET_KEY_VARIABLE": "turnout.store.secret_box",
+    "SecretBox": "turnout.store.secret_box",
+}
+"""The module each name is defined in."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'turnout.store' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = ["SECRET_KEY_VARIABLE", "SecretBox", "Store", "downgrade", "migrate", "open_store"]

@@ -58,10 +58,11 @@ HEADER: Final = struct.Struct(">I")
 
 
 class Settings(TypedDict):
-    """The child's first frame (Rule 1): the store's URL, the spill folder and the writer's
-    `AuditPolicy` (`as_dict`)."""
+    """The child's first frame (Rule 1): the store's URL, the path of its file when it is
+    SQLite (`sqlite`, else None), the spill folder and the writer's `AuditPolicy` (`as_dict`)."""
 
     url: str
+    sqlite: str | None
     spill_dir: str
     policy: dict[str, Any]
 

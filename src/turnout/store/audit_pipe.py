@@ -44,8 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from turnout.store.audit_child import read_frame
-from turnout.store.audit_frames import Settings, frame
+from turnout.store.audit_frames import HEADER, Settings, frame
 from turnout.store.audit_outbox import Outbox
 from turnout.store.audit_policy import DEFAULT_POLICY, AuditPolicy
 from turnout.store.ledger import AuditWriter
@@ -57,12 +56,23 @@ if TYPE_CHECKING:
     from turnout.store.audit_rows import FinishedRequest
     from turnout.store.engine import Store
 
-__all__ = ["CHILD_COMMAND", "AuditPipe"]
+__all__ = ["CHILD_COMMAND", "AuditPipe", "read_frame"]
 
 logger = logging.getLogger("turnout.store")
 
 CHILD_COMMAND: Final = (sys.executable, "-m", "turnout.store.audit_child")
 """The child process's command line (it holds no setting)."""
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes | None:
+    """The next frame's body from the child; None at the end of its output (a cut frame is
+    dropped: the child died while reporting)."""
+    try:
+        header = await reader.readexactly(HEADER.size)
+        (size,) = HEADER.unpack(header)
+        return await reader.readexactly(size)
+    except asyncio.IncompleteReadError:
+        return None
 
 
 _RESTART_SECONDS: Final = 0.5
@@ -94,6 +104,7 @@ class AuditPipe:
         self.policy = policy
         self.settings: Settings = {
             "url": store.engine.url.render_as_string(hide_password=False),
+            "sqlite": None if store.is_postgres else store.engine.url.database,
             "spill_dir": str(spill_dir),
             "policy": policy.as_dict(),
         }

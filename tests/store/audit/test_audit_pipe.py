@@ -22,9 +22,8 @@ from tests.store.audit._support import counts, finished, record, submit
 from tests.store.audit.test_audit_frames import _every_field_set, _odd_values
 from tests.store.conftest import SECRET_KEY
 from turnout.store import SecretBox, Store, migrate, open_store
-from turnout.store.audit_child import read_frame
 from turnout.store.audit_frames import encode_batch, frame
-from turnout.store.audit_pipe import AuditPipe
+from turnout.store.audit_pipe import AuditPipe, read_frame
 from turnout.store.audit_policy import AuditPolicy
 from turnout.store.audit_rows import IdMint
 from turnout.store.ledger import AuditWriter
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 # first write, before it reports it: as if it were killed between the two.
 _DIES_AFTER_WRITING = """
 import os, sys
-from turnout.store import audit_child
+from turnout.gateway.server import audit_process
 marker = sys.argv[1]
 first = not os.path.exists(marker)
 open(marker, "a").close()
@@ -48,7 +47,7 @@ def dying(self, *, ready=False):
         os._exit(9)
     report(self, ready=ready)
 audit_child._Child.report = dying
-audit_child.main()
+audit_process.run()
 """
 
 
@@ -317,6 +316,33 @@ async def test_the_child_ends_when_its_input_ends(store: Store, tmp_path: Path) 
     assert reports[0]["ready"]
     assert reports[-1]["written"] == 1
     assert counts(store) == (3, 6, 3)
+
+
+# The child as the gateway runs it, which then writes the names of the top-level packages it
+# loaded to the file named by its first argument.
+_LOADED = """
+import atexit, sys
+from turnout.gateway.server import audit_process
+atexit.register(lambda: open(sys.argv[1], "w").write(
+    " ".join(sorted({name.split(".")[0] for name in sys.modules}))))
+audit_process.run()
+"""
+
+
+async def test_the_child_of_an_sqlite_store_stays_small(store: Store, tmp_path: Path) -> None:
+    """Writing an SQLite store, the child loads neither the database toolkit nor an event
+    loop; writing PostgreSQL, it loads the toolkit (its driver is the store's engine's)."""
+    loaded = tmp_path / "loaded.txt"
+    pipe = _pipe(store, tmp_path, command=(sys.executable, "-c", _LOADED, str(loaded)))
+    await pipe.start()
+    _submit_many(pipe, "r", 5)
+    await pipe.aclose()
+    assert counts(store) == (5, 10, 5)
+    names = set(loaded.read_text().split())
+    assert {"turnout", "sqlite3", "orjson"} <= names
+    assert ("sqlalchemy" in names) == store.is_postgres
+    if not store.is_postgres:
+        assert "asyncio" not in names
 
 
 async def test_an_in_memory_store_is_written_in_this_process(

@@ -7,7 +7,7 @@ import datetime as dt
 import random
 
 from turnout.record import iso_utc
-from turnout.store.audit_writes import _stored_time
+from turnout.store.audit_sql import stored_time
 
 _EDGES = [
     0.0, -0.0, 1.0, -1.0, 5e-7, -5e-7, 1.5e-6, 2.5e-6, -1.5e-6, 1e-7, -1e-7,
@@ -31,4 +31,4 @@ def test_times_are_the_text_datetime_makes() -> None:
     for epoch in _epochs():
         moment = dt.datetime.fromtimestamp(epoch, dt.UTC)
         assert iso_utc(epoch) == moment.isoformat(timespec="milliseconds")[:-6] + "Z", epoch
-        assert _stored_time(epoch) == moment.isoformat(" ", "microseconds")[:26], epoch
+        assert stored_time(epoch) == moment.isoformat(" ", "microseconds")[:26], epoch

@@ -1,5 +1,7 @@
 """The audit writer on both backends: batches, a store that refuses writes (usage spilled and
-replayed once, audit rows queued again), a full queue, retention, start-up replay."""
+replayed once, audit rows queued again), a full queue, retention, start-up replay. On SQLite
+each test runs twice: through the store's engine (the serving process's writer) and through
+the standard library's driver alone (the audit process's)."""
 
 from __future__ import annotations
 
@@ -8,18 +10,20 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from tests.store.audit._support import DAY, NOW, counts, finished, record, submit
 from turnout.store import migrate
 from turnout.store.audit_policy import AuditPolicy
-from turnout.store.audit_writes import delete_expired_audit, write_requests
+from turnout.store.audit_sqlite import SqliteAudit
+from turnout.store.audit_writes import write_requests
 from turnout.store.ledger import AuditWriter, audit_sink
 from turnout.store.spill import read_spill
 from turnout.store.usage import get_request, usage_report
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
-
-    import pytest
 
     from turnout.store import Store
 
@@ -34,9 +38,30 @@ class FakeClock:
         return self.now
 
 
-def _writer(store: Store, tmp_path: Path, **options: Any) -> AuditWriter:
+_THROUGH = {"driver": False}
+"""Whether `_writer` writes through the standard library's driver (`_through`)."""
+
+
+@pytest.fixture(autouse=True, params=["engine", "driver"])
+def _through(request: pytest.FixtureRequest) -> Iterator[None]:
+    _THROUGH["driver"] = request.param == "driver"
+    yield
+    _THROUGH["driver"] = False
+
+
+def _writer(
+    store: Store, tmp_path: Path, clock: FakeClock | None = None, **options: Any
+) -> AuditWriter:
     policy = AuditPolicy(**options)
-    return AuditWriter(store, spill_dir=tmp_path / "spill", policy=policy, clock=FakeClock())
+    clock = clock if clock is not None else FakeClock()
+    if not _THROUGH["driver"]:
+        return AuditWriter(store, spill_dir=tmp_path / "spill", policy=policy, clock=clock)
+    if store.is_postgres:
+        pytest.skip("the driver of its own is SQLite's")
+    database = store.engine.url.database
+    assert database is not None
+    db = SqliteAudit(database)
+    return AuditWriter(db, spill_dir=tmp_path / "spill", policy=policy, clock=clock)
 
 
 async def test_submits_become_rows_in_batches(store: Store, tmp_path: Path) -> None:
@@ -221,12 +246,13 @@ async def test_retention_deletes_only_old_audit_rows_about_hourly(
 async def test_delete_expired_audit_counts_what_it_deleted(store: Store, tmp_path: Path) -> None:
     """Retention as a function: a row exactly at the cutoff is kept, one a second older goes,
     and the count says so."""
-    writer = AuditWriter(store, spill_dir=tmp_path, clock=FakeClock(NOW - 365 * DAY))
+    writer = _writer(store, tmp_path, clock=FakeClock(NOW - 365 * DAY))
     submit(writer, "at-cutoff", at=NOW - 30 * DAY)
     submit(writer, "past-cutoff", at=NOW - 30 * DAY - 1)
     await writer.flush()
-    assert delete_expired_audit(store, retention_days=30, now=NOW) == 1
-    assert delete_expired_audit(store, retention_days=30, now=NOW) == 0
+    assert writer.db.delete_expired(retention_days=30, now=NOW) == 1
+    assert writer.db.delete_expired(retention_days=30, now=NOW) == 0
+    assert counts(store) == (1, 2, 2)
     assert counts(store) == (1, 2, 2)
     await writer.aclose()
 
@@ -321,10 +347,10 @@ async def test_a_long_burst_of_drops_has_one_line_at_its_start_and_one_at_its_en
     def flaky(*args: Any) -> None:
         if not next(answers, True):
             raise OSError("the store is down")
-        write_requests(*args)
+        write_requests(store, *args)
 
-    monkeypatch.setattr("turnout.store.ledger.write_requests", flaky)
     writer = _writer(store, tmp_path, max_queue=6, batch_size=2)
+    monkeypatch.setattr(writer.db, "write", flaky)
     clock = writer.clock
     assert isinstance(clock, FakeClock)
     for number in range(8):
