@@ -12,6 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, select
 
+from tests.store.conftest import store_on
 from turnout.errors import ConfigError
 from turnout.store import downgrade, migrate, open_store
 from turnout.store.engine import HEAD_REVISION, MIGRATIONS, current_revisions
@@ -19,6 +20,7 @@ from turnout.store.models import Base, Meta
 
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from turnout.store import Store
 
@@ -140,3 +142,81 @@ def test_starting_on_an_up_to_date_store_does_not_load_the_migration_tool(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def _schema(store: Store) -> dict[str, Any]:
+    """Every table's columns, keys, indexes and constraints, and the seed and version rows,
+    as the database itself reports them."""
+    inspector = inspect(store.engine)
+    tables: dict[str, Any] = {}
+    for table in sorted(inspector.get_table_names()):
+        columns = [
+            (c["name"], str(c["type"]), c["nullable"], str(c.get("default")))
+            for c in inspector.get_columns(table)
+        ]
+        tables[table] = {
+            "columns": columns,
+            "primary key": inspector.get_pk_constraint(table),
+            "foreign keys": sorted(inspector.get_foreign_keys(table), key=repr),
+            "indexes": sorted(inspector.get_indexes(table), key=repr),
+            "unique": sorted(inspector.get_unique_constraints(table), key=repr),
+            "checks": sorted(inspector.get_check_constraints(table), key=repr),
+        }
+    with store.engine.connect() as connection:
+        tables["rows"] = [
+            connection.exec_driver_sql("SELECT id, version FROM meta").all(),
+            connection.exec_driver_sql("SELECT version_num FROM alembic_version").all(),
+        ]
+    return tables
+
+
+def test_a_created_schema_is_the_migrated_schema(empty_store: Store, tmp_path: Path) -> None:
+    """An empty database gets its schema made at once from the models; it is the schema the
+    migrations make, table by table (columns, keys, indexes, constraints), with the same seed
+    row and the same revision."""
+    url = None if empty_store.backend == "sqlite" else str(empty_store.engine.url)
+    with store_on(empty_store.backend, tmp_path / "migrated", url) as migrated:
+        migrate(migrated, create=False)
+        migrate(empty_store)
+        made, expected = _schema(empty_store), _schema(migrated)
+    assert set(made) == {*TABLES, "alembic_version", "rows"}
+    assert made["rows"] == expected["rows"] == [[(1, 0)], [(HEAD_REVISION,)]]
+    for table in sorted(expected):
+        assert made[table] == expected[table], table
+
+
+def test_a_creation_cut_short_leaves_no_table(
+    empty_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start that fails while making the schema leaves the database empty (one
+    transaction), so the next start makes it whole."""
+
+    def failing(*args: Any, **options: Any) -> None:
+        made(*args, **options)
+        raise RuntimeError("cut short")
+
+    made = Base.metadata.create_all
+    monkeypatch.setattr(Base.metadata, "create_all", failing)
+    with pytest.raises(RuntimeError, match="cut short"):
+        migrate(empty_store)
+    assert set(inspect(empty_store.engine).get_table_names()) == set()
+    monkeypatch.undo()
+    migrate(empty_store)
+    assert _tables(empty_store) == TABLES
+    assert current_revisions(empty_store) == [HEAD_REVISION]
+
+
+def test_a_first_start_does_not_load_the_migration_tool(tmp_path: Path) -> None:
+    """A process that opens a store in a new folder makes its schema without importing
+    alembic."""
+    script = (
+        "import sys\n"
+        "from turnout.store import migrate, open_store\n"
+        f"migrate(open_store('sqlite:///{tmp_path}/new/turnout.db'))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))\n"
+    )
+    out = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+    assert current_revisions(open_store(f"sqlite:///{tmp_path}/new/turnout.db")) == [HEAD_REVISION]

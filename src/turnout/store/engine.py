@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from sqlalchemy import create_engine, event, select, text
+from sqlalchemy import create_engine, event, insert, inspect, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -166,21 +166,56 @@ def _sqlite_engine(url: str, database: str | None, options: dict[str, Any]) -> E
     return engine
 
 
-def migrate(store: Store, revision: str = "head") -> None:
+def migrate(store: Store, revision: str = "head", *, create: bool = True) -> None:
     """Upgrade the schema to `revision` (default: the newest); nothing to do, and nothing
-    loaded, when the store is already at the newest."""
-    if revision == "head" and current_revisions(store) == [HEAD_REVISION]:
-        return
+    loaded, when the store is already at the newest.
+
+    `create`: a database without any table gets the newest schema made at once from the models
+    (with its seed row, stamped at the newest revision) instead of by running every migration,
+    so a first start never loads the migration tool either. A test keeps the two schemas
+    identical on both backends."""
+    if revision == "head":
+        found = current_revisions(store)
+        if found == [HEAD_REVISION]:
+            return
+        if create and not found and _run(store, _create_head):
+            return
     from alembic import command  # noqa: PLC0415 - only when there is something to migrate
 
-    _run(store, lambda config: command.upgrade(config, revision))
+    _run(store, lambda connection: command.upgrade(_alembic_config(connection), revision))
 
 
 def downgrade(store: Store, revision: str) -> None:
     """Downgrade the schema to `revision` (`-1`: one step; `base`: empty)."""
     from alembic import command  # noqa: PLC0415 - see migrate
 
-    _run(store, lambda config: command.downgrade(config, revision))
+    _run(store, lambda connection: command.downgrade(_alembic_config(connection), revision))
+
+
+def _create_head(connection: Connection) -> bool:
+    """Under the migration lock: the newest schema, its seed row and its revision stamp, in
+    one transaction, when the database has no table at all (else False: another process made
+    it meanwhile, or it holds an older schema that the migrations upgrade)."""
+    if inspect(connection).get_table_names():
+        return False
+    from turnout.store.models import Base, Meta  # noqa: PLC0415 - the schema only when made
+
+    if connection.dialect.name == "sqlite":
+        # The driver would commit each CREATE on its own: one transaction holds them all, so
+        # a start cut short leaves an empty file, not half a schema.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    Base.metadata.create_all(connection)
+    connection.execute(insert(Meta).values(id=1, version=0))
+    connection.execute(
+        text(
+            "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+            "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+        )
+    )
+    connection.execute(
+        text("INSERT INTO alembic_version (version_num) VALUES (:head)"), {"head": HEAD_REVISION}
+    )
+    return True
 
 
 def current_revisions(store: Store) -> list[str]:
@@ -194,7 +229,8 @@ def current_revisions(store: Store) -> list[str]:
         return []
 
 
-def _run(store: Store, step: Any) -> None:
+def _run(store: Store, step: Callable[[Connection], _T]) -> _T:
+    """`step` on a connection of its own under the migration locks, committed."""
     with start_lock(store), store.engine.connect() as connection:
         if store.is_postgres:
             # A migration may take longer than a statement of serving is allowed.
@@ -202,7 +238,7 @@ def _run(store: Store, step: Any) -> None:
             connection.execute(select(text(f"pg_advisory_lock({_MIGRATION_LOCK})")))
             connection.commit()
         try:
-            step(_alembic_config(connection))
+            result = step(connection)
             connection.commit()
         finally:
             if store.is_postgres:
@@ -210,6 +246,7 @@ def _run(store: Store, step: Any) -> None:
                 connection.execute(select(text(f"pg_advisory_unlock({_MIGRATION_LOCK})")))
                 connection.execute(text("RESET statement_timeout"))
                 connection.commit()
+    return result
 
 
 @contextmanager
