@@ -11,6 +11,8 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from turnout._version import __version__
+
 if TYPE_CHECKING:
     from turnout.record import AttemptEntry, RoutingRecord
     from turnout.routing.client import ChatClient
@@ -50,20 +52,9 @@ _HOMES = {
 """The module each public name is defined in."""
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - on first use
-
-    try:
-        return version("turnout")
-    except PackageNotFoundError:  # imported from a source tree that was never installed
-        return "0+unknown"
-
-
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        value: Any = _version()
-    elif name in _HOMES:
-        value = getattr(importlib.import_module(_HOMES[name]), name)
+    if name in _HOMES:
+        value: Any = getattr(importlib.import_module(_HOMES[name]), name)
     else:
         raise AttributeError(f"module 'turnout' has no attribute {name!r}")
     globals()[name] = value
@@ -73,8 +64,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
-
-__version__: str
 
 __all__ = [
     "AttemptEntry",
