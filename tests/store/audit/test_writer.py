@@ -261,7 +261,7 @@ async def test_audit_sink_is_a_writer_with_the_defaults(store: Store, tmp_path: 
     """`audit_sink` gives a writer with the retention asked for and the documented defaults."""
     writer = audit_sink(store, spill_dir=tmp_path, retention_days=7)
     policy = writer.policy
-    assert (policy.retention_days, policy.batch_size, policy.max_queue) == (7, 2000, 10_000)
+    assert (policy.retention_days, policy.batch_size, policy.max_queue) == (7, 500, 10_000)
     await writer.aclose()
 
 
