@@ -20,7 +20,8 @@ class AuditPolicy:
 
     The writer's: `retention_days` (30): how long audit rows are kept. `batch_size` (500):
     requests per transaction (the audit process holds about two batches' requests at once: at
-    2,000 a batch it grew 17 MiB more under load, for no fewer instructions per request). `flush_seconds` (1.0): the longest a queued request waits.
+    2,000 a batch it grew 17 MiB more under load, for no fewer instructions per request).
+    `flush_seconds` (1.0): the longest a queued request waits.
     `max_queue` (10,000): audit rows held at most (the pipe also keeps at most this many
     requests for a child that may die). `cleanup_seconds` (3,600): how often retention runs.
 
