@@ -1,8 +1,10 @@
 """The dashboard in a real browser (Debian's chromium, driven by Playwright): sign in, see the
-breaker a failing upstream opened, run the test-routing form, and keep a screenshot."""
+breaker a failing upstream opened, run the test-routing form, read a route's page with and
+without JavaScript, and keep a screenshot."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,14 +15,19 @@ from playwright.async_api import async_playwright
 
 from turnout.access.keys import hash_key
 from turnout.gateway.server.app import GatewayApp
+from turnout.gateway.server.audit import _traffic
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
 
 from .._app_support import chat, runtime_of
 from .test_dashboard_http import ADMIN, CONFIG
+from .test_route_page import WEIGHTED, _audit, _refused, _served
+from .test_route_page import _app as _route_app
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
+
+    from turnout.store import Store
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(
@@ -101,3 +108,50 @@ async def test_signing_out_in_the_browser_ends_the_session(tmp_path: Path) -> No
     assert ADMIN not in cookie["value"]
     assert (again.status_code, again.headers["location"]) == (303, "/ui/login")
     assert (tmp_path / "signed-out.png").stat().st_size > 1_000
+
+
+@pytest.mark.parametrize(("width", "script"), [(1400, True), (400, True), (400, False)])
+async def test_the_route_page_in_a_browser(
+    store: Store, tmp_path: Path, width: int, script: bool
+) -> None:
+    """In chromium, with and without JavaScript, at 1400 and 400 px: the route page shows
+    both targets with their traffic and the failed requests, and nothing overflows the
+    window (wide tables scroll inside their card)."""
+    app = _route_app(WEIGHTED)
+    assert app.dashboard is not None
+    app.dashboard.traffic = functools.partial(_traffic, store)
+    served = [_served(f"e{n}", "east:gpt-4o", 10 + n) for n in range(6)]
+    served += [_served(f"w{n}", "west:gpt-4o", 40 + n) for n in range(3)]
+    await _audit(store, tmp_path, [*served, _refused("f1", "every target failed: 429")])
+    shot = tmp_path / f"route-{width}-{'js' if script else 'nojs'}.png"
+    with bind_socket("127.0.0.1", 0) as sock:
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async with (
+            serving(app, sock, ServerLimits(shutdown_grace=0.0)),
+            async_playwright() as playwright,
+        ):
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+            context = await browser.new_context(
+                viewport={"width": width, "height": 900}, java_script_enabled=script
+            )
+            page = await context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            await _sign_in(page, base)
+            await page.click("text=split")
+            await page.wait_for_selector("#targets")
+            rows = await page.locator("#targets tbody tr").all_inner_texts()
+            failed = await page.locator("#errors tbody tr").all_inner_texts()
+            overflow = await page.evaluate(
+                "document.documentElement.scrollWidth - window.innerWidth"
+            )
+            await page.screenshot(path=str(shot), full_page=True)
+            await browser.close()
+    assert errors == []
+    assert [row.split()[0] for row in rows] == ["east:gpt-4o", "west:gpt-4o"]
+    assert "67%" in rows[0]
+    assert "75%" in rows[0]  # the configured share, beside the actual one
+    assert len(failed) == 1
+    assert "every target failed: 429" in failed[0]
+    assert overflow <= 0
+    assert shot.stat().st_size > 10_000

@@ -68,13 +68,17 @@ async def test_signing_in_sets_a_secure_http_only_session_cookie() -> None:
 
 
 async def test_parts_and_data_refuse_a_caller_without_a_key() -> None:
-    """A refreshing part answers 401 and tells htmx to go to the sign-in form."""
+    """A refreshing part answers 401 and tells htmx to go to the sign-in form; a page (a
+    request's, a route's) sends the browser to the form."""
     async with client_of(_app()) as client:
-        for path in ("/ui/part/health", "/ui/data.json", "/ui/requests/x"):
+        for path in ("/ui/part/health", "/ui/data.json"):
             reply = await client.get(path)
             assert reply.status_code == 401, path
             assert reply.headers["hx-redirect"] == "/ui/login"
             assert reply.json()["error"]["code"] == "invalid_admin_key"
+        for path in ("/ui/requests/x", "/ui/routes/main"):
+            reply = await client.get(path)
+            assert (reply.status_code, reply.headers["location"]) == (303, "/ui/login"), path
 
 
 async def test_a_failover_shows_in_health_requests_and_charts() -> None:

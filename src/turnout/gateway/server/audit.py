@@ -26,6 +26,7 @@ import asyncio
 import functools
 import logging
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -115,8 +116,28 @@ def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
     )
     if app.dashboard is not None:
         app.dashboard.audit = functools.partial(_audited, control.store)
+        app.dashboard.traffic = functools.partial(_traffic, control.store)
         app.dashboard.sessions = StoredSessions(control.store)  # every replica sees them
     return app
+
+
+async def _traffic(store: Store, project: str, route: str) -> dict[str, dict[str, Any]]:
+    """A route's traffic from the store's audit per window of the route page, on a thread
+    bounded by the store's call timeout."""
+    from turnout.gateway.ui.route_view import WINDOWS  # noqa: PLC0415 - the page's, lazily
+    from turnout.store.route_stats import route_stats  # noqa: PLC0415 - see _audited
+
+    now = datetime.now(UTC)
+
+    def read(store: Store) -> dict[str, dict[str, Any]]:
+        return {
+            window: route_stats(
+                store, project=project, route=route, since=now - timedelta(seconds=seconds)
+            )
+            for window, seconds in WINDOWS.items()
+        }
+
+    return await store.run(read)
 
 
 async def _audited(store: Store, request_id: str) -> dict[str, Any] | None:

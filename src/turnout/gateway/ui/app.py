@@ -15,6 +15,9 @@ Rule 4: the dashboard only reads: the test-routing form resolves a model, it cal
 Rule 5: a request page (`/ui/requests/{id}`) shows the request from this process's memory, else,
 when the gateway has a store (`audit`), from the store's request audit (a request pushed out of
 memory, or served by another worker or replica); a store that fails is a 404 saying so.
+Rule 7: a route page (`/ui/routes/{id}`, or the route's name) shows its targets and this
+process's health of them, and, when the gateway has a store, the route's traffic and failed
+requests from the audit (every replica's); a store that fails leaves the page up, saying so.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from urllib.parse import parse_qs
 
 from turnout.access.sign_ins import SignInThrottle, peer_of, refused_sign_in
 from turnout.gateway.observe.sign_in_log import KeylessSignIns
-from turnout.gateway.ui import pages, views
+from turnout.gateway.ui import pages, route_view, views
 from turnout.gateway.ui.session import (
     SESSION_SECONDS,
     MemorySessions,
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     from turnout.gateway.runtime.live import Runtime
 
     Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+    Traffic = Callable[[str, str], Awaitable[Mapping[str, Mapping[str, Any]]]]
+    """A route's traffic per window (`route_view.WINDOWS`), by project and route name."""
     Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
 __all__ = ["Dashboard"]
@@ -100,6 +105,8 @@ class Dashboard:
         """Sign-ins without any key, logged once per burst per peer."""
         self.audit: Callable[[str], Awaitable[Mapping[str, Any] | None]] | None = None
         """Rule 5: reads one request from the store's audit (None: no store)."""
+        self.traffic: Traffic | None = None
+        """Rule 7: reads a route's traffic from the store's audit (None: no store)."""
         self._assets: dict[str, tuple[bytes, bytes]] = {}
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
@@ -191,6 +198,8 @@ class Dashboard:
             await _send(send, 200, data, [(b"content-type", b"application/json")])
         elif path.startswith("/ui/requests/") and method == "GET":
             await self._request(send, path.removeprefix("/ui/requests/"))
+        elif path.startswith("/ui/routes/") and method == "GET":
+            await self._route(send, runtimes, path.removeprefix("/ui/routes/"))
         else:
             await _html(send, 404, _not_found(f"No dashboard page at {path}."))
 
@@ -213,6 +222,23 @@ class Dashboard:
             return
         audited, record = views.audited_request(found)
         await _html(send, 200, pages.record_page(audited, record))
+
+    async def _route(self, send: Send, runtimes: Mapping[str, Runtime], wanted: str) -> None:
+        """Rule 7: one route's page, its traffic from the audit when there is a store."""
+        found = route_view.find_route(runtimes, wanted)
+        if found is None:
+            await _html(send, 404, _not_found(f"No route {wanted!r} in the projects served here."))
+            return
+        project, runtime, entry = found
+        windows: Mapping[str, Mapping[str, Any]] | None = None
+        unread = None
+        if self.traffic is not None:
+            try:
+                windows = await self.traffic(project, entry.name)
+            except Exception as exc:  # noqa: BLE001 - the store: the page says so
+                windows, unread = {}, type(exc).__name__
+        view = route_view.route_page(project, runtime, entry, windows, unread=unread)
+        await _html(send, 200, pages.route_page(view))
 
     def _test(self, runtimes: Mapping[str, Runtime], form: Mapping[str, str] | None) -> str:
         """Rule 4: resolve the form's model for its key, in the first project that knows it."""
@@ -269,8 +295,8 @@ class Dashboard:
         await _redirect(send, "/ui", [(b"set-cookie", value) for value in cookies])
 
     async def _unauthorized(self, send: Send, path: str) -> None:
-        """Rule 1."""
-        if path == "/ui":
+        """Rule 1: a page (the dashboard, a request's, a route's) sends to the form."""
+        if path == "/ui" or path.startswith(("/ui/requests/", "/ui/routes/")):
             await _redirect(send, "/ui/login", [])
             return
         await _send(

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from turnout.gateway.observe.activity import RecentRequest
+    from turnout.gateway.ui.route_view import RoutePage, TargetLine
     from turnout.gateway.ui.views import HealthRow, RequestRow, RouteView, RoutingTestResult
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "page",
     "record_page",
     "requests_part",
+    "route_page",
     "routes_part",
     "routing_test_part",
 ]
@@ -159,7 +161,8 @@ def routes_part(routes: Sequence[RouteView]) -> str:
         )
         serves = ", ".join(route.serves) or "-"
         lines.append(
-            f"<tr><td><strong>{_e(route.name)}</strong>"
+            f"<tr><td><a href='/ui/routes/{_e(route.route_id)}'>"
+            f"<strong>{_e(route.name)}</strong></a>"
             f"<div class='muted'>{_e(route.kind)} · {_e(route.strategy)}</div></td>"
             f"<td>{_e(serves)}</td><td><ol class='targets'>{targets}</ol>"
             f"{_fallbacks(route.fallbacks)}</td>"
@@ -268,3 +271,104 @@ def _outcome_line(item: RecentRequest, attempts: list[dict[str, Any]]) -> str:
     if skipped:
         parts.append(f"{skipped} target{'s' if skipped != 1 else ''} passed over")
     return f"<strong>no target answered</strong> ({', '.join(parts)}) {took}."
+
+
+_WINDOW_WORDS = {"hour": "last hour", "day": "last day"}
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _ms(value: int | None) -> str:
+    return "-" if value is None else f"{value} ms"
+
+
+def _traffic_cells(traffic: dict[str, Any] | None) -> str:
+    if not traffic:
+        traffic = {"calls": 0, "failed": 0}
+    return (
+        f"<td class='num'>{traffic['calls']}</td>"
+        f"<td class='num'>{_share(traffic.get('share'))}</td>"
+        f"<td class='num'>{traffic['failed']}</td>"
+        f"<td class='num'>{_ms(traffic.get('p50_ms'))} / {_ms(traffic.get('p95_ms'))}</td>"
+    )
+
+
+def _target_row(line: TargetLine, windows: list[str]) -> str:
+    marks = " (fallback only)" if line.fallback_only else ""
+    marks += " (paused)" if line.paused else ""
+    weight = f"{line.weight}" + (f" ({_share(line.configured)})" if line.configured else "")
+    cells = "".join(_traffic_cells(dict(line.traffic.get(w) or {})) for w in windows)
+    served = "" if line.served_by == line.name else f"<div class='muted'>{_e(line.served_by)}</div>"
+    return (
+        f"<tr><td><strong>{_e(line.name)}</strong>{_e(marks)}{served}</td>"
+        f"<td>{_state(line.state)}</td><td class='num'>{_e(weight)}</td>{cells}</tr>"
+    )
+
+
+def _errors_part(view: RoutePage) -> str:
+    day = (view.windows or {}).get("day") or {}
+    groups = day.get("errors") or []
+    if not groups:
+        return "<p class='muted'>No failed request in the last day.</p>"
+    rows = "".join(
+        f"<tr><td class='num'>{_e(group['status'])}</td><td>{_e(group['code'] or '-')}</td>"
+        f"<td>{_e(group['message'] or '-')}</td><td class='num'>{group['count']}</td>"
+        f"<td><a href='/ui/requests/{_e(group['sample'])}'>{_e(group['sample'])}</a></td></tr>"
+        for group in groups
+    )
+    return (
+        "<table><thead><tr><th class='num'>Status</th><th>Code</th><th>Message</th>"
+        f"<th class='num'>Requests</th><th>Latest</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def route_page(view: RoutePage) -> str:
+    """One route's page: its targets with weights, health here and traffic per window, its
+    failed requests grouped by message, who may use it, and its policy."""
+    windows = list(view.windows or {})
+    spans = "".join(
+        f"<th colspan='4' class='window'>{_e(_WINDOW_WORDS.get(w, w))}</th>" for w in windows
+    )
+    columns = "".join(
+        "<th class='num'>Calls</th><th class='num'>Share</th><th class='num'>Failed</th>"
+        "<th class='num'>p50 / p95</th>"
+        for _ in windows
+    )
+    totals = " · ".join(
+        f"{_WINDOW_WORDS.get(w, w)}: {stats['requests']} requests, {stats['answered']} answered"
+        for w, stats in (view.windows or {}).items()
+    )
+    if view.windows is None:
+        where = "This gateway has no store: only this replica's health is shown."
+    elif view.unread:
+        where = f"The request audit cannot be read now ({view.unread})."
+    else:
+        where = (
+            "Traffic and errors are the whole fleet's (from the request audit); health is this "
+            "replica's."
+        )
+    targets = "".join(_target_row(line, windows) for line in view.targets)
+    policy = "".join(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in view.policy)
+    grants = "".join(f"<li>{_e(name)}</li>" for name in view.granted_by) or "<li>nobody</li>"
+    return (
+        _head(f"turnout · route {view.name}")
+        + "<body><header><h1><a href='/ui'>turnout</a></h1>"
+        + f"<span class='muted'>project {_e(view.project)} · route {_e(view.name)}</span>"
+        + "</header><main>"
+        + f"<section class='card wide'><h2>Route {_e(view.name)}</h2>"
+        + f"<p>{_e(view.kind)} · {_e(view.strategy)} · serves {_e(', '.join(view.serves) or '-')}"
+        + (f" · then {_e(view.fallbacks)}" if view.fallbacks else "")
+        + f"</p><p class='muted' id='where'>{_e(where)}</p>"
+        + (f"<p id='totals'>{_e(totals)}</p>" if totals else "")
+        + "<div class='scroll'><table id='targets'><thead>"
+        + "<tr><th rowspan='2'>Target</th><th rowspan='2'>Health here</th>"
+        + f"<th rowspan='2' class='num'>Weight (share)</th>{spans}</tr><tr>{columns}</tr>"
+        + f"</thead><tbody>{targets}</tbody></table></div></section>"
+        + "<section class='card wide'><h2>Failed requests, last day</h2>"
+        + f"<div class='scroll' id='errors'>{_errors_part(view)}</div></section>"
+        + f"<section class='card'><h2>Who may use it</h2><ul id='grants'>{grants}</ul></section>"
+        + f"<section class='card'><h2>Policy</h2><dl class='policy'>{policy}</dl></section>"
+        + "</main></body></html>"
+    )

@@ -81,6 +81,7 @@ class RouteView:
 
     project: str
     name: str
+    route_id: str
     kind: str
     strategy: str
     serves: tuple[str, ...]
@@ -151,6 +152,7 @@ def route_views(runtimes: Mapping[str, Runtime]) -> list[RouteView]:
                 RouteView(
                     project=project,
                     name=row["name"],
+                    route_id=entry.route.route_id,
                     kind=row["kind"],
                     strategy=row["strategy"],
                     serves=(*row["patterns"], *row["aliases"]),

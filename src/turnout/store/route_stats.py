@@ -1,0 +1,130 @@
+"""One route's traffic, read from the request audit: per target, its calls, answers, failures
+and latency, and the requests that failed grouped by what they were told.
+
+Rule 1: the figures are fleet-wide: every replica and worker writes the same audit.
+Rule 2: a target's `calls` count its attempt entries that called it (answered, failed, refused,
+rejected, lost a race, cancelled); `answered` those that answered; `share` is its answers over
+the route's answered calls. Latency p50 and p95 are over its answered calls' durations, from
+the `SAMPLE` most recent of them in the window.
+Rule 3: the route's requests that ended with an error are grouped by status, code and message
+(the routing record's), most frequent first, each with its count and its latest request id.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import func, select
+
+from turnout.record import CALL_OUTCOMES
+from turnout.store.models import RequestAttempt, RequestAudit
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from turnout.store.engine import Store
+
+__all__ = ["SAMPLE", "route_stats"]
+
+SAMPLE: Final = 5000
+"""Answered calls per target whose durations give its latency percentiles (Rule 2)."""
+_ERRORS: Final = 20
+"""Error groups kept, the most frequent."""
+_ERROR_ROWS: Final = 2000
+"""Failed requests read to group their messages (the most recent)."""
+
+
+def _percentile(values: list[int], share: float) -> int | None:
+    """The nearest-rank percentile of the sorted `values`; None for none."""
+    if not values:
+        return None
+    rank = max(1, round(share * len(values)))
+    return values[min(rank, len(values)) - 1]
+
+
+def route_stats(store: Store, *, project: str, route: str, since: datetime) -> dict[str, Any]:
+    """The traffic of `route` in `project` since `since` (Rules 1 to 3): `requests`,
+    `answered`, `targets` (by target name: `calls`, `answered`, `failed`, `share`,
+    `p50_ms`, `p95_ms`) and `errors` (`status`, `code`, `message`, `count`, `sample`)."""
+    since = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
+    mine = (RequestAudit.project == project, RequestAudit.route == route, RequestAudit.at >= since)
+    joined = select(RequestAttempt.target, RequestAttempt.outcome, func.count()).join(
+        RequestAudit, RequestAudit.request_id == RequestAttempt.request_id
+    )
+    with store.engine.connect() as connection:
+        requests, answered = connection.execute(
+            select(func.count(), func.count().filter(RequestAudit.status < 400)).where(*mine)
+        ).one()
+        counts = connection.execute(
+            joined.where(*mine, RequestAttempt.outcome.in_(CALL_OUTCOMES)).group_by(
+                RequestAttempt.target, RequestAttempt.outcome
+            )
+        ).all()
+        targets: dict[str, dict[str, Any]] = {}
+        for target, outcome, count in counts:
+            row = targets.setdefault(target, {"calls": 0, "answered": 0, "failed": 0})
+            row["calls"] += count
+            if outcome == "answered":
+                row["answered"] += count
+            elif outcome == "failed":
+                row["failed"] += count
+        all_answers = sum(row["answered"] for row in targets.values())
+        for target, row in targets.items():
+            durations = sorted(
+                int(duration)
+                for duration in connection.execute(
+                    select(RequestAttempt.duration_ms)
+                    .join(RequestAudit, RequestAudit.request_id == RequestAttempt.request_id)
+                    .where(
+                        *mine,
+                        RequestAttempt.target == target,
+                        RequestAttempt.outcome == "answered",
+                        RequestAttempt.duration_ms.is_not(None),
+                    )
+                    .order_by(RequestAudit.at.desc())
+                    .limit(SAMPLE)
+                ).scalars()
+                if duration is not None
+            )
+            row["share"] = row["answered"] / all_answers if all_answers else None
+            row["p50_ms"] = _percentile(durations, 0.50)
+            row["p95_ms"] = _percentile(durations, 0.95)
+        failed = connection.execute(
+            select(
+                RequestAudit.status,
+                RequestAudit.error_code,
+                RequestAudit.request_id,
+                RequestAudit.record,
+            )
+            .where(*mine, RequestAudit.status >= 400)
+            .order_by(RequestAudit.at.desc())
+            .limit(_ERROR_ROWS)
+        ).all()
+    return {
+        "requests": int(requests),
+        "answered": int(answered),
+        "targets": targets,
+        "errors": _error_groups(failed),
+    }
+
+
+def _error_groups(failed: Sequence[Any]) -> list[dict[str, Any]]:
+    """Rule 3 over the failed requests, newest first."""
+    groups: dict[tuple[int, str | None, str], dict[str, Any]] = {}
+    for status, code, request_id, record in failed:
+        error = (record or {}).get("error") or {}
+        message = str(error.get("message") or "")
+        group = groups.get((status, code, message))
+        if group is None:
+            groups[status, code, message] = {
+                "status": status,
+                "code": code,
+                "message": message,
+                "count": 1,
+                "sample": request_id,
+            }
+        else:
+            group["count"] += 1
+    ranked = sorted(groups.values(), key=lambda group: -group["count"])
+    return ranked[:_ERRORS]
