@@ -69,8 +69,13 @@ def test_upgrade_twice_is_a_no_op(store: Store) -> None:
 
 
 def test_downgrade_one_step_then_upgrade_again(store: Store) -> None:
-    """The dashboard's sessions, then the audit and usage tables downgrade away, then the first
-    revision to an empty schema, and all upgrade again cleanly."""
+    """The audit's route index, the dashboard's sessions, then the audit and usage tables
+    downgrade away, then the first revision to an empty schema, and all upgrade again
+    cleanly."""
+    downgrade(store, "-1")
+    indexes = {index["name"] for index in inspect(store.engine).get_indexes("request_audit")}
+    assert "ix_request_audit_route_at" not in indexes
+    assert _tables(store) == TABLES
     downgrade(store, "-1")
     assert _tables(store) == SECOND_TABLES
     downgrade(store, "-1")

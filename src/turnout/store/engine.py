@@ -50,7 +50,7 @@ __all__ = [
 
 MIGRATIONS: Final = Path(__file__).parent / "migrations"
 """The folder of the store's migrations, shipped in the package."""
-HEAD_REVISION: Final = "0003"
+HEAD_REVISION: Final = "0004"
 """The newest migration's revision. `migrate` compares the database's revision with it first,
 so a process that starts on an up-to-date store never loads the migration tool (about 10 MiB
 and a noticeable part of the start-up time). A test keeps it equal to the migrations' head."""

@@ -203,6 +203,8 @@ class RequestAudit(Base):
     __table_args__ = (
         Index("ix_request_audit_project_at", "project_id", "at"),
         Index("ix_request_audit_key_at", "key_id", "at"),
+        # A route's page counts its requests in a window from this index alone.
+        Index("ix_request_audit_route_at", "project", "route", "at", "status"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     request_id: Mapped[str] = mapped_column(_REQUEST_ID, unique=True)

@@ -4,8 +4,10 @@ and latency, and the requests that failed grouped by what they were told.
 Rule 1: the figures are fleet-wide: every replica and worker writes the same audit.
 Rule 2: a target's `calls` count its attempt entries that called it (answered, failed, refused,
 rejected, lost a race, cancelled); `answered` those that answered; `share` is its answers over
-the route's answered calls. Latency p50 and p95 are over its answered calls' durations, from
-the `SAMPLE` most recent of them in the window.
+the route's answered calls; p50 and p95 are over its answered calls' durations. All of them are
+read from the route's `SAMPLE` latest requests in the window (`sampled` says when the window
+holds more), so a page costs the same however busy the route; `requests` and `answered` count
+the whole window, from an index alone.
 Rule 3: the route's requests that ended with an error are grouped by status, code and message
 (the routing record's), most frequent first, each with its count and its latest request id.
 """
@@ -28,10 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["SAMPLE", "route_stats"]
 
 SAMPLE: Final = 5000
-"""Answered calls per target whose durations give its latency percentiles (Rule 2)."""
+"""The latest requests of a window that its per-target figures are read from (Rule 2)."""
 _ERRORS: Final = 20
 """Error groups kept, the most frequent."""
-_ERROR_ROWS: Final = 2000
+_ERROR_ROWS: Final = 1000
 """Failed requests read to group their messages (the most recent)."""
 
 
@@ -45,65 +47,58 @@ def _percentile(values: list[int], share: float) -> int | None:
 
 def route_stats(store: Store, *, project: str, route: str, since: datetime) -> dict[str, Any]:
     """The traffic of `route` in `project` since `since` (Rules 1 to 3): `requests`,
-    `answered`, `targets` (by target name: `calls`, `answered`, `failed`, `share`,
+    `answered`, `sampled`, `targets` (by target name: `calls`, `answered`, `failed`, `share`,
     `p50_ms`, `p95_ms`) and `errors` (`status`, `code`, `message`, `count`, `sample`)."""
     since = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
     mine = (RequestAudit.project == project, RequestAudit.route == route, RequestAudit.at >= since)
-    joined = select(RequestAttempt.target, RequestAttempt.outcome, func.count()).join(
-        RequestAudit, RequestAudit.request_id == RequestAttempt.request_id
-    )
+    latest = (
+        select(RequestAudit.request_id).where(*mine).order_by(RequestAudit.at.desc()).limit(SAMPLE)
+    ).scalar_subquery()
+    in_latest = RequestAttempt.request_id.in_(latest)
     with store.engine.connect() as connection:
         requests, answered = connection.execute(
             select(func.count(), func.count().filter(RequestAudit.status < 400)).where(*mine)
         ).one()
-        counts = connection.execute(
-            joined.where(*mine, RequestAttempt.outcome.in_(CALL_OUTCOMES)).group_by(
-                RequestAttempt.target, RequestAttempt.outcome
+        calls = connection.execute(
+            select(RequestAttempt.target, RequestAttempt.outcome, RequestAttempt.duration_ms).where(
+                in_latest, RequestAttempt.outcome.in_(CALL_OUTCOMES)
             )
         ).all()
-        targets: dict[str, dict[str, Any]] = {}
-        for target, outcome, count in counts:
-            row = targets.setdefault(target, {"calls": 0, "answered": 0, "failed": 0})
-            row["calls"] += count
-            if outcome == "answered":
-                row["answered"] += count
-            elif outcome == "failed":
-                row["failed"] += count
-        all_answers = sum(row["answered"] for row in targets.values())
-        for target, row in targets.items():
-            durations = sorted(
-                int(duration)
-                for duration in connection.execute(
-                    select(RequestAttempt.duration_ms)
-                    .join(RequestAudit, RequestAudit.request_id == RequestAttempt.request_id)
-                    .where(
-                        *mine,
-                        RequestAttempt.target == target,
-                        RequestAttempt.outcome == "answered",
-                        RequestAttempt.duration_ms.is_not(None),
-                    )
-                    .order_by(RequestAudit.at.desc())
-                    .limit(SAMPLE)
-                ).scalars()
-                if duration is not None
-            )
-            row["share"] = row["answered"] / all_answers if all_answers else None
-            row["p50_ms"] = _percentile(durations, 0.50)
-            row["p95_ms"] = _percentile(durations, 0.95)
         failed = connection.execute(
             select(
                 RequestAudit.status,
                 RequestAudit.error_code,
                 RequestAudit.request_id,
-                RequestAudit.record,
+                RequestAudit.record[("error", "message")].as_string(),
             )
             .where(*mine, RequestAudit.status >= 400)
             .order_by(RequestAudit.at.desc())
             .limit(_ERROR_ROWS)
         ).all()
+    targets: dict[str, dict[str, Any]] = {}
+    durations: dict[str, list[int]] = {}
+    for target, outcome, duration in calls:
+        row = targets.get(target)
+        if row is None:
+            row = targets[target] = {"calls": 0, "answered": 0, "failed": 0}
+            durations[target] = []
+        row["calls"] += 1
+        if outcome == "answered":
+            row["answered"] += 1
+            if duration is not None:
+                durations[target].append(int(duration))
+        elif outcome == "failed":
+            row["failed"] += 1
+    all_answers = sum(row["answered"] for row in targets.values())
+    for target, row in targets.items():
+        taken = sorted(durations[target])
+        row["share"] = row["answered"] / all_answers if all_answers else None
+        row["p50_ms"] = _percentile(taken, 0.50)
+        row["p95_ms"] = _percentile(taken, 0.95)
     return {
         "requests": int(requests),
         "answered": int(answered),
+        "sampled": int(requests) > SAMPLE,
         "targets": targets,
         "errors": _error_groups(failed),
     }
@@ -112,9 +107,8 @@ def route_stats(store: Store, *, project: str, route: str, since: datetime) -> d
 def _error_groups(failed: Sequence[Any]) -> list[dict[str, Any]]:
     """Rule 3 over the failed requests, newest first."""
     groups: dict[tuple[int, str | None, str], dict[str, Any]] = {}
-    for status, code, request_id, record in failed:
-        error = (record or {}).get("error") or {}
-        message = str(error.get("message") or "")
+    for status, code, request_id, text in failed:
+        message = text or ""
         group = groups.get((status, code, message))
         if group is None:
             groups[status, code, message] = {

@@ -8,11 +8,14 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tests.store.audit._support import finished, record
+from turnout.store import route_stats as route_stats_module
 from turnout.store.ledger import AuditWriter
 from turnout.store.route_stats import route_stats
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import pytest
 
     from turnout.record import FinishedRequest
     from turnout.store import Store
@@ -105,3 +108,24 @@ async def test_failed_requests_are_grouped_by_message(store: Store, tmp_path: Pa
         {"status": 503, "code": "all_targets_failed",
          "message": "every target failed: connection refused", "count": 1, "sample": "b1"},
     ]  # fmt: skip
+
+
+async def test_per_target_figures_come_from_the_latest_requests(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With more requests in the window than the sample, the counts cover the whole window
+    and say it was sampled, and the per-target figures come from the latest requests only."""
+    monkeypatch.setattr(route_stats_module, "SAMPLE", 2)
+    now = time.time()
+    requests = [
+        _answered("old-1", served="other", took=100, at=now - 40),
+        _answered("old-2", served="other", took=100, at=now - 30),
+        _answered("new-1", served="main", took=10, at=now - 20),
+        _answered("new-2", served="main", took=20, at=now - 10),
+    ]
+    await _written(store, tmp_path, requests)
+    since = datetime.now(UTC) - timedelta(hours=1)
+    stats = route_stats(store, project="default", route="main", since=since)
+    assert (stats["requests"], stats["answered"], stats["sampled"]) == (4, 4, True)
+    assert set(stats["targets"]) == {"backup", "main"}
+    assert stats["targets"]["main"]["calls"] == 2
