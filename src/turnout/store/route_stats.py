@@ -47,8 +47,9 @@ def _percentile(values: list[int], share: float) -> int | None:
 
 def route_stats(store: Store, *, project: str, route: str, since: datetime) -> dict[str, Any]:
     """The traffic of `route` in `project` since `since` (Rules 1 to 3): `requests`,
-    `answered`, `sampled`, `targets` (by target name: `calls`, `answered`, `failed`, `share`,
-    `p50_ms`, `p95_ms`) and `errors` (`status`, `code`, `message`, `count`, `sample`)."""
+    `answered`, `sampled` (the window held more than `sample_size` requests), `targets` (by
+    target name: `calls`, `answered`, `failed`, `share`, `p50_ms`, `p95_ms`) and `errors`
+    (`status`, `code`, `message`, `count`, `sample`)."""
     since = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
     mine = (RequestAudit.project == project, RequestAudit.route == route, RequestAudit.at >= since)
     latest = (
@@ -99,6 +100,7 @@ def route_stats(store: Store, *, project: str, route: str, since: datetime) -> d
         "requests": int(requests),
         "answered": int(answered),
         "sampled": int(requests) > SAMPLE,
+        "sample_size": SAMPLE,
         "targets": targets,
         "errors": _error_groups(failed),
     }

@@ -103,7 +103,7 @@ async def test_a_weighted_route_shows_configured_against_actual_share(
         page = await client.get("/ui/routes/split", headers=SIGNED_IN)
     text = page.text
     assert "whole fleet" in text
-    assert "last hour: 4 requests, 4 answered" in text
+    assert "last hour: 4 requests, 4 answered ·" in text
     east = text[text.index("east:gpt-4o") : text.index("west:gpt-4o")]
     assert "3 (75%)" in east
     assert east.count("<td class='num'>2</td><td class='num'>50%</td>") == 2  # hour and day

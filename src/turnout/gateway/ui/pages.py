@@ -338,6 +338,7 @@ def route_page(view: RoutePage) -> str:
     )
     totals = " · ".join(
         f"{_WINDOW_WORDS.get(w, w)}: {stats['requests']} requests, {stats['answered']} answered"
+        + (f" (targets: the latest {stats['sample_size']:,})" if stats.get("sampled") else "")
         for w, stats in (view.windows or {}).items()
     )
     if view.windows is None:
