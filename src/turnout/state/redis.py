@@ -276,4 +276,4 @@ def _milliseconds(seconds: float) -> int:
 
 
 async def _close_pubsub(pubsub: PubSub) -> None:
-    await quietly(pubsub.aclose())  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+    await quietly(pubsub.aclose())  # type: ignore[no-untyped-call, unused-ignore]  # untyped before redis-py 8
