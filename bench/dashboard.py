@@ -9,6 +9,7 @@ rows and a usage entry, written by the audit writer's own statements), then time
 
 - ``route page``: the route page's reads of its busiest route (`route_stats` for the last hour
   and the last day: counts, per-target calls and latency percentiles, failed requests grouped);
+- ``request list``: the request list's first page, unfiltered and for one route's 5xx;
 - ``request page``: one request's record read back (`get_request`).
 
 The route page reads its counts from the audit's (project, route, time, status) index and its
@@ -37,6 +38,7 @@ from sqlalchemy.engine import make_url
 from turnout.store import Store, migrate, open_store
 from turnout.store.audit_ids import IdsByName
 from turnout.store.audit_rows import IdMint
+from turnout.store.audit_search import RequestFilter, search_requests
 from turnout.store.audit_writes import write_requests
 from turnout.store.route_stats import route_stats
 from turnout.store.usage import get_request
@@ -98,11 +100,16 @@ def measure(store: Store, label: str, rows: int, rounds: int) -> None:
         for window in (timedelta(hours=1), timedelta(days=1)):
             route_stats(store, project="default", route="chat", since=now - window)
 
+    def request_list() -> None:
+        search_requests(store, RequestFilter())
+        search_requests(store, RequestFilter(route="code", status="5xx"))
+
     def request_page() -> None:
         assert get_request(store, f"req-{rows // 2:08d}") is not None
 
     print(f"{label}: {rows:,} requests written in {filled:.1f} s")
     print(f"  route page (hour and day):  {_median_ms(route_page, rounds):7.1f} ms")
+    print(f"  request list (all; a route's 5xx): {_median_ms(request_list, rounds):7.1f} ms")
     print(f"  request page:               {_median_ms(request_page, rounds):7.1f} ms")
 
 

@@ -15,7 +15,7 @@ from playwright.async_api import async_playwright
 
 from turnout.access.keys import hash_key
 from turnout.gateway.server.app import GatewayApp
-from turnout.gateway.server.audit import _traffic
+from turnout.gateway.server.audit import _audited, _search, _traffic
 from turnout.gateway.server.limits import ServerLimits
 from turnout.gateway.server.listener import bind_socket, serving
 
@@ -153,5 +153,46 @@ async def test_the_route_page_in_a_browser(
     assert "75%" in rows[0]  # the configured share, beside the actual one
     assert len(failed) == 1
     assert "every target failed: 429" in failed[0]
+    assert overflow <= 0
+    assert shot.stat().st_size > 10_000
+
+
+async def test_the_request_list_filters_without_javascript(store: Store, tmp_path: Path) -> None:
+    """Without JavaScript at 400 px: the dashboard's link opens the request list, choosing a
+    status and pressing Find lists only the failed requests, a request links to its record, and
+    nothing overflows the window."""
+    from .test_request_list import _listed
+
+    app = _route_app(WEIGHTED)
+    assert app.dashboard is not None
+    app.dashboard.search = functools.partial(_search, store)
+    app.dashboard.audit = functools.partial(_audited, store)
+    await _listed(store, tmp_path, 12)
+    shot = tmp_path / "requests-400-nojs.png"
+    with bind_socket("127.0.0.1", 0) as sock:
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async with (
+            serving(app, sock, ServerLimits(shutdown_grace=0.0)),
+            async_playwright() as playwright,
+        ):
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+            context = await browser.new_context(
+                viewport={"width": 400, "height": 900}, java_script_enabled=False
+            )
+            page = await context.new_page()
+            await _sign_in(page, base)
+            await page.click("text=find requests")
+            await page.select_option("select[name=status]", "5xx")
+            await page.click("#filters button")
+            await page.wait_for_selector("#found")
+            statuses = await page.locator("#found tbody tr td:nth-child(6)").all_inner_texts()
+            overflow = await page.evaluate(
+                "document.documentElement.scrollWidth - window.innerWidth"
+            )
+            await page.screenshot(path=str(shot), full_page=True)
+            await page.click("#found tbody tr:first-child a")
+            await page.wait_for_selector("text=Routing record")
+            await browser.close()
+    assert statuses == ["503", "503", "503"]
     assert overflow <= 0
     assert shot.stat().st_size > 10_000

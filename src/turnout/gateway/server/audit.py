@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from turnout.gateway.runtime.control import ControlPlane
     from turnout.gateway.runtime.served import ServedProjects
     from turnout.store.audit_pipe import AuditPipe
+    from turnout.store.audit_search import RequestFilter
     from turnout.store.engine import Store
 
 __all__ = ["AuditedControl", "spill_folder", "store_app"]
@@ -117,6 +118,7 @@ def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
     if app.dashboard is not None:
         app.dashboard.audit = functools.partial(_audited, control.store)
         app.dashboard.traffic = functools.partial(_traffic, control.store)
+        app.dashboard.search = functools.partial(_search, control.store)
         app.dashboard.sessions = StoredSessions(control.store)  # every replica sees them
     return app
 
@@ -138,6 +140,15 @@ async def _traffic(store: Store, project: str, route: str) -> dict[str, dict[str
         }
 
     return await store.run(read)
+
+
+async def _search(
+    store: Store, wanted: RequestFilter, before: int | None, limit: int
+) -> dict[str, Any]:
+    """A page of the audit's requests, on a thread bounded by the store's call timeout."""
+    from turnout.store.audit_search import search_requests  # noqa: PLC0415 - see _audited
+
+    return await store.run(lambda store: search_requests(store, wanted, before=before, limit=limit))
 
 
 async def _audited(store: Store, request_id: str) -> dict[str, Any] | None:

@@ -15,6 +15,8 @@ Rule 4: the dashboard only reads: the test-routing form resolves a model, it cal
 Rule 5: a request page (`/ui/requests/{id}`) shows the request from this process's memory, else,
 when the gateway has a store (`audit`), from the store's request audit (a request pushed out of
 memory, or served by another worker or replica); a store that fails is a 404 saying so.
+Rule 8: the request list (`/ui/requests`) filters by a plain GET form, pages by the audit's
+row numbers, and lists this process's memory when there is no store.
 Rule 7: a route page (`/ui/routes/{id}`, or the route's name) shows its targets and this
 process's health of them, and, when the gateway has a store, the route's traffic and failed
 requests from the audit (every replica's); a store that fails leaves the page up, saying so.
@@ -25,13 +27,14 @@ from __future__ import annotations
 import html
 import json
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
 from turnout.access.sign_ins import SignInThrottle, peer_of, refused_sign_in
 from turnout.gateway.observe.sign_in_log import KeylessSignIns
-from turnout.gateway.ui import pages, route_view, views
+from turnout.gateway.ui import pages, request_search, route_view, views
 from turnout.gateway.ui.session import (
     SESSION_SECONDS,
     MemorySessions,
@@ -50,9 +53,12 @@ if TYPE_CHECKING:
 
     from turnout.gateway.observe.activity import Activity
     from turnout.gateway.runtime.live import Runtime
+    from turnout.store.audit_search import RequestFilter
 
     Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
     Traffic = Callable[[str, str], Awaitable[Mapping[str, Mapping[str, Any]]]]
+    Search = Callable[[RequestFilter, int | None, int], Awaitable[Mapping[str, Any]]]
+    """A page of the audit's requests: the filter, `before` and the page's size."""
     """A route's traffic per window (`route_view.WINDOWS`), by project and route name."""
     Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
@@ -78,6 +84,8 @@ _PAGE_HEADERS: Final = [
     (b"referrer-policy", b"no-referrer"),
 ]
 _MAX_FORM: Final = 16 * 1024
+_PAGE: Final = 50
+"""Requests per page of the request list."""
 _PARTS: Final = ("health", "routes", "requests")
 logger = logging.getLogger("turnout.ui")
 
@@ -105,6 +113,8 @@ class Dashboard:
         """Sign-ins without any key, logged once per burst per peer."""
         self.audit: Callable[[str], Awaitable[Mapping[str, Any] | None]] | None = None
         """Rule 5: reads one request from the store's audit (None: no store)."""
+        self.search: Search | None = None
+        """Rule 8: finds requests in the store's audit (None: no store)."""
         self.traffic: Traffic | None = None
         """Rule 7: reads a route's traffic from the store's audit (None: no store)."""
         self._assets: dict[str, tuple[bytes, bytes]] = {}
@@ -196,6 +206,8 @@ class Dashboard:
         elif path == "/ui/data.json" and method == "GET":
             data = json.dumps(views.chart_data(self.activity)).encode()
             await _send(send, 200, data, [(b"content-type", b"application/json")])
+        elif path == "/ui/requests" and method == "GET":
+            await self._requests(scope, send, runtimes)
         elif path.startswith("/ui/requests/") and method == "GET":
             await self._request(send, path.removeprefix("/ui/requests/"))
         elif path.startswith("/ui/routes/") and method == "GET":
@@ -222,6 +234,31 @@ class Dashboard:
             return
         audited, record = views.audited_request(found)
         await _html(send, 200, pages.record_page(audited, record))
+
+    async def _requests(
+        self, scope: MutableMapping[str, Any], send: Send, runtimes: Mapping[str, Runtime]
+    ) -> None:
+        """Rule 8: the request list, from the audit, else from this process's memory."""
+        query = request_search.parse_query(scope.get("query_string", b"").decode("latin-1"),
+                                           now=time.time())  # fmt: skip
+        older = None
+        if self.search is None:
+            rows = request_search.from_memory(self.activity.recent(500), query, _PAGE)
+            where = "This process's recent requests (no store); the key filter needs a store."
+        else:
+            try:
+                found = await self.search(query.wanted, query.before, _PAGE)
+            except Exception as exc:  # noqa: BLE001 - the store: the page says so
+                rows, where = [], f"The request audit cannot be read now ({type(exc).__name__})."
+            else:
+                rows = request_search.listed_rows(found["rows"])
+                where = "Every replica's requests, from the request audit."
+                if found["next"] is not None:
+                    older = query.link(before=found["next"])
+        routes = sorted({name for runtime in runtimes.values() for name in runtime.routes})
+        keys = sorted({k.name for runtime in runtimes.values() for k in runtime.config.keys})
+        body = pages.requests_page(rows, query, routes=routes, keys=keys, older=older, where=where)
+        await _html(send, 200, body)
 
     async def _route(self, send: Send, runtimes: Mapping[str, Runtime], wanted: str) -> None:
         """Rule 7: one route's page, its traffic from the audit when there is a store."""

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from turnout.gateway.observe.activity import RecentRequest
+    from turnout.gateway.ui.request_search import Listed, RequestQuery
     from turnout.gateway.ui.route_view import RoutePage, TargetLine
     from turnout.gateway.ui.views import HealthRow, RequestRow, RouteView, RoutingTestResult
 
@@ -28,6 +29,7 @@ __all__ = [
     "login_page",
     "page",
     "record_page",
+    "requests_page",
     "requests_part",
     "route_page",
     "routes_part",
@@ -117,7 +119,8 @@ def page(
         + f"{keys}</select></label>"
         + "<button type='submit'>Test</button></form>"
         + "<div id='test'></div></section>"
-        + "<section class='card wide'><h2>Recent requests</h2>"
+        + "<section class='card wide'><h2>Recent requests "
+        + "<a class='muted' href='/ui/requests'>find requests</a></h2>"
         + requests_part(requests)
         + "</section>"
         + "</main></body></html>"
@@ -371,5 +374,77 @@ def route_page(view: RoutePage) -> str:
         + f"<div class='scroll' id='errors'>{_errors_part(view)}</div></section>"
         + f"<section class='card'><h2>Who may use it</h2><ul id='grants'>{grants}</ul></section>"
         + f"<section class='card'><h2>Policy</h2><dl class='policy'>{policy}</dl></section>"
+        + "</main></body></html>"
+    )
+
+
+def _select(name: str, label: str, choices: Sequence[str], chosen: str | None) -> str:
+    options = "".join(
+        f"<option value='{_e(value)}'{' selected' if value == chosen else ''}>{_e(value)}</option>"
+        for value in choices
+    )
+    return (
+        f"<label>{_e(label)} <select name='{name}'><option value=''>any</option>{options}"
+        "</select></label>"
+    )
+
+
+def requests_page(
+    rows: Sequence[Listed],
+    query: RequestQuery,
+    *,
+    routes: Sequence[str],
+    keys: Sequence[str],
+    older: str | None,
+    where: str,
+) -> str:
+    """The request list: a plain GET form of filters, the matching requests newest first, each
+    linking to its record, and a link to the older page."""
+    wanted = query.wanted
+    windows = {"1h": "last hour", "24h": "last day", "7d": "last 7 days"}
+    window_options = "".join(
+        f"<option value='{value}'{' selected' if value == query.window else ''}>{words}</option>"
+        for value, words in windows.items()
+    )
+    form = (
+        "<form method='get' action='/ui/requests' id='filters'>"
+        + _select("route", "Route", routes, wanted.route)
+        + f"<label>Key <input name='key' list='key-names' value='{_e(wanted.key or '')}'>"
+        + "<datalist id='key-names'>"
+        + "".join(f"<option value='{_e(name)}'>" for name in keys)
+        + "</datalist></label>"
+        + _select("status", "Status", ["2xx", "4xx", "5xx"], wanted.status)
+        + _select("outcome", "Outcome", ["answered", "failed", "refused", "cached"], wanted.outcome)
+        + "<label>Time <select name='window'><option value=''>all</option>"
+        + f"{window_options}</select></label>"
+        + f"<label>Request id <input name='id' value='{_e(wanted.request_id or '')}'></label>"
+        + "<button type='submit'>Find</button> <a href='/ui/requests'>Clear</a></form>"
+    )
+    if rows:
+        lines = "".join(
+            f"<tr class='{'bad' if row.status >= 400 else ''}'><td>{_e(row.time)}</td>"
+            f"<td><a href='/ui/requests/{_e(row.request_id)}'>{_e(row.request_id)}</a></td>"
+            f"<td>{_e(row.key)}</td><td>{_e(row.model)}</td><td>{_e(row.route)}</td>"
+            f"<td class='num'>{row.status}</td><td>{_e(row.served)}</td><td>{_e(row.outcome)}</td>"
+            f"<td class='num'>{row.took_ms:.0f} ms</td><td class='num'>{_e(row.tokens)}</td>"
+            f"<td class='num'>{_e(row.cost)}</td></tr>"
+            for row in rows
+        )
+        table = (
+            "<div class='scroll'><table id='found'><thead><tr><th>Time (UTC)</th><th>Request</th>"
+            "<th>Key</th><th>Model</th><th>Route</th><th class='num'>Status</th>"
+            "<th>Served by</th><th>Outcome</th><th class='num'>Took</th>"
+            "<th class='num'>Tokens in / out</th><th class='num'>Cost</th></tr></thead>"
+            f"<tbody>{lines}</tbody></table></div>"
+        )
+    else:
+        table = "<p class='muted' id='found'>No request matches.</p>"
+    more = f"<p><a id='older' href='{_e(older)}'>Older requests</a></p>" if older else ""
+    return (
+        _head("turnout · requests")
+        + "<body><header><h1><a href='/ui'>turnout</a></h1>"
+        + "<span class='muted'>requests</span></header><main>"
+        + "<section class='card wide'><h2>Requests</h2>"
+        + f"<p class='muted' id='where'>{_e(where)}</p>{form}{table}{more}</section>"
         + "</main></body></html>"
     )
