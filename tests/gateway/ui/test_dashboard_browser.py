@@ -196,3 +196,32 @@ async def test_the_request_list_filters_without_javascript(store: Store, tmp_pat
     assert statuses == ["503", "503", "503"]
     assert overflow <= 0
     assert shot.stat().st_size > 10_000
+
+
+async def test_the_dashboard_without_javascript(tmp_path: Path) -> None:
+    """Without JavaScript: the tables are there, the test-routing form answers on a page of
+    its own, and the page names the replica serving it."""
+    app = GatewayApp(runtime_of(CONFIG), admin_hashes=lambda: frozenset({hash_key(ADMIN)}))
+    with bind_socket("127.0.0.1", 0) as sock:
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async with (
+            serving(app, sock, ServerLimits(shutdown_grace=0.0)),
+            async_playwright() as playwright,
+        ):
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+            context = await browser.new_context(
+                viewport={"width": 1400, "height": 900}, java_script_enabled=False
+            )
+            page = await context.new_page()
+            await _sign_in(page, base)
+            routes = await page.locator("#routes tbody tr").count()
+            replica = await page.locator("header .replica").inner_text()
+            await page.screenshot(path=str(tmp_path / "dashboard-nojs.png"), full_page=True)
+            await page.fill("input[name=model]", "gpt-4o")
+            await page.click("#test-form button")
+            await page.wait_for_selector("text=Back to the dashboard")
+            answer = await page.locator("strong").first.inner_text()
+            await browser.close()
+    assert routes == 1
+    assert replica.startswith("replica ")
+    assert answer == "main"

@@ -15,11 +15,15 @@ Rule 4: the dashboard only reads: the test-routing form resolves a model, it cal
 Rule 5: a request page (`/ui/requests/{id}`) shows the request from this process's memory, else,
 when the gateway has a store (`audit`), from the store's request audit (a request pushed out of
 memory, or served by another worker or replica); a store that fails is a 404 saying so.
-Rule 8: the request list (`/ui/requests`) filters by a plain GET form, pages by the audit's
-row numbers, and lists this process's memory when there is no store.
 Rule 7: a route page (`/ui/routes/{id}`, or the route's name) shows its targets and this
 process's health of them, and, when the gateway has a store, the route's traffic and failed
 requests from the audit (every replica's); a store that fails leaves the page up, saying so.
+Rule 8: the request list (`/ui/requests`) filters by a plain GET form, pages by the audit's
+row numbers, and lists this process's memory when there is no store.
+Rule 9: the dashboard and its parts show one project when `?project=` names one this replica
+serves (a form on the page chooses it), else every project; every page names the replica and
+process serving it. The test-routing form works without JavaScript too (`POST /ui/test`
+answers a page of its own).
 """
 
 from __future__ import annotations
@@ -182,27 +186,34 @@ class Dashboard:
         self, scope: MutableMapping[str, Any], receive: Receive, send: Send, path: str, method: str
     ) -> None:
         runtimes = self._runtimes()
+        shown = _shown_project(scope, runtimes)
+        scoped = runtimes if shown is None else {shown: runtimes[shown]}
         if path == "/ui" and method == "GET":
             body = pages.page(
                 projects=list(runtimes),
-                health=views.health_rows(runtimes),
-                routes=views.route_views(runtimes),
+                health=views.health_rows(scoped),
+                routes=views.route_views(scoped),
                 requests=views.request_rows(self.activity),
-                key_names=[k.name for r in runtimes.values() for k in r.config.keys],
+                key_names=[k.name for r in scoped.values() for k in r.config.keys],
+                shown=shown,
             )
             await _html(send, 200, body)
         elif path.startswith("/ui/part/") and path.removeprefix("/ui/part/") in _PARTS:
             part = path.removeprefix("/ui/part/")
+            scope_query = "" if shown is None else f"?project={html.escape(shown, quote=True)}"
             if part == "health":
-                body = pages.health_part(views.health_rows(runtimes))
+                body = pages.health_part(views.health_rows(scoped), scope_query)
             elif part == "routes":
-                body = pages.routes_part(views.route_views(runtimes))
+                body = pages.routes_part(views.route_views(scoped), scope_query)
             else:
                 body = pages.requests_part(views.request_rows(self.activity))
             await _html(send, 200, body)
         elif path == "/ui/part/test" and method == "POST":
             form = await _form(receive)
             await _html(send, 200, self._test(runtimes, form))
+        elif path == "/ui/test" and method == "POST":  # the form, sent without JavaScript
+            form = await _form(receive)
+            await _html(send, 200, pages.test_page(self._test(runtimes, form)))
         elif path == "/ui/data.json" and method == "GET":
             data = json.dumps(views.chart_data(self.activity)).encode()
             await _send(send, 200, data, [(b"content-type", b"application/json")])
@@ -356,6 +367,14 @@ class Dashboard:
         body, kind = found
         cache = (b"cache-control", b"public, max-age=3600")
         await _send(send, 200, body, [(b"content-type", kind), cache, *_PAGE_HEADERS[2:]])
+
+
+def _shown_project(scope: MutableMapping[str, Any], runtimes: Mapping[str, Any]) -> str | None:
+    """The project the query string's `project` names, when this replica serves it; else
+    None (every project)."""
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    wanted = (query.get("project") or [""])[0]
+    return wanted if wanted in runtimes else None
 
 
 def _is_secure(scope: MutableMapping[str, Any], headers: Mapping[str, str]) -> bool:

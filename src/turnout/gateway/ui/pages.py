@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import socket
 from typing import TYPE_CHECKING, Any
 
 from turnout.record import CALL_OUTCOMES
@@ -29,11 +31,13 @@ __all__ = [
     "login_page",
     "page",
     "record_page",
+    "replica_name",
     "requests_page",
     "requests_part",
     "route_page",
     "routes_part",
     "routing_test_part",
+    "test_page",
 ]
 
 _STATE_WORDS = {
@@ -43,6 +47,12 @@ _STATE_WORDS = {
     "half_open": "probing",
     "parked": "parked",
 }
+
+
+_NO_SCRIPT = (
+    "<noscript><p class='muted'>The charts are drawn by JavaScript; their figures are at "
+    "<a href='/ui/data.json'>/ui/data.json</a>.</p></noscript>"
+)
 
 
 def _e(value: object) -> str:
@@ -61,6 +71,43 @@ def _head(title: str) -> str:
         "<script src='/ui/assets/uPlot.iife.min.js' defer></script>"
         "<script src='/ui/assets/dashboard.js' defer></script>"
         "</head>"
+    )
+
+
+def replica_name() -> str:
+    """This replica's name as every page shows it: the host's name and this worker's
+    process id (the dashboard's charts and recent requests are this process's)."""
+    return f"{socket.gethostname()} · pid {os.getpid()}"
+
+
+def _header(where: str, *, sign_out: bool = False, selector: str = "") -> str:
+    """Every page's header: home, where the page is, the project selector (the dashboard's
+    page only), the replica serving it, and Sign out."""
+    out = (
+        "<form method='post' action='/ui/logout'><button class='link'>Sign out</button></form>"
+        if sign_out
+        else ""
+    )
+    return (
+        "<header><h1><a href='/ui'>turnout</a></h1>"
+        f"<span class='muted'>{_e(where)}</span>{selector}"
+        f"<span class='muted replica' title='the replica and process serving this page'>"
+        f"replica {_e(replica_name())}</span>{out}</header>"
+    )
+
+
+def _project_selector(projects: Sequence[str], shown: str | None) -> str:
+    """A plain GET form choosing the project the dashboard shows (every project by default)."""
+    if len(projects) < 2:
+        return ""
+    options = "".join(
+        f"<option value='{_e(name)}'{' selected' if name == shown else ''}>{_e(name)}</option>"
+        for name in projects
+    )
+    return (
+        "<form method='get' action='/ui' id='project-form'><label>Project "
+        f"<select name='project'><option value=''>every project</option>{options}</select>"
+        "</label><button type='submit'>Show</button></form>"
     )
 
 
@@ -88,31 +135,39 @@ def page(
     routes: Sequence[RouteView],
     requests: Sequence[RequestRow],
     key_names: Sequence[str],
+    shown: str | None = None,
 ) -> str:
-    """The whole dashboard."""
+    """The whole dashboard: every project's, or `shown`'s alone (`projects`: every project
+    this replica serves)."""
+    scope = f"?project={_e(shown)}" if shown else ""
+    where = f"project {shown}" if shown else f"project {', '.join(projects)}"
     models_hint = sorted({pattern for route in routes for pattern in route.serves})[:20]
     keys = "".join(f"<option value='{_e(name)}'>{_e(name)}</option>" for name in key_names)
     hints = "".join(f"<option value='{_e(model)}'>" for model in models_hint)
     return (
         _head("turnout · dashboard")
-        + "<body><header><h1>turnout</h1>"
-        + f"<span class='muted'>project {_e(', '.join(projects))}</span>"
-        + "<form method='post' action='/ui/logout'><button class='link'>Sign out</button></form>"
-        + "</header><main>"
+        + "<body>"
+        + _header(where, sign_out=True, selector=_project_selector(projects, shown))
+        + "<main>"
         + "<section class='card wide'><h2>Upstream health</h2>"
-        + health_part(health)
+        + health_part(health, scope)
         + "</section>"
         + "<section class='card wide'><h2>Routes</h2>"
-        + routes_part(routes)
+        + routes_part(routes, scope)
         + "</section>"
         + "<section class='card'><h2>Failovers, last 24 hours</h2>"
-        + "<div id='failover-chart' class='chart' aria-label='failovers per route by hour'></div>"
+        + "<div id='failover-chart' class='chart' aria-label='failovers per route by hour'>"
+        + _NO_SCRIPT
+        + "</div>"
         + "</section>"
         + "<section class='card'><h2>Usage and cost per day</h2>"
-        + "<div id='usage-chart' class='chart' aria-label='tokens and cost per day'></div>"
+        + "<div id='usage-chart' class='chart' aria-label='tokens and cost per day'>"
+        + _NO_SCRIPT
+        + "</div>"
         + "</section>"
         + "<section class='card wide'><h2>Test routing</h2>"
-        + "<form id='test-form' hx-post='/ui/part/test' hx-target='#test' hx-swap='outerHTML'>"
+        + "<form id='test-form' method='post' action='/ui/test' hx-post='/ui/part/test' "
+        + "hx-target='#test' hx-swap='outerHTML'>"
         + "<label>Model <input name='model' list='models' required placeholder='gpt-4o'></label>"
         + f"<datalist id='models'>{hints}</datalist>"
         + "<label>Key <select name='key'><option value=''>(anonymous)</option>"
@@ -127,18 +182,22 @@ def page(
     )
 
 
-def _refreshing(part: str, every: str) -> str:
-    """Rule 2: the attributes that make an element reload itself."""
-    return f"id='{part}' hx-get='/ui/part/{part}' hx-trigger='every {every}' hx-swap='outerHTML'"
+def _refreshing(part: str, every: str, scope: str = "") -> str:
+    """Rule 2: the attributes that make an element reload itself (`scope`: the query that
+    keeps it to one project, escaped)."""
+    return (
+        f"id='{part}' hx-get='/ui/part/{part}{scope}' hx-trigger='every {every}' "
+        "hx-swap='outerHTML'"
+    )
 
 
-def health_part(rows: Sequence[HealthRow]) -> str:
+def health_part(rows: Sequence[HealthRow], scope: str = "") -> str:
     """Upstream health, per health key."""
     if not rows:
         body = (
             "<p class='muted'>No upstream called yet: health keys appear with the first call.</p>"
         )
-        return f"<div {_refreshing('health', '2s')}>{body}</div>"
+        return f"<div {_refreshing('health', '2s', scope)}>{body}</div>"
     lines = "".join(
         f"<tr class='{_e(row.state)}'><td>{_e(row.key)}</td><td>{_state(row.state)}</td>"
         f"<td class='num'>{row.failures}</td>"
@@ -147,13 +206,14 @@ def health_part(rows: Sequence[HealthRow]) -> str:
         for row in rows
     )
     return (
-        f"<div {_refreshing('health', '2s')}><table><thead><tr><th>Upstream</th><th>State</th>"
+        f"<div {_refreshing('health', '2s', scope)}><table><thead><tr><th>Upstream</th>"
+        "<th>State</th>"
         "<th class='num'>Failures in a row</th><th class='num'>Time left</th><th>Project</th>"
         f"</tr></thead><tbody>{lines}</tbody></table></div>"
     )
 
 
-def routes_part(routes: Sequence[RouteView]) -> str:
+def routes_part(routes: Sequence[RouteView], scope: str = "") -> str:
     """Routes with their targets in try order and who may use them."""
     lines = []
     for route in routes:
@@ -172,7 +232,7 @@ def routes_part(routes: Sequence[RouteView]) -> str:
             f"<td>{_e(', '.join(route.granted_by) or 'nobody')}</td></tr>"
         )
     return (
-        f"<div {_refreshing('routes', '5s')}><table><thead><tr><th>Route</th><th>Serves</th>"
+        f"<div {_refreshing('routes', '5s', scope)}><table><thead><tr><th>Route</th><th>Serves</th>"
         "<th>Targets, in try order</th><th>Granted by</th></tr></thead>"
         f"<tbody>{''.join(lines)}</tbody></table></div>"
     )
@@ -249,8 +309,9 @@ def record_page(item: RecentRequest, audited: dict[str, Any] | None = None) -> s
     raw = json.dumps(summary, indent=2, default=str)
     return (
         _head(f"turnout · request {item.request_id}")
-        + "<body><header><h1><a href='/ui'>turnout</a></h1>"
-        + f"<span class='muted'>request {_e(item.request_id)}</span></header><main>"
+        + "<body>"
+        + _header(f"request {item.request_id}")
+        + "<main>"
         + f"<section class='card wide'><h2>{_e(item.path)} → {item.status}</h2>"
         + f"<p>Route <strong>{_e(item.route or '-')}</strong>: {_outcome_line(item, attempts)}</p>"
         + f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></section>"
@@ -358,9 +419,9 @@ def route_page(view: RoutePage) -> str:
     grants = "".join(f"<li>{_e(name)}</li>" for name in view.granted_by) or "<li>nobody</li>"
     return (
         _head(f"turnout · route {view.name}")
-        + "<body><header><h1><a href='/ui'>turnout</a></h1>"
-        + f"<span class='muted'>project {_e(view.project)} · route {_e(view.name)}</span>"
-        + "</header><main>"
+        + "<body>"
+        + _header(f"project {view.project} · route {view.name}")
+        + "<main>"
         + f"<section class='card wide'><h2>Route {_e(view.name)}</h2>"
         + f"<p>{_e(view.kind)} · {_e(view.strategy)} · serves {_e(', '.join(view.serves) or '-')}"
         + (f" · then {_e(view.fallbacks)}" if view.fallbacks else "")
@@ -442,9 +503,22 @@ def requests_page(
     more = f"<p><a id='older' href='{_e(older)}'>Older requests</a></p>" if older else ""
     return (
         _head("turnout · requests")
-        + "<body><header><h1><a href='/ui'>turnout</a></h1>"
-        + "<span class='muted'>requests</span></header><main>"
+        + "<body>"
+        + _header("requests")
+        + "<main>"
         + "<section class='card wide'><h2>Requests</h2>"
         + f"<p class='muted' id='where'>{_e(where)}</p>{form}{table}{more}</section>"
         + "</main></body></html>"
+    )
+
+
+def test_page(part: str) -> str:
+    """The test-routing form's answer as a page of its own, for a browser without
+    JavaScript (with it, the answer replaces the form's result in place)."""
+    return (
+        _head("turnout · test routing")
+        + "<body>"
+        + _header("test routing")
+        + "<main><section class='card wide'><h2>Test routing</h2>"
+        + f"{part}<p><a href='/ui'>Back to the dashboard</a></p></section></main></body></html>"
     )
