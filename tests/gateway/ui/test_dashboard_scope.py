@@ -3,19 +3,29 @@ form without JavaScript."""
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
+import time
+from typing import TYPE_CHECKING
 
 import httpx
 
 from tests.gateway._app_support import client_of, runtime_of
 from tests.gateway.ui.test_dashboard_http import CONFIG
-from tests.gateway.ui.test_route_page import SIGNED_IN, WEIGHTED, _app
+from tests.gateway.ui.test_route_page import SIGNED_IN, WEIGHTED, _app, _audit
+from tests.store.audit._support import finished, record
 from turnout.access.keys import hash_key
 from turnout.gateway.observe.activity import Activity
+from turnout.gateway.server.audit import _spend
 from turnout.gateway.ui.app import Dashboard
 
 from .test_dashboard_http import ADMIN
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from turnout.store import Store
 
 
 def _two_projects() -> Dashboard:
@@ -74,3 +84,36 @@ async def test_the_test_routing_form_answers_without_javascript() -> None:
     assert "<strong>main</strong>" in found.text
     assert "href='/ui'" in found.text
     assert "give a model to test" in empty.text
+
+
+async def test_spend_per_project_and_key_from_the_ledger(store: Store, tmp_path: Path) -> None:
+    """With a store the dashboard shows spend per project and per key, the most expensive key
+    first; chosen to one project, only that project's; a ledger that fails says so."""
+    app = _app(WEIGHTED)
+    assert app.dashboard is not None
+    app.dashboard.spend = functools.partial(_spend, store)
+    requests = [
+        finished(record(f"a{n}", cost=0.01), key_name="app", at=time.time()) for n in range(3)
+    ]
+    requests.append(finished(record("o1", cost=0.05), key_name="ops", at=time.time()))
+    requests.append(
+        finished(record("b1", cost=1.0), project="team-b", key_name="batch", at=time.time())
+    )
+    await _audit(store, tmp_path, requests)
+    async with client_of(app) as client:
+        page = await client.get("/ui", headers=SIGNED_IN)
+        chosen = await client.get("/ui?project=default", headers=SIGNED_IN)
+
+        async def failing() -> dict[str, object]:
+            raise TimeoutError
+
+        app.dashboard.spend = failing
+        broken = await client.get("/ui", headers=SIGNED_IN)
+    spend = page.text[page.text.index("id='spend'") :]
+    projects = spend[spend.index("spend-projects") : spend.index("spend-keys")]
+    assert "<td>default</td><td class='num'>4</td>" in projects
+    assert "$0.0800" in projects
+    keys = spend[spend.index("spend-keys") :]
+    assert keys.index("<td>batch</td>") < keys.index("<td>ops</td>") < keys.index("<td>app</td>")
+    assert "team-b" not in chosen.text[chosen.text.index("id='spend'") :]
+    assert "The usage ledger cannot be read now (TimeoutError)" in broken.text

@@ -119,6 +119,7 @@ def store_app(control: ControlPlane, config_path: str | None) -> GatewayApp:
         app.dashboard.audit = functools.partial(_audited, control.store)
         app.dashboard.traffic = functools.partial(_traffic, control.store)
         app.dashboard.search = functools.partial(_search, control.store)
+        app.dashboard.spend = functools.partial(_spend, control.store)
         app.dashboard.sessions = StoredSessions(control.store)  # every replica sees them
     return app
 
@@ -149,6 +150,26 @@ async def _search(
     from turnout.store.audit_search import search_requests  # noqa: PLC0415 - see _audited
 
     return await store.run(lambda store: search_requests(store, wanted, before=before, limit=limit))
+
+
+SPEND_DAYS: Final = 30
+"""The days the dashboard's spend covers."""
+
+
+async def _spend(store: Store) -> dict[str, list[dict[str, Any]]]:
+    """Spend per project and per key over the last `SPEND_DAYS` days, from the usage ledger,
+    on a thread bounded by the store's call timeout."""
+    from turnout.store.usage import usage_report  # noqa: PLC0415 - see _audited
+
+    since = datetime.now(UTC) - timedelta(days=SPEND_DAYS)
+
+    def read(store: Store) -> dict[str, list[dict[str, Any]]]:
+        return {
+            "projects": usage_report(store, group_by="project", since=since),
+            "keys": usage_report(store, group_by=["project", "key"], since=since),
+        }
+
+    return await store.run(read)
 
 
 async def _audited(store: Store, request_id: str) -> dict[str, Any] | None:

@@ -24,6 +24,8 @@ Rule 9: the dashboard and its parts show one project when `?project=` names one 
 serves (a form on the page chooses it), else every project; every page names the replica and
 process serving it. The test-routing form works without JavaScript too (`POST /ui/test`
 answers a page of its own).
+Rule 10: with a store, the dashboard shows spend per project and per key over the last 30
+days from the usage ledger (every replica's); a store that fails leaves the card saying so.
 """
 
 from __future__ import annotations
@@ -119,6 +121,8 @@ class Dashboard:
         """Rule 5: reads one request from the store's audit (None: no store)."""
         self.search: Search | None = None
         """Rule 8: finds requests in the store's audit (None: no store)."""
+        self.spend: Callable[[], Awaitable[Mapping[str, Any]]] | None = None
+        """Rule 10: spend per project and key from the usage ledger (None: no store)."""
         self.traffic: Traffic | None = None
         """Rule 7: reads a route's traffic from the store's audit (None: no store)."""
         self._assets: dict[str, tuple[bytes, bytes]] = {}
@@ -196,6 +200,7 @@ class Dashboard:
                 requests=views.request_rows(self.activity),
                 key_names=[k.name for r in scoped.values() for k in r.config.keys],
                 shown=shown,
+                spend=await self._spend(shown),
             )
             await _html(send, 200, body)
         elif path.startswith("/ui/part/") and path.removeprefix("/ui/part/") in _PARTS:
@@ -245,6 +250,21 @@ class Dashboard:
             return
         audited, record = views.audited_request(found)
         await _html(send, 200, pages.record_page(audited, record))
+
+    async def _spend(self, shown: str | None) -> str:
+        """Rule 10: the spend card's body (empty without a store)."""
+        if self.spend is None:
+            return ""
+        try:
+            spend = await self.spend()
+        except Exception as exc:  # noqa: BLE001 - the store: the card says so
+            return pages.spend_part(None, unread=type(exc).__name__)
+        if shown is not None:
+            spend = {
+                part: [row for row in rows if row.get("project") == shown]
+                for part, rows in spend.items()
+            }
+        return pages.spend_part(spend)
 
     async def _requests(
         self, scope: MutableMapping[str, Any], send: Send, runtimes: Mapping[str, Runtime]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from turnout.record import CALL_OUTCOMES
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from turnout.gateway.observe.activity import RecentRequest
     from turnout.gateway.ui.request_search import Listed, RequestQuery
@@ -37,6 +37,7 @@ __all__ = [
     "route_page",
     "routes_part",
     "routing_test_part",
+    "spend_part",
     "test_page",
 ]
 
@@ -136,9 +137,10 @@ def page(
     requests: Sequence[RequestRow],
     key_names: Sequence[str],
     shown: str | None = None,
+    spend: str = "",
 ) -> str:
     """The whole dashboard: every project's, or `shown`'s alone (`projects`: every project
-    this replica serves)."""
+    this replica serves); `spend`: the spend card's body (`spend_part`), or nothing."""
     scope = f"?project={_e(shown)}" if shown else ""
     where = f"project {shown}" if shown else f"project {', '.join(projects)}"
     models_hint = sorted({pattern for route in routes for pattern in route.serves})[:20]
@@ -165,6 +167,11 @@ def page(
         + _NO_SCRIPT
         + "</div>"
         + "</section>"
+        + (
+            f"<section class='card wide' id='spend'><h2>Spend, last 30 days</h2>{spend}</section>"
+            if spend
+            else ""
+        )
         + "<section class='card wide'><h2>Test routing</h2>"
         + "<form id='test-form' method='post' action='/ui/test' hx-post='/ui/part/test' "
         + "hx-target='#test' hx-swap='outerHTML'>"
@@ -521,4 +528,43 @@ def test_page(part: str) -> str:
         + _header("test routing")
         + "<main><section class='card wide'><h2>Test routing</h2>"
         + f"{part}<p><a href='/ui'>Back to the dashboard</a></p></section></main></body></html>"
+    )
+
+
+_TOP_KEYS = 20
+
+
+def _spend_rows(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> str:
+    lines = []
+    for row in rows:
+        cost = "-" if row.get("cost") is None else f"${row['cost']:.4f}"
+        unpriced = f" ({row['unpriced_requests']} unpriced)" if row.get("unpriced_requests") else ""
+        named = "".join(f"<td>{_e(row.get(name) or '-')}</td>" for name in names)
+        lines.append(
+            f"<tr>{named}<td class='num'>{row['requests']}</td>"
+            f"<td class='num'>{row['input_tokens']} / {row['output_tokens']}</td>"
+            f"<td class='num'>{_e(cost)}{_e(unpriced)}</td></tr>"
+        )
+    return "".join(lines)
+
+
+def spend_part(spend: Mapping[str, Sequence[dict[str, Any]]] | None, *, unread: str = "") -> str:
+    """Spend per project and per key (the most expensive keys first) from the usage ledger;
+    `unread`: why the ledger could not be read."""
+    if spend is None:
+        return f"<p class='muted'>The usage ledger cannot be read now ({_e(unread)}).</p>"
+    projects = spend.get("projects") or []
+    if not projects:
+        return "<p class='muted'>No usage in the last 30 days.</p>"
+    keys = sorted(spend.get("keys") or [], key=lambda row: -(row.get("cost") or 0.0))
+    head = (
+        "<th class='num'>Requests</th><th class='num'>Tokens in / out</th>"
+        "<th class='num'>Cost</th></tr></thead>"
+    )
+    return (
+        "<p class='muted'>Every replica's, from the usage ledger.</p><div class='scroll'>"
+        f"<table id='spend-projects'><thead><tr><th>Project</th>{head}"
+        f"<tbody>{_spend_rows(projects, ['project'])}</tbody></table>"
+        f"<table id='spend-keys'><thead><tr><th>Project</th><th>Key</th>{head}"
+        f"<tbody>{_spend_rows(keys[:_TOP_KEYS], ['project', 'key_name'])}</tbody></table></div>"
     )
