@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import func, select
+from sqlalchemy import ARRAY, String, any_, bindparam, func, select
 
 from turnout.record import CALL_OUTCOMES
 from turnout.store.models import RequestAttempt, RequestAudit
@@ -54,17 +54,21 @@ def route_stats(store: Store, *, project: str, route: str, since: datetime) -> d
     mine = (RequestAudit.project == project, RequestAudit.route == route, RequestAudit.at >= since)
     latest = (
         select(RequestAudit.request_id).where(*mine).order_by(RequestAudit.at.desc()).limit(SAMPLE)
-    ).scalar_subquery()
-    in_latest = RequestAttempt.request_id.in_(latest)
+    )
     with store.engine.connect() as connection:
         requests, answered = connection.execute(
             select(func.count(), func.count().filter(RequestAudit.status < 400)).where(*mine)
         ).one()
-        calls = connection.execute(
-            select(RequestAttempt.target, RequestAttempt.outcome, RequestAttempt.duration_ms).where(
-                in_latest, RequestAttempt.outcome.in_(CALL_OUTCOMES)
-            )
-        ).all()
+        # The ids first, then their attempt rows by the attempts' key: a planner that guesses
+        # the sample's size wrong would otherwise scan every attempt row.
+        ids = list(connection.execute(latest).scalars())
+        if store.is_postgres:  # one array parameter: a list of thousands is slow to plan
+            among = RequestAttempt.request_id == any_(bindparam("ids", ids, ARRAY(String)))
+        else:
+            among = RequestAttempt.request_id.in_(ids)
+        columns = (RequestAttempt.target, RequestAttempt.outcome, RequestAttempt.duration_ms)
+        query = select(*columns).where(among, RequestAttempt.outcome.in_(CALL_OUTCOMES))
+        calls = connection.execute(query).all() if ids else []
         failed = connection.execute(
             select(
                 RequestAudit.status,

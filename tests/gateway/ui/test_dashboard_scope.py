@@ -87,8 +87,9 @@ async def test_the_test_routing_form_answers_without_javascript() -> None:
 
 
 async def test_spend_per_project_and_key_from_the_ledger(store: Store, tmp_path: Path) -> None:
-    """With a store the dashboard shows spend per project and per key, the most expensive key
-    first; chosen to one project, only that project's; a ledger that fails says so."""
+    """With a store the dashboard's spend card loads its figures as a part: per project and per
+    key, the most expensive key first; kept to a chosen project; once read, the page shows them
+    at once; without JavaScript, a page of their own."""
     app = _app(WEIGHTED)
     assert app.dashboard is not None
     app.dashboard.spend = functools.partial(_spend, store)
@@ -101,19 +102,35 @@ async def test_spend_per_project_and_key_from_the_ledger(store: Store, tmp_path:
     )
     await _audit(store, tmp_path, requests)
     async with client_of(app) as client:
-        page = await client.get("/ui", headers=SIGNED_IN)
-        chosen = await client.get("/ui?project=default", headers=SIGNED_IN)
-
-        async def failing() -> dict[str, object]:
-            raise TimeoutError
-
-        app.dashboard.spend = failing
-        broken = await client.get("/ui", headers=SIGNED_IN)
-    spend = page.text[page.text.index("id='spend'") :]
-    projects = spend[spend.index("spend-projects") : spend.index("spend-keys")]
+        first = await client.get("/ui", headers=SIGNED_IN)
+        part = await client.get("/ui/part/spend", headers=SIGNED_IN)
+        again = await client.get("/ui", headers=SIGNED_IN)
+        chosen = await client.get("/ui/part/spend?project=default", headers=SIGNED_IN)
+        plain = await client.get("/ui/spend", headers=SIGNED_IN)
+    assert "hx-get='/ui/part/spend' hx-trigger='load'" in first.text
+    assert "href='/ui/spend'" in first.text
+    projects = part.text[part.text.index("spend-projects") : part.text.index("spend-keys")]
     assert "<td>default</td><td class='num'>4</td>" in projects
     assert "$0.0800" in projects
-    keys = spend[spend.index("spend-keys") :]
+    keys = part.text[part.text.index("spend-keys") :]
     assert keys.index("<td>batch</td>") < keys.index("<td>ops</td>") < keys.index("<td>app</td>")
-    assert "team-b" not in chosen.text[chosen.text.index("id='spend'") :]
-    assert "The usage ledger cannot be read now (TimeoutError)" in broken.text
+    assert "spend-keys" in again.text  # read a moment ago: on the page at once
+    assert "team-b" not in chosen.text
+    assert "Back to the dashboard" in plain.text
+    assert "spend-keys" in plain.text
+
+
+async def test_a_ledger_that_fails_leaves_the_spend_card_saying_so() -> None:
+    """The ledger raising: the card says it cannot be read now, and the page is up."""
+    app = _app(WEIGHTED)
+    assert app.dashboard is not None
+
+    async def failing() -> dict[str, object]:
+        raise TimeoutError
+
+    app.dashboard.spend = failing
+    async with client_of(app) as client:
+        page = await client.get("/ui", headers=SIGNED_IN)
+        part = await client.get("/ui/part/spend", headers=SIGNED_IN)
+    assert page.status_code == 200
+    assert "The usage ledger cannot be read now (TimeoutError)" in part.text

@@ -25,7 +25,10 @@ serves (a form on the page chooses it), else every project; every page names the
 process serving it. The test-routing form works without JavaScript too (`POST /ui/test`
 answers a page of its own).
 Rule 10: with a store, the dashboard shows spend per project and per key over the last 30
-days from the usage ledger (every replica's); a store that fails leaves the card saying so.
+days from the usage ledger (every replica's), read at most once a minute: the page shows the
+last figures read, or loads them as a part of their own (`/ui/part/spend`; `/ui/spend` without
+JavaScript), so a large ledger never slows the page; a store that fails leaves the card saying
+so.
 """
 
 from __future__ import annotations
@@ -92,7 +95,9 @@ _PAGE_HEADERS: Final = [
 _MAX_FORM: Final = 16 * 1024
 _PAGE: Final = 50
 """Requests per page of the request list."""
-_PARTS: Final = ("health", "routes", "requests")
+_PARTS: Final = ("health", "routes", "requests", "spend")
+_SPEND_SECONDS: Final = 60.0
+"""How long the spend read from the ledger is shown before it is read again (Rule 10)."""
 logger = logging.getLogger("turnout.ui")
 
 
@@ -123,6 +128,8 @@ class Dashboard:
         """Rule 8: finds requests in the store's audit (None: no store)."""
         self.spend: Callable[[], Awaitable[Mapping[str, Any]]] | None = None
         """Rule 10: spend per project and key from the usage ledger (None: no store)."""
+        self._spent: tuple[float, Mapping[str, Any]] | None = None
+        """Rule 10: when the spend was last read, and what it was."""
         self.traffic: Traffic | None = None
         """Rule 7: reads a route's traffic from the store's audit (None: no store)."""
         self._assets: dict[str, tuple[bytes, bytes]] = {}
@@ -200,19 +207,14 @@ class Dashboard:
                 requests=views.request_rows(self.activity),
                 key_names=[k.name for r in scoped.values() for k in r.config.keys],
                 shown=shown,
-                spend=await self._spend(shown),
+                spend=self._spend_now(shown),
             )
             await _html(send, 200, body)
         elif path.startswith("/ui/part/") and path.removeprefix("/ui/part/") in _PARTS:
-            part = path.removeprefix("/ui/part/")
-            scope_query = "" if shown is None else f"?project={html.escape(shown, quote=True)}"
-            if part == "health":
-                body = pages.health_part(views.health_rows(scoped), scope_query)
-            elif part == "routes":
-                body = pages.routes_part(views.route_views(scoped), scope_query)
-            else:
-                body = pages.requests_part(views.request_rows(self.activity))
+            body = await self._part(path.removeprefix("/ui/part/"), scoped, shown)
             await _html(send, 200, body)
+        elif path == "/ui/spend" and method == "GET":  # the card's figures, without JavaScript
+            await _html(send, 200, pages.spend_page(await self._spend_part(shown)))
         elif path == "/ui/part/test" and method == "POST":
             form = await _form(receive)
             await _html(send, 200, self._test(runtimes, form))
@@ -251,20 +253,37 @@ class Dashboard:
         audited, record = views.audited_request(found)
         await _html(send, 200, pages.record_page(audited, record))
 
-    async def _spend(self, shown: str | None) -> str:
-        """Rule 10: the spend card's body (empty without a store)."""
+    async def _part(self, part: str, scoped: Mapping[str, Runtime], shown: str | None) -> str:
+        """One refreshing part of the dashboard, kept to the project `shown`."""
+        scope_query = "" if shown is None else f"?project={html.escape(shown, quote=True)}"
+        if part == "health":
+            return pages.health_part(views.health_rows(scoped), scope_query)
+        if part == "routes":
+            return pages.routes_part(views.route_views(scoped), scope_query)
+        if part == "spend":
+            return await self._spend_part(shown)
+        return pages.requests_part(views.request_rows(self.activity))
+
+    def _spend_now(self, shown: str | None) -> str:
+        """Rule 10: the spend card's body for the page: the figures when read in the last
+        `_SPEND_SECONDS`, else the part that loads them (empty without a store)."""
         if self.spend is None:
             return ""
-        try:
-            spend = await self.spend()
-        except Exception as exc:  # noqa: BLE001 - the store: the card says so
-            return pages.spend_part(None, unread=type(exc).__name__)
-        if shown is not None:
-            spend = {
-                part: [row for row in rows if row.get("project") == shown]
-                for part, rows in spend.items()
-            }
-        return pages.spend_part(spend)
+        if self._spent is not None and time.monotonic() - self._spent[0] < _SPEND_SECONDS:
+            return pages.spend_part(_of_project(self._spent[1], shown))
+        return pages.spend_loading(shown)
+
+    async def _spend_part(self, shown: str | None) -> str:
+        """Rule 10: the spend card's body, read from the ledger when the figures are older
+        than `_SPEND_SECONDS`."""
+        if self.spend is None:
+            return "<p class='muted'>This gateway has no store: no usage ledger.</p>"
+        if self._spent is None or time.monotonic() - self._spent[0] >= _SPEND_SECONDS:
+            try:
+                self._spent = (time.monotonic(), await self.spend())
+            except Exception as exc:  # noqa: BLE001 - the store: the card says so
+                return pages.spend_part(None, unread=type(exc).__name__)
+        return pages.spend_part(_of_project(self._spent[1], shown))
 
     async def _requests(
         self, scope: MutableMapping[str, Any], send: Send, runtimes: Mapping[str, Runtime]
@@ -387,6 +406,15 @@ class Dashboard:
         body, kind = found
         cache = (b"cache-control", b"public, max-age=3600")
         await _send(send, 200, body, [(b"content-type", kind), cache, *_PAGE_HEADERS[2:]])
+
+
+def _of_project(spend: Mapping[str, Any], shown: str | None) -> Mapping[str, Any]:
+    """`spend` kept to the project `shown` (every project when None)."""
+    if shown is None:
+        return spend
+    return {
+        part: [row for row in rows if row.get("project") == shown] for part, rows in spend.items()
+    }
 
 
 def _shown_project(scope: MutableMapping[str, Any], runtimes: Mapping[str, Any]) -> str | None:

@@ -37,6 +37,8 @@ __all__ = [
     "route_page",
     "routes_part",
     "routing_test_part",
+    "spend_loading",
+    "spend_page",
     "spend_part",
     "test_page",
 ]
@@ -567,4 +569,26 @@ def spend_part(spend: Mapping[str, Sequence[dict[str, Any]]] | None, *, unread: 
         f"<tbody>{_spend_rows(projects, ['project'])}</tbody></table>"
         f"<table id='spend-keys'><thead><tr><th>Project</th><th>Key</th>{head}"
         f"<tbody>{_spend_rows(keys[:_TOP_KEYS], ['project', 'key_name'])}</tbody></table></div>"
+    )
+
+
+def spend_loading(shown: str | None) -> str:
+    """The spend card's body before its figures are read: the part loads itself; without
+    JavaScript, a link to them."""
+    scope = f"?project={_e(shown)}" if shown else ""
+    return (
+        f"<div hx-get='/ui/part/spend{scope}' hx-trigger='load' hx-swap='outerHTML'>"
+        f"<p class='muted'><a href='/ui/spend{scope}'>Show spend</a> (read from the usage "
+        "ledger)</p></div>"
+    )
+
+
+def spend_page(part: str) -> str:
+    """The spend card as a page of its own (a browser without JavaScript)."""
+    return (
+        _head("turnout · spend")
+        + "<body>"
+        + _header("spend")
+        + "<main><section class='card wide' id='spend'><h2>Spend, last 30 days</h2>"
+        + f"{part}<p><a href='/ui'>Back to the dashboard</a></p></section></main></body></html>"
     )
