@@ -108,9 +108,7 @@ def measure(store: Store, label: str, rows: int, rounds: int) -> None:
             route_stats(store, project="default", route="chat", since=now - window)
 
     def home_page() -> None:
-        since = now - timedelta(days=30)
-        usage_report(store, group_by="project", since=since)
-        usage_report(store, group_by=["project", "key"], since=since)
+        usage_report(store, group_by=["project", "key"], since=now - timedelta(days=30))
 
     def request_list() -> None:
         search_requests(store, RequestFilter())

@@ -164,12 +164,28 @@ async def _spend(store: Store) -> dict[str, list[dict[str, Any]]]:
     since = datetime.now(UTC) - timedelta(days=SPEND_DAYS)
 
     def read(store: Store) -> dict[str, list[dict[str, Any]]]:
-        return {
-            "projects": usage_report(store, group_by="project", since=since),
-            "keys": usage_report(store, group_by=["project", "key"], since=since),
-        }
+        keys = usage_report(store, group_by=["project", "key"], since=since)
+        return {"projects": _per_project(keys), "keys": keys}
 
     return await store.run(read)
+
+
+def _per_project(keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-key spend summed per project (one ledger read gives both)."""
+    projects: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for row in keys:
+        total = projects.setdefault(
+            (row["project_id"], row["project"]),
+            {"project_id": row["project_id"], "project": row["project"], "requests": 0,
+             "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+             "cache_write_tokens": 0, "cost": None, "unpriced_requests": 0},
+        )  # fmt: skip
+        for name in ("requests", "input_tokens", "output_tokens", "cache_read_tokens",
+                     "cache_write_tokens", "unpriced_requests"):  # fmt: skip
+            total[name] += row[name]
+        if row["cost"] is not None:
+            total["cost"] = (total["cost"] or 0.0) + row["cost"]
+    return sorted(projects.values(), key=lambda row: str(row["project"]))
 
 
 async def _audited(store: Store, request_id: str) -> dict[str, Any] | None:
