@@ -8,8 +8,8 @@ rows and a usage entry, written by the audit writer's own statements), then time
 ``--rounds``:
 
 - ``dashboard``: the dashboard's spend per project and per key over 30 days (`usage_report`);
-- ``route page``: the route page's reads of its busiest route (`route_stats` for the last hour
-  and the last day: counts, per-target calls and latency percentiles, failed requests grouped);
+- ``route page``: the route page's reads of its busiest route (`route_windows` for the last
+  hour and the last day: counts, per-target calls and latency percentiles, failed requests grouped);
 - ``request list``: the request list's first page, unfiltered and for one route's 5xx;
 - ``request page``: one request's record read back (`get_request`).
 
@@ -42,7 +42,7 @@ from turnout.store.audit_ids import IdsByName
 from turnout.store.audit_rows import IdMint
 from turnout.store.audit_search import RequestFilter, search_requests
 from turnout.store.audit_writes import write_requests
-from turnout.store.route_stats import route_stats
+from turnout.store.route_stats import route_windows
 from turnout.store.usage import get_request, usage_report
 
 ROUTES = ("chat", "code", "batch")
@@ -104,8 +104,8 @@ def measure(store: Store, label: str, rows: int, rounds: int) -> None:
     now = datetime.now(UTC)
 
     def route_page() -> None:
-        for window in (timedelta(hours=1), timedelta(days=1)):
-            route_stats(store, project="default", route="chat", since=now - window)
+        windows = {"hour": now - timedelta(hours=1), "day": now - timedelta(days=1)}
+        route_windows(store, project="default", route="chat", windows=windows)
 
     def home_page() -> None:
         usage_report(store, group_by=["project", "key"], since=now - timedelta(days=30))

@@ -23,11 +23,11 @@ from turnout.record import CALL_OUTCOMES
 from turnout.store.models import RequestAttempt, RequestAudit
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from turnout.store.engine import Store
 
-__all__ = ["SAMPLE", "route_stats"]
+__all__ = ["SAMPLE", "route_stats", "route_windows"]
 
 SAMPLE: Final = 5000
 """The latest requests of a window that its per-target figures are read from (Rule 2)."""
@@ -47,39 +47,86 @@ def _percentile(values: list[int], share: float) -> int | None:
 
 def route_stats(store: Store, *, project: str, route: str, since: datetime) -> dict[str, Any]:
     """The traffic of `route` in `project` since `since` (Rules 1 to 3): `requests`,
-    `answered`, `sampled` (the window held more than `sample_size` requests), `targets` (by
-    target name: `calls`, `answered`, `failed`, `share`, `p50_ms`, `p95_ms`) and `errors`
-    (`status`, `code`, `message`, `count`, `sample`)."""
-    since = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
-    mine = (RequestAudit.project == project, RequestAudit.route == route, RequestAudit.at >= since)
+    `answered`, `sampled` (the window held more requests than its figures are read from, of
+    `sample_size` at most), `targets` (by target name: `calls`, `answered`, `failed`, `share`,
+    `p50_ms`, `p95_ms`) and `errors` (`status`, `code`, `message`, `count`, `sample`)."""
+    return route_windows(store, project=project, route=route, windows={"": since})[""]
+
+
+def route_windows(
+    store: Store, *, project: str, route: str, windows: Mapping[str, datetime]
+) -> dict[str, dict[str, Any]]:
+    """`route_stats` for each window (name to its start) at once: one sample of the route's
+    latest requests and one read of their attempt rows and of the failed requests serve every
+    window; only the counts are read per window."""
+    starts = {name: _aware(since) for name, since in windows.items()}
+    widest = min(starts.values())
+    mine = (RequestAudit.project == project, RequestAudit.route == route)
     latest = (
-        select(RequestAudit.request_id).where(*mine).order_by(RequestAudit.at.desc()).limit(SAMPLE)
+        select(RequestAudit.request_id, RequestAudit.at)
+        .where(*mine, RequestAudit.at >= widest)
+        .order_by(RequestAudit.at.desc())
+        .limit(SAMPLE)
     )
     with store.engine.connect() as connection:
-        requests, answered = connection.execute(
-            select(func.count(), func.count().filter(RequestAudit.status < 400)).where(*mine)
-        ).one()
+        counts = {
+            name: connection.execute(
+                select(func.count(), func.count().filter(RequestAudit.status < 400)).where(
+                    *mine, RequestAudit.at >= since
+                )
+            ).one()
+            for name, since in starts.items()
+        }
         # The ids first, then their attempt rows by the attempts' key: a planner that guesses
         # the sample's size wrong would otherwise scan every attempt row.
-        ids = list(connection.execute(latest).scalars())
+        sample = {request_id: _aware(at) for request_id, at in connection.execute(latest)}
+        ids = list(sample)
         if store.is_postgres:  # one array parameter: a list of thousands is slow to plan
             among = RequestAttempt.request_id == any_(bindparam("ids", ids, ARRAY(String)))
         else:
             among = RequestAttempt.request_id.in_(ids)
-        columns = (RequestAttempt.target, RequestAttempt.outcome, RequestAttempt.duration_ms)
+        columns = (
+            RequestAttempt.request_id,
+            RequestAttempt.target,
+            RequestAttempt.outcome,
+            RequestAttempt.duration_ms,
+        )
         query = select(*columns).where(among, RequestAttempt.outcome.in_(CALL_OUTCOMES))
         calls = connection.execute(query).all() if ids else []
         failed = connection.execute(
             select(
+                RequestAudit.at,
                 RequestAudit.status,
                 RequestAudit.error_code,
                 RequestAudit.request_id,
                 RequestAudit.record[("error", "message")].as_string(),
             )
-            .where(*mine, RequestAudit.status >= 400)
+            .where(*mine, RequestAudit.at >= widest, RequestAudit.status >= 400)
             .order_by(RequestAudit.at.desc())
             .limit(_ERROR_ROWS)
         ).all()
+    found = {}
+    for name, since in starts.items():
+        requests, answered = counts[name]
+        in_sample = sum(1 for at in sample.values() if at >= since)
+        window_calls = [row[1:] for row in calls if sample[row[0]] >= since]
+        found[name] = {
+            "requests": int(requests),
+            "answered": int(answered),
+            "sampled": int(requests) > in_sample,
+            "sample_size": SAMPLE,
+            "targets": _targets(window_calls),
+            "errors": _error_groups([row[1:] for row in failed if _aware(row[0]) >= since]),
+        }
+    return found
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _targets(calls: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """Rule 2 over the sample's calls (target, outcome, duration)."""
     targets: dict[str, dict[str, Any]] = {}
     durations: dict[str, list[int]] = {}
     for target, outcome, duration in calls:
@@ -100,14 +147,7 @@ def route_stats(store: Store, *, project: str, route: str, since: datetime) -> d
         row["share"] = row["answered"] / all_answers if all_answers else None
         row["p50_ms"] = _percentile(taken, 0.50)
         row["p95_ms"] = _percentile(taken, 0.95)
-    return {
-        "requests": int(requests),
-        "answered": int(answered),
-        "sampled": int(requests) > SAMPLE,
-        "sample_size": SAMPLE,
-        "targets": targets,
-        "errors": _error_groups(failed),
-    }
+    return targets
 
 
 def _error_groups(failed: Sequence[Any]) -> list[dict[str, Any]]:

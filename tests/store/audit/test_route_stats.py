@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tests.store.audit._support import finished, record
 from turnout.store import route_stats as route_stats_module
 from turnout.store.ledger import AuditWriter
-from turnout.store.route_stats import route_stats
+from turnout.store.route_stats import route_stats, route_windows
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -129,3 +129,26 @@ async def test_per_target_figures_come_from_the_latest_requests(
     assert (stats["requests"], stats["answered"], stats["sampled"]) == (4, 4, True)
     assert set(stats["targets"]) == {"backup", "main"}
     assert stats["targets"]["main"]["calls"] == 2
+
+
+async def test_windows_read_at_once_keep_to_their_own_requests(
+    store: Store, tmp_path: Path
+) -> None:
+    """The hour and the day from one read: a request two hours old counts in the day alone,
+    in its counts, its targets and its failed requests."""
+    now = time.time()
+    requests = [
+        _answered("day-only", served="other", took=50, at=now - 7200),
+        _failed("day-failure", "every target failed", at=now - 7100),
+        _answered("recent", served="main", took=10, at=now - 60),
+    ]
+    await _written(store, tmp_path, requests)
+    moment = datetime.now(UTC)
+    windows = {"hour": moment - timedelta(hours=1), "day": moment - timedelta(days=1)}
+    found = route_windows(store, project="default", route="main", windows=windows)
+    assert (found["hour"]["requests"], found["day"]["requests"]) == (1, 3)
+    assert "other" not in found["hour"]["targets"]
+    assert found["day"]["targets"]["other"]["answered"] == 1
+    assert found["hour"]["errors"] == []
+    assert [group["sample"] for group in found["day"]["errors"]] == ["day-failure"]
+    assert not found["day"]["sampled"]

@@ -128,17 +128,13 @@ async def _traffic(store: Store, project: str, route: str) -> dict[str, dict[str
     """A route's traffic from the store's audit per window of the route page, on a thread
     bounded by the store's call timeout."""
     from turnout.gateway.ui.route_view import WINDOWS  # noqa: PLC0415 - the page's, lazily
-    from turnout.store.route_stats import route_stats  # noqa: PLC0415 - see _audited
+    from turnout.store.route_stats import route_windows  # noqa: PLC0415 - see _audited
 
     now = datetime.now(UTC)
+    starts = {window: now - timedelta(seconds=seconds) for window, seconds in WINDOWS.items()}
 
     def read(store: Store) -> dict[str, dict[str, Any]]:
-        return {
-            window: route_stats(
-                store, project=project, route=route, since=now - timedelta(seconds=seconds)
-            )
-            for window, seconds in WINDOWS.items()
-        }
+        return route_windows(store, project=project, route=route, windows=starts)
 
     return await store.run(read)
 
