@@ -167,6 +167,7 @@ async def test_a_record_page_says_who_served_and_after_how_many_failovers() -> N
         )
         assert "served by <strong>steady:gpt-4o</strong>" in record.text
         assert ", after 1 failover." in record.text
+        assert "Route <a href='/ui/routes/main'><strong>main</strong></a>" in record.text
 
 
 async def test_a_record_page_of_a_request_nobody_served_counts_calls_and_skips() -> None:

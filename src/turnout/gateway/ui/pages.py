@@ -322,11 +322,18 @@ def record_page(item: RecentRequest, audited: dict[str, Any] | None = None) -> s
         + _header(f"request {item.request_id}")
         + "<main>"
         + f"<section class='card wide'><h2>{_e(item.path)} → {item.status}</h2>"
-        + f"<p>Route <strong>{_e(item.route or '-')}</strong>: {_outcome_line(item, attempts)}</p>"
+        + f"<p>Route {_route_link(item.route)}: {_outcome_line(item, attempts)}</p>"
         + f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></section>"
         + f"<section class='card wide'><h2>Routing record</h2><pre>{_e(raw)}</pre></section>"
         + "</main></body></html>"
     )
+
+
+def _route_link(route: str | None) -> str:
+    """A request's route, linking to the route's page."""
+    if not route:
+        return "<strong>-</strong>"
+    return f"<a href='/ui/routes/{_e(route)}'><strong>{_e(route)}</strong></a>"
 
 
 def _outcome_line(item: RecentRequest, attempts: list[dict[str, Any]]) -> str:
