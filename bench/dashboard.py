@@ -28,16 +28,16 @@ import random
 import statistics
 import tempfile
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
+from audit import _postgres as temporary_schema
+from cryptography.fernet import Fernet
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
-from turnout.store import Store, migrate, open_store
+from turnout.store import SecretBox, Store, migrate, open_store
 from turnout.store.audit_ids import IdsByName
 from turnout.store.audit_rows import IdMint
 from turnout.store.audit_search import RequestFilter, search_requests
@@ -136,12 +136,9 @@ def main() -> None:
         measure(sqlite, "SQLite", args.rows, args.rounds)
         sqlite.close()
     if args.postgres:
-        schema = f"bench_{uuid.uuid4().hex[:10]}"
-        admin = open_store(args.postgres)
-        with admin.engine.begin() as connection:
-            connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-        scoped = make_url(args.postgres).update_query_dict({"options": f"-csearch_path={schema}"})
-        store = open_store(scoped.render_as_string(hide_password=False))
+        admin, store, schema = temporary_schema(
+            args.postgres, SecretBox(Fernet.generate_key().decode())
+        )
         try:
             migrate(store)
             measure(store, "PostgreSQL", args.rows, args.rounds)

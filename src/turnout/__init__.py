@@ -7,10 +7,10 @@ audit writer process, a command that prints its version) does not load the rest.
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from turnout._lazy import lazy_names
 from turnout._version import __version__
 
 if TYPE_CHECKING:
@@ -52,18 +52,7 @@ _HOMES = {
 """The module each public name is defined in."""
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        value: Any = getattr(importlib.import_module(_HOMES[name]), name)
-    else:
-        raise AttributeError(f"module 'turnout' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
+__getattr__, __dir__ = lazy_names(globals(), _HOMES)
 
 __all__ = [
     "AttemptEntry",

@@ -51,10 +51,10 @@ Request log and control
 
 from __future__ import annotations
 
-import importlib
 import textwrap
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from turnout._lazy import lazy_names
 from turnout.mock_upstream.faults import GRAMMAR, Fault, parse_fault, parse_sequence, split_model
 
 if TYPE_CHECKING:
@@ -76,16 +76,12 @@ __all__ = [
 
 # The server parts load on first use, so that reading the grammar (the command line's help, a
 # config check of a mock provider's script) does not load the HTTP server with it.
-_LAZY = {
-    "MockUpstreamApp": "app",
-    "MockUpstream": "server",
-    "ThreadedMockUpstream": "server",
-    "main": "server",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_names(
+    globals(),
+    {
+        "MockUpstreamApp": f"{__name__}.app",
+        "MockUpstream": f"{__name__}.server",
+        "ThreadedMockUpstream": f"{__name__}.server",
+        "main": f"{__name__}.server",
+    },
+)

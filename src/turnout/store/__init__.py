@@ -9,8 +9,9 @@ imports modules of this package without loading the database toolkit.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from turnout._lazy import lazy_names
 
 if TYPE_CHECKING:
     from turnout.store.engine import Store, downgrade, migrate, open_store
@@ -27,17 +28,6 @@ _HOMES = {
 """The module each name is defined in."""
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'turnout.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
+__getattr__, __dir__ = lazy_names(globals(), _HOMES)
 
 __all__ = ["SECRET_KEY_VARIABLE", "SecretBox", "Store", "downgrade", "migrate", "open_store"]

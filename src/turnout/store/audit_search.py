@@ -11,15 +11,17 @@ previous page's `next`) starts a page after it, so a page stays the same as requ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import select
 
 from turnout.errors import ConfigError
 from turnout.store.models import RequestAudit
+from turnout.store.usage import aware_utc, iso_z
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from turnout.store.engine import Store
 
 __all__ = ["STATUS_CLASSES", "RequestFilter", "search_requests"]
@@ -31,10 +33,6 @@ _COLUMNS: Final = (
     "served_provider", "served_model", "outcome", "status", "error_code", "latency_ms",
     "cached", "input_tokens", "output_tokens", "cost",
 )  # fmt: skip
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +74,9 @@ def search_requests(
         if value is not None:
             query = query.where(column == value)
     if wanted.since is not None:
-        query = query.where(RequestAudit.at >= _aware(wanted.since))
+        query = query.where(RequestAudit.at >= aware_utc(wanted.since))
     if wanted.until is not None:
-        query = query.where(RequestAudit.at < _aware(wanted.until))
+        query = query.where(RequestAudit.at < aware_utc(wanted.until))
     if before is not None:
         query = query.where(RequestAudit.id < before)
     query = query.order_by(RequestAudit.id.desc()).limit(limit + 1)
@@ -88,7 +86,7 @@ def search_requests(
     for number, at, *values in found[:limit]:
         row = dict(zip(_COLUMNS, values, strict=True))
         row["row"] = number
-        row["at"] = _aware(at).astimezone(UTC).isoformat().replace("+00:00", "Z")
+        row["at"] = iso_z(at)
         rows.append(row)
     more = len(found) > limit
     return {"rows": rows, "next": rows[-1]["row"] if more and rows else None}

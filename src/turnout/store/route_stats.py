@@ -14,16 +14,17 @@ Rule 3: the route's requests that ended with an error are grouped by status, cod
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import ARRAY, String, any_, bindparam, func, select
 
 from turnout.record import CALL_OUTCOMES
 from turnout.store.models import RequestAttempt, RequestAudit
+from turnout.store.usage import aware_utc
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from datetime import datetime
 
     from turnout.store.engine import Store
 
@@ -59,7 +60,7 @@ def route_windows(
     """`route_stats` for each window (name to its start) at once: one sample of the route's
     latest requests and one read of their attempt rows and of the failed requests serve every
     window; only the counts are read per window."""
-    starts = {name: _aware(since) for name, since in windows.items()}
+    starts = {name: aware_utc(since) for name, since in windows.items()}
     widest = min(starts.values())
     mine = (RequestAudit.project == project, RequestAudit.route == route)
     latest = (
@@ -79,7 +80,7 @@ def route_windows(
         }
         # The ids first, then their attempt rows by the attempts' key: a planner that guesses
         # the sample's size wrong would otherwise scan every attempt row.
-        sample = {request_id: _aware(at) for request_id, at in connection.execute(latest)}
+        sample = {request_id: aware_utc(at) for request_id, at in connection.execute(latest)}
         ids = list(sample)
         if store.is_postgres:  # one array parameter: a list of thousands is slow to plan
             among = RequestAttempt.request_id == any_(bindparam("ids", ids, ARRAY(String)))
@@ -116,13 +117,9 @@ def route_windows(
             "sampled": int(requests) > in_sample,
             "sample_size": SAMPLE,
             "targets": _targets(window_calls),
-            "errors": _error_groups([row[1:] for row in failed if _aware(row[0]) >= since]),
+            "errors": _error_groups([row[1:] for row in failed if aware_utc(row[0]) >= since]),
         }
     return found
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _targets(calls: Sequence[Any]) -> dict[str, dict[str, Any]]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from turnout.store.engine import Store
 
-__all__ = ["GROUPS", "get_request", "usage_report"]
+__all__ = ["GROUPS", "aware_utc", "get_request", "iso_z", "usage_report"]
 
 GROUPS: Final[dict[str, tuple[str, ...]]] = {
     "model": ("provider", "model"),
@@ -38,7 +38,8 @@ GROUPS: Final[dict[str, tuple[str, ...]]] = {
 _TOKENS: Final = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
-def _iso(moment: datetime) -> str:
+def iso_z(moment: datetime) -> str:
+    """`moment` as ISO 8601 UTC text ending in `Z` (a naive time is taken as UTC)."""
     if moment.tzinfo is None:  # SQLite hands back the UTC time it was given, without its zone
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -68,7 +69,7 @@ def get_request(store: Store, request_id: str) -> dict[str, Any] | None:
             "error_code", "latency_ms", "cached", "cost",
         )
     }  # fmt: skip
-    found["at"] = _iso(audit["at"])
+    found["at"] = iso_z(audit["at"])
     found["usage"] = {name: audit[name] for name in _TOKENS}
     found["routing"] = audit["record"]
     found["attempts"] = [
@@ -78,7 +79,8 @@ def get_request(store: Store, request_id: str) -> dict[str, Any] | None:
     return found
 
 
-def _moment(value: datetime) -> datetime:
+def aware_utc(value: datetime) -> datetime:
+    """`value`, a naive time taken as UTC."""
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
@@ -117,9 +119,9 @@ def usage_report(
         func.sum(case((UsageEntry.cost.is_(None), 1), else_=0)),
     )
     if since is not None:
-        query = query.where(UsageEntry.at >= _moment(since))
+        query = query.where(UsageEntry.at >= aware_utc(since))
     if until is not None:
-        query = query.where(UsageEntry.at < _moment(until))
+        query = query.where(UsageEntry.at < aware_utc(until))
     if project_id is not None:
         query = query.where(UsageEntry.project_id == project_id)
     query = query.group_by(*columns).order_by(*columns)

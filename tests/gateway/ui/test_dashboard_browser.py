@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,8 @@ from .test_route_page import WEIGHTED, _audit, _refused, _served
 from .test_route_page import _app as _route_app
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from playwright.async_api import Page
 
     from turnout.store import Store
@@ -41,6 +44,32 @@ async def _sign_in(page: Page, base: str) -> None:
     await page.fill("#key", ADMIN)
     await page.click("button[type=submit]")
     await page.wait_for_selector("text=Upstream health")
+
+
+@asynccontextmanager
+async def _signed_in_page(
+    app: GatewayApp, *, width: int, script: bool, errors: list[str] | None = None
+) -> AsyncIterator[Page]:
+    """A chromium page `width` px wide (JavaScript on or off), signed in to `app` served on a
+    socket of its own; the page's script errors, from the first page on, go to `errors`."""
+    with bind_socket("127.0.0.1", 0) as sock:
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async with (
+            serving(app, sock, ServerLimits(shutdown_grace=0.0)),
+            async_playwright() as playwright,
+        ):
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+            context = await browser.new_context(
+                viewport={"width": width, "height": 900}, java_script_enabled=script
+            )
+            page = await context.new_page()
+            if errors is not None:
+                page.on("pageerror", lambda error: errors.append(str(error)))
+            await _sign_in(page, base)
+            try:
+                yield page
+            finally:
+                await browser.close()
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -124,29 +153,14 @@ async def test_the_route_page_in_a_browser(
     served += [_served(f"w{n}", "west:gpt-4o", 40 + n) for n in range(3)]
     await _audit(store, tmp_path, [*served, _refused("f1", "every target failed: 429")])
     shot = tmp_path / f"route-{width}-{'js' if script else 'nojs'}.png"
-    with bind_socket("127.0.0.1", 0) as sock:
-        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        async with (
-            serving(app, sock, ServerLimits(shutdown_grace=0.0)),
-            async_playwright() as playwright,
-        ):
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
-            context = await browser.new_context(
-                viewport={"width": width, "height": 900}, java_script_enabled=script
-            )
-            page = await context.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            await _sign_in(page, base)
-            await page.click("text=split")
-            await page.wait_for_selector("#targets")
-            rows = await page.locator("#targets tbody tr").all_inner_texts()
-            failed = await page.locator("#errors tbody tr").all_inner_texts()
-            overflow = await page.evaluate(
-                "document.documentElement.scrollWidth - window.innerWidth"
-            )
-            await page.screenshot(path=str(shot), full_page=True)
-            await browser.close()
+    errors: list[str] = []
+    async with _signed_in_page(app, width=width, script=script, errors=errors) as page:
+        await page.click("text=split")
+        await page.wait_for_selector("#targets")
+        rows = await page.locator("#targets tbody tr").all_inner_texts()
+        failed = await page.locator("#errors tbody tr").all_inner_texts()
+        overflow = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        await page.screenshot(path=str(shot), full_page=True)
     assert errors == []
     assert [row.split()[0] for row in rows] == ["east:gpt-4o", "west:gpt-4o"]
     assert "67%" in rows[0]
@@ -169,30 +183,16 @@ async def test_the_request_list_filters_without_javascript(store: Store, tmp_pat
     app.dashboard.audit = functools.partial(_audited, store)
     await _listed(store, tmp_path, 12)
     shot = tmp_path / "requests-400-nojs.png"
-    with bind_socket("127.0.0.1", 0) as sock:
-        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        async with (
-            serving(app, sock, ServerLimits(shutdown_grace=0.0)),
-            async_playwright() as playwright,
-        ):
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
-            context = await browser.new_context(
-                viewport={"width": 400, "height": 900}, java_script_enabled=False
-            )
-            page = await context.new_page()
-            await _sign_in(page, base)
-            await page.click("text=find requests")
-            await page.select_option("select[name=status]", "5xx")
-            await page.click("#filters button")
-            await page.wait_for_selector("#found")
-            statuses = await page.locator("#found tbody tr td:nth-child(6)").all_inner_texts()
-            overflow = await page.evaluate(
-                "document.documentElement.scrollWidth - window.innerWidth"
-            )
-            await page.screenshot(path=str(shot), full_page=True)
-            await page.click("#found tbody tr:first-child a")
-            await page.wait_for_selector("text=Routing record")
-            await browser.close()
+    async with _signed_in_page(app, width=400, script=False) as page:
+        await page.click("text=find requests")
+        await page.select_option("select[name=status]", "5xx")
+        await page.click("#filters button")
+        await page.wait_for_selector("#found")
+        statuses = await page.locator("#found tbody tr td:nth-child(6)").all_inner_texts()
+        overflow = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        await page.screenshot(path=str(shot), full_page=True)
+        await page.click("#found tbody tr:first-child a")
+        await page.wait_for_selector("text=Routing record")
     assert statuses == ["503", "503", "503"]
     assert overflow <= 0
     assert shot.stat().st_size > 10_000
@@ -202,26 +202,14 @@ async def test_the_dashboard_without_javascript(tmp_path: Path) -> None:
     """Without JavaScript: the tables are there, the test-routing form answers on a page of
     its own, and the page names the replica serving it."""
     app = GatewayApp(runtime_of(CONFIG), admin_hashes=lambda: frozenset({hash_key(ADMIN)}))
-    with bind_socket("127.0.0.1", 0) as sock:
-        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        async with (
-            serving(app, sock, ServerLimits(shutdown_grace=0.0)),
-            async_playwright() as playwright,
-        ):
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
-            context = await browser.new_context(
-                viewport={"width": 1400, "height": 900}, java_script_enabled=False
-            )
-            page = await context.new_page()
-            await _sign_in(page, base)
-            routes = await page.locator("#routes tbody tr").count()
-            replica = await page.locator("header .replica").inner_text()
-            await page.screenshot(path=str(tmp_path / "dashboard-nojs.png"), full_page=True)
-            await page.fill("input[name=model]", "gpt-4o")
-            await page.click("#test-form button")
-            await page.wait_for_selector("text=Back to the dashboard")
-            answer = await page.locator("strong").first.inner_text()
-            await browser.close()
+    async with _signed_in_page(app, width=1400, script=False) as page:
+        routes = await page.locator("#routes tbody tr").count()
+        replica = await page.locator("header .replica").inner_text()
+        await page.screenshot(path=str(tmp_path / "dashboard-nojs.png"), full_page=True)
+        await page.fill("input[name=model]", "gpt-4o")
+        await page.click("#test-form button")
+        await page.wait_for_selector("text=Back to the dashboard")
+        answer = await page.locator("strong").first.inner_text()
     assert routes == 1
     assert replica.startswith("replica ")
     assert answer == "main"

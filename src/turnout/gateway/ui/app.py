@@ -255,11 +255,10 @@ class Dashboard:
 
     async def _part(self, part: str, scoped: Mapping[str, Runtime], shown: str | None) -> str:
         """One refreshing part of the dashboard, kept to the project `shown`."""
-        scope_query = "" if shown is None else f"?project={html.escape(shown, quote=True)}"
         if part == "health":
-            return pages.health_part(views.health_rows(scoped), scope_query)
+            return pages.health_part(views.health_rows(scoped), shown)
         if part == "routes":
-            return pages.routes_part(views.route_views(scoped), scope_query)
+            return pages.routes_part(views.route_views(scoped), shown)
         if part == "spend":
             return await self._spend_part(shown)
         return pages.requests_part(views.request_rows(self.activity))

@@ -143,7 +143,6 @@ def page(
 ) -> str:
     """The whole dashboard: every project's, or `shown`'s alone (`projects`: every project
     this replica serves); `spend`: the spend card's body (`spend_part`), or nothing."""
-    scope = f"?project={_e(shown)}" if shown else ""
     where = f"project {shown}" if shown else f"project {', '.join(projects)}"
     models_hint = sorted({pattern for route in routes for pattern in route.serves})[:20]
     keys = "".join(f"<option value='{_e(name)}'>{_e(name)}</option>" for name in key_names)
@@ -154,10 +153,10 @@ def page(
         + _header(where, sign_out=True, selector=_project_selector(projects, shown))
         + "<main>"
         + "<section class='card wide'><h2>Upstream health</h2>"
-        + health_part(health, scope)
+        + health_part(health, shown)
         + "</section>"
         + "<section class='card wide'><h2>Routes</h2>"
-        + routes_part(routes, scope)
+        + routes_part(routes, shown)
         + "</section>"
         + "<section class='card'><h2>Failovers, last 24 hours</h2>"
         + "<div id='failover-chart' class='chart' aria-label='failovers per route by hour'>"
@@ -191,22 +190,28 @@ def page(
     )
 
 
-def _refreshing(part: str, every: str, scope: str = "") -> str:
-    """Rule 2: the attributes that make an element reload itself (`scope`: the query that
-    keeps it to one project, escaped)."""
+def _scope(shown: str | None) -> str:
+    """The query string that keeps a page or part to the project `shown` (None: every
+    project), escaped."""
+    return f"?project={_e(shown)}" if shown else ""
+
+
+def _refreshing(part: str, every: str, shown: str | None = None) -> str:
+    """Rule 2: the attributes that make an element reload itself, kept to `shown`."""
+    scope = _scope(shown)
     return (
         f"id='{part}' hx-get='/ui/part/{part}{scope}' hx-trigger='every {every}' "
         "hx-swap='outerHTML'"
     )
 
 
-def health_part(rows: Sequence[HealthRow], scope: str = "") -> str:
+def health_part(rows: Sequence[HealthRow], shown: str | None = None) -> str:
     """Upstream health, per health key."""
     if not rows:
         body = (
             "<p class='muted'>No upstream called yet: health keys appear with the first call.</p>"
         )
-        return f"<div {_refreshing('health', '2s', scope)}>{body}</div>"
+        return f"<div {_refreshing('health', '2s', shown)}>{body}</div>"
     lines = "".join(
         f"<tr class='{_e(row.state)}'><td>{_e(row.key)}</td><td>{_state(row.state)}</td>"
         f"<td class='num'>{row.failures}</td>"
@@ -215,14 +220,14 @@ def health_part(rows: Sequence[HealthRow], scope: str = "") -> str:
         for row in rows
     )
     return (
-        f"<div {_refreshing('health', '2s', scope)}><table><thead><tr><th>Upstream</th>"
+        f"<div {_refreshing('health', '2s', shown)}><table><thead><tr><th>Upstream</th>"
         "<th>State</th>"
         "<th class='num'>Failures in a row</th><th class='num'>Time left</th><th>Project</th>"
         f"</tr></thead><tbody>{lines}</tbody></table></div>"
     )
 
 
-def routes_part(routes: Sequence[RouteView], scope: str = "") -> str:
+def routes_part(routes: Sequence[RouteView], shown: str | None = None) -> str:
     """Routes with their targets in try order and who may use them."""
     lines = []
     for route in routes:
@@ -241,7 +246,7 @@ def routes_part(routes: Sequence[RouteView], scope: str = "") -> str:
             f"<td>{_e(', '.join(route.granted_by) or 'nobody')}</td></tr>"
         )
     return (
-        f"<div {_refreshing('routes', '5s', scope)}><table><thead><tr><th>Route</th><th>Serves</th>"
+        f"<div {_refreshing('routes', '5s', shown)}><table><thead><tr><th>Route</th><th>Serves</th>"
         "<th>Targets, in try order</th><th>Granted by</th></tr></thead>"
         f"<tbody>{''.join(lines)}</tbody></table></div>"
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from turnout.gateway.runtime.describe import route_row
+from turnout.gateway.ui.views import fallback_words, target_state
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -121,17 +122,11 @@ def route_page(
     route = entry.route
     states = {item.text: item.state for item in runtime.health.snapshot()}
     weighted = row["strategy"] == "weighted"
-    weights = [t.weight for t in route.targets if not t.fallback_only]
-    total = sum(weights) if weighted else 0
+    total = sum(t.weight for t in route.targets if not t.fallback_only) if weighted else 0
     described = {t["name"]: t for t in row["targets"]}
     lines = []
     for target in route.targets:
         provider, model = described[target.name]["provider"], described[target.name]["model"]
-        state = "available"
-        for key in (f"{provider}/{model}", provider):
-            if key in states:
-                state = states[key]
-                break
         lines.append(
             TargetLine(
                 name=target.name,
@@ -140,16 +135,13 @@ def route_page(
                 configured=(target.weight / total) if total and not target.fallback_only else None,
                 fallback_only=target.fallback_only,
                 paused=target.paused,
-                state=state,
+                state=target_state(states, provider, model),
                 traffic={
                     window: (stats or {}).get("targets", {}).get(target.name)
                     for window, stats in (windows or {}).items()
                 },
             )
         )
-    fallbacks = "; ".join(
-        f"{kind}: {', '.join(names)}" for kind, names in row["fallbacks"].items() if names
-    )
     return RoutePage(
         project=project,
         name=entry.name,
@@ -158,7 +150,7 @@ def route_page(
         strategy=row["strategy"],
         serves=(*row["patterns"], *row["aliases"]),
         targets=tuple(lines),
-        fallbacks=fallbacks,
+        fallbacks=fallback_words(row["fallbacks"]),
         granted_by=runtime.access.granted_by(entry.name),
         policy=_policy(entry),
         windows=windows,

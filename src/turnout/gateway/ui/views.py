@@ -30,10 +30,12 @@ __all__ = [
     "RoutingTestResult",
     "audited_request",
     "chart_data",
+    "fallback_words",
     "health_rows",
     "request_rows",
     "route_views",
     "routing_test",
+    "target_state",
 ]
 
 
@@ -141,13 +143,11 @@ def route_views(runtimes: Mapping[str, Runtime]) -> list[RouteView]:
             targets = tuple(
                 (
                     f"{t['provider']}:{t['model'] or '*'}",
-                    _target_state(states, t["provider"], t["model"]),
+                    target_state(states, t["provider"], t["model"]),
                 )
                 for t in row["targets"]
             )
-            fallbacks = "; ".join(
-                f"{kind}: {', '.join(names)}" for kind, names in row["fallbacks"].items() if names
-            )
+            fallbacks = fallback_words(row["fallbacks"])
             views.append(
                 RouteView(
                     project=project,
@@ -164,7 +164,12 @@ def route_views(runtimes: Mapping[str, Runtime]) -> list[RouteView]:
     return views
 
 
-def _target_state(states: Mapping[str, str], provider: str, model: str | None) -> str:
+def fallback_words(fallbacks: Mapping[str, list[str]]) -> str:
+    """A route's fallback routes by kind, in words (`general: a, b; content: c`)."""
+    return "; ".join(f"{kind}: {', '.join(names)}" for kind, names in fallbacks.items() if names)
+
+
+def target_state(states: Mapping[str, str], provider: str, model: str | None) -> str:
     """A target's health: its `provider/model` key, else its provider's, else available."""
     for key in (f"{provider}/{model}", provider):
         if key in states:
